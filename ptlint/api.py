@@ -1,0 +1,29 @@
+"""The library interface, for the language server, the flake8 plugin and tests."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .engine import lint_source
+from .registry import all_rules
+from .rule import Finding
+from .source import SourceFile
+
+
+def default_codes() -> tuple[str, ...]:
+    return tuple(code for code, cls in all_rules().items() if cls.default)
+
+
+def check_text(text: str, codes: Iterable[str] | None = None, path: str = "<string>") -> list[Finding]:
+    """Findings for source text; `codes` defaults to the rules that are on by default."""
+    rules = all_rules()
+    selected = default_codes() if codes is None else tuple(codes)
+    return lint_source(SourceFile(path, text), [rules[c] for c in selected if c in rules])
+
+
+def fix_text(text: str, codes: Iterable[str] | None = None, unsafe: bool = False, path: str = "<string>") -> str:
+    """The text with every applicable fix applied until stable."""
+    from .fixer import fix_source
+
+    selected = default_codes() if codes is None else tuple(codes)
+    return fix_source(SourceFile(path, text), selected, unsafe).fixed

@@ -1,0 +1,225 @@
+"""`[tool.ptlint]` in the nearest pyproject.toml, merged with the command line (which wins)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .registry import all_rules, known_codes
+
+DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules")
+KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
+              "unsafe-fixes", "dynamic", "cache-dir"}
+DYNAMIC_KEYS = {"targets", "timeout", "device", "script"}
+
+
+class ConfigError(Exception):
+    """A bad configuration or selector; the CLI prints it and exits 2."""
+
+
+@dataclass
+class Settings:
+    """Everything that decides what a check reports. Picklable, hashable into the cache key."""
+
+    enabled: tuple[str, ...]  # rule codes that run
+    root: str = "."  # folder of the config file; exclude and per-file-ignores are relative to it
+    config_path: str | None = None
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    unsafe_fixes: bool = False
+    dynamic: dict[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
+
+    def cache_key(self) -> str:
+        return repr((self.enabled, self.per_file_ignores))
+
+    def codes_for(self, path: str) -> tuple[str, ...]:
+        """Enabled codes for one file, after per-file-ignores."""
+        if not self.per_file_ignores:
+            return self.enabled
+        relative = _relative(path, self.root)
+        ignored: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if _matches(relative, pattern):
+                ignored.update(expand(codes, source="per-file-ignores"))
+        return tuple(code for code in self.enabled if code not in ignored)
+
+    def matches_exclude(self, path: str) -> bool:
+        """True when the path matches one of the configured `exclude` patterns."""
+        relative = _relative(path, self.root)
+        return any(_matches(relative, pattern) for pattern in self.exclude)
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        return os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")
+    except ValueError:  # another drive on Windows
+        return path.replace(os.sep, "/")
+
+
+def _matches(relative: str, pattern: str) -> bool:
+    """gitignore-like: a pattern without a slash matches any path component or the file name."""
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern + "/*"):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatch(part, pattern) for part in relative.split("/"))
+    return False
+
+
+def expand(selectors: list[str] | tuple[str, ...], source: str) -> set[str]:
+    """`PTL1` -> every code starting with it; `PTL` -> all. An unknown selector is an error."""
+    codes = known_codes()
+    out: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if not selector:
+            continue
+        if selector == "ALL":
+            selector = "PTL"
+        matched = {code for code in codes if code.startswith(selector)}
+        if not matched:
+            raise ConfigError(f"{source}: unknown rule code or prefix {raw.strip()!r} "
+                              f"(see `ptlint rule --all`)")
+        out |= matched
+    return out
+
+
+def split_codes(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [part for part in value.replace(" ", ",").split(",") if part]
+
+
+def find_config(start: str) -> str | None:
+    """The nearest pyproject.toml with a [tool.ptlint] table, from `start` upwards."""
+    directory = os.path.abspath(start)
+    if not os.path.isdir(directory):
+        directory = os.path.dirname(directory)
+    while True:
+        candidate = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(candidate):
+            try:
+                with open(candidate, "rb") as handle:
+                    data = tomllib.load(handle)
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(f"{candidate}: cannot read: {str(exc).splitlines()[0]}") from None
+            if "ptlint" in data.get("tool", {}):
+                return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def load_config(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {str(exc).splitlines()[0]}") from None
+    table = data.get("tool", {}).get("ptlint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.ptlint] must be a table")
+    return table
+
+
+def _str_list(table: dict, key: str, path: str) -> list[str] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{path}: [tool.ptlint] {key} must be a list of strings")
+    return value
+
+
+def validate(table: dict[str, Any], path: str) -> None:
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.ptlint]: {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(KNOWN_KEYS))})")
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+        _str_list(table, key, path)
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in pfi.values()):
+        raise ConfigError(f"{path}: [tool.ptlint] per-file-ignores must map patterns to lists of codes")
+    for pattern, codes in pfi.items():
+        expand(codes, source=f"{path}: per-file-ignores[{pattern!r}]")
+    if "unsafe-fixes" in table and not isinstance(table["unsafe-fixes"], bool):
+        raise ConfigError(f"{path}: [tool.ptlint] unsafe-fixes must be true or false")
+    if "cache-dir" in table and not isinstance(table["cache-dir"], str):
+        raise ConfigError(f"{path}: [tool.ptlint] cache-dir must be a string")
+    dynamic = table.get("dynamic", {})
+    if not isinstance(dynamic, dict):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] must be a table")
+    unknown = sorted(set(dynamic) - DYNAMIC_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.ptlint.dynamic]: {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(DYNAMIC_KEYS))})")
+    if "targets" in dynamic:
+        _str_list(dynamic, "targets", path + " [tool.ptlint.dynamic]")
+    if "timeout" in dynamic and (not isinstance(dynamic["timeout"], (int, float))
+                                 or isinstance(dynamic["timeout"], bool) or dynamic["timeout"] <= 0):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] timeout must be a positive number of seconds")
+    if "device" in dynamic and dynamic["device"] not in ("auto", "cpu", "cuda"):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] device must be one of auto, cpu, cuda")
+
+
+def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None, file_ignore: list[str] | None,
+                    cli_select: list[str] | None, cli_extend: list[str] | None, cli_ignore: list[str] | None,
+                    config_label: str = "config") -> tuple[str, ...]:
+    """Layered like ruff: defaults, then the file, then the command line.
+
+    In each layer `select` replaces the set, `extend-select` adds, `ignore` removes.
+    """
+    rules = all_rules()
+    enabled = {code for code, cls in rules.items() if cls.default}
+    for select, extend, ignore, label in ((file_select, file_extend, file_ignore, config_label),
+                                          (cli_select, cli_extend, cli_ignore, "--select/--ignore")):
+        if select is not None:
+            enabled = expand(select, label)
+        if extend:
+            enabled |= expand(extend, label)
+        if ignore:
+            enabled -= expand(ignore, label)
+    # Only traversal rules run in the engine; dynamic codes are matched when the dynamic pass reports.
+    return tuple(sorted(enabled))
+
+
+def build_settings(paths: list[str], config_file: str | None = None, select: str | None = None,
+                   ignore: str | None = None, extend_select: str | None = None,
+                   unsafe_fixes: bool | None = None) -> Settings:
+    """Settings for one run: `config_file`, or the nearest [tool.ptlint] above the first path."""
+    if config_file is not None:
+        if not os.path.isfile(config_file):
+            raise ConfigError(f"{config_file}: config file not found")
+        path = config_file
+    else:
+        start = paths[0] if paths else "."
+        path = find_config(start if os.path.exists(start) else ".")
+    table = load_config(path) if path else {}
+    label = path or "config"
+    validate(table, label)
+    enabled = resolve_enabled(
+        _str_list(table, "select", label), _str_list(table, "extend-select", label),
+        _str_list(table, "ignore", label),
+        split_codes(select), split_codes(extend_select), split_codes(ignore), config_label=label)
+    root = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    pfi = tuple((pattern, tuple(codes)) for pattern, codes in table.get("per-file-ignores", {}).items())
+    exclude = tuple((table.get("exclude") or []) + (table.get("extend-exclude") or []))
+    return Settings(
+        enabled=enabled, root=root, config_path=path, exclude=exclude, per_file_ignores=pfi,
+        unsafe_fixes=bool(table.get("unsafe-fixes", False)) if unsafe_fixes is None else unsafe_fixes,
+        dynamic=dict(table.get("dynamic", {})), cache_dir=table.get("cache-dir"),
+    )

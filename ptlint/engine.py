@@ -1,0 +1,316 @@
+"""The static engine: one `ast` parse and one traversal per file, every enabled rule at once.
+
+Detection runs on the stdlib `ast` (about ten times cheaper to build than a libcst tree); the
+libcst tree is built only by the fixer, for files that have something to fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .names import ImportMap, collect_module_imports
+from .registry import BUILTIN_CODES
+from .rule import Finding, Fix, Rule
+from .source import SourceFile
+from .suppress import Suppressions
+
+LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+COMPREHENSION_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_CONTEXT_TYPES = (ast.Load, ast.Store, ast.Del)
+
+# Deeply nested expressions: ast.parse itself copes with a few thousand levels; so must we.
+_RECURSION_LIMIT = 20000
+
+
+class FileContext:
+    """What rules see of the file being checked, and where they report.
+
+    The engine keeps `stack` (ancestors of the node being visited), `loops` (loops and
+    comprehensions around it in the current function: a nested def starts afresh) and
+    `functions` / `classes` (enclosing definitions) up to date during the traversal.
+    """
+
+    def __init__(self, source: SourceFile, tree: ast.Module) -> None:
+        self.source = source
+        self.path = source.path
+        self.tree = tree
+        self.imports = ImportMap()
+        collect_module_imports(tree, self.imports)
+        self.stack: list[ast.AST] = []
+        self.loops: list[ast.AST] = []
+        self.functions: list[ast.AST] = []
+        self.classes: list[ast.ClassDef] = []
+        self.findings: list[Finding] = []
+        self._assignments: dict[int, dict[str, list[ast.AST]]] = {}
+        self.memo: dict = {}  # per-file answers rules share (e.g. "does this loop hold a loop?")
+
+    # -- names -------------------------------------------------------------------------------
+    def qualname(self, node: ast.AST) -> str | None:
+        return self.imports.qualname(node)
+
+    def imports_torch(self) -> bool:
+        return self.imports.imports_module("torch")
+
+    @property
+    def parent(self) -> ast.AST | None:
+        return self.stack[-1] if self.stack else None
+
+    @property
+    def function(self) -> ast.AST | None:
+        return self.functions[-1] if self.functions else None
+
+    def assignments(self, name: str, scope: ast.AST | None = None) -> list[ast.AST]:
+        """Values assigned to `name` in a function (default: the current one, else the module),
+        not looking into nested functions or classes. Targets of `for` loops and `with ... as`
+        map to their iterable / context expression."""
+        scope = scope or self.function or self.tree
+        table = self._assignments.get(id(scope))
+        if table is None:
+            table = self._assignments[id(scope)] = _assignment_table(scope)
+        return table.get(name, [])
+
+    # -- reporting ---------------------------------------------------------------------------
+    def add_finding(self, rule: Rule, node: ast.AST, end_node: ast.AST, message: str, fix: Fix | None) -> None:
+        line = node.lineno
+        end_line = end_node.end_lineno or line
+        column = self.source.char_column(line, node.col_offset)
+        end_column = self.source.char_column(end_line, end_node.end_col_offset or 0)
+        self.findings.append(Finding(
+            code=rule.code, name=rule.name, message=message, path=self.path,
+            line=line, column=column + 1, end_line=end_line, end_column=end_column + 1,
+            severity=rule.severity, fix=fix,
+        ))
+
+
+def _assignment_table(scope: ast.AST) -> dict[str, list[ast.AST]]:
+    table: dict[str, list[ast.AST]] = {}
+
+    def bind(target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            table.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:  # unpacking: we only know the name came from `value`
+                bind(element.value if isinstance(element, ast.Starred) else element, value)
+
+    body = scope.body if isinstance(scope.body, list) else [scope.body]
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            bind(node.target, node.value if isinstance(node, ast.AnnAssign) else node)
+        elif isinstance(node, ast.NamedExpr):
+            bind(node.target, node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bind(node.target, node.iter)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bind(node.optional_vars, node.context_expr)
+        pending.extend(ast.iter_child_nodes(node))
+    return table
+
+
+@dataclass
+class FileResult:
+    """Everything one file produced: findings, or a one-line error when it could not be checked."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+
+class Traversal:
+    """Walks a module once and dispatches each node to the rules that handle its type."""
+
+    def __init__(self, ctx: FileContext, rules: list[Rule]) -> None:
+        self.ctx = ctx
+        self.enter: dict[type, list[Callable]] = {}
+        self.leave: dict[type, list[Callable]] = {}
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_") or attr.startswith("leave_"):
+                    node_type = getattr(ast, attr[6:], None)
+                    if isinstance(node_type, type):
+                        table = self.enter if attr[0] == "v" else self.leave
+                        table.setdefault(node_type, []).append(getattr(rule, attr))
+
+    def run(self) -> None:
+        self.visit(self.ctx.tree)
+
+    def visit(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        kind = type(node)
+        handlers = self.enter.get(kind)
+        if handlers:
+            for handler in handlers:
+                handler(node)
+        ctx.stack.append(node)
+        if kind in _SPECIAL:
+            _SPECIAL[kind](self, node)
+        else:
+            self.visit_children(node)
+        ctx.stack.pop()
+        handlers = self.leave.get(kind)
+        if handlers:
+            for handler in handlers:
+                handler(node)
+
+    def visit_children(self, node: ast.AST) -> None:
+        visit = self.visit
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, _CONTEXT_TYPES):
+                        visit(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _CONTEXT_TYPES):
+                visit(value)
+
+    def visit_all(self, nodes: Iterable[ast.AST | None]) -> None:
+        for node in nodes:
+            if node is not None:
+                self.visit(node)
+
+    # -- nodes whose parts run in different contexts -----------------------------------------
+    def _for(self, node: ast.For | ast.AsyncFor) -> None:
+        self.visit(node.iter)  # evaluated once, before the loop
+        self.ctx.loops.append(node)
+        self.visit(node.target)
+        self.visit_all(node.body)
+        self.ctx.loops.pop()
+        self.visit_all(node.orelse)  # runs once, after the loop
+
+    def _while(self, node: ast.While) -> None:
+        self.ctx.loops.append(node)
+        self.visit(node.test)
+        self.visit_all(node.body)
+        self.ctx.loops.pop()
+        self.visit_all(node.orelse)
+
+    def _comprehension(self, node: ast.AST) -> None:
+        generators = node.generators
+        self.visit(generators[0].iter)  # the first iterable is evaluated once, outside
+        self.ctx.loops.append(node)
+        for index, generator in enumerate(generators):
+            self.visit(generator.target)
+            if index:
+                self.visit(generator.iter)
+            self.visit_all(generator.ifs)
+        if isinstance(node, ast.DictComp):
+            self.visit(node.key)
+            self.visit(node.value)
+        else:
+            self.visit(node.elt)
+        self.ctx.loops.pop()
+
+    def _function(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        # decorators, defaults and annotations run where the def is, not in the new function
+        if not isinstance(node, ast.Lambda):
+            self.visit_all(node.decorator_list)
+            self.visit_all([node.returns])
+        self.visit(node.args)
+        saved_loops, ctx.loops = ctx.loops, []
+        ctx.functions.append(node)
+        if isinstance(node, ast.Lambda):
+            self.visit(node.body)
+        else:
+            self.visit_all(node.body)
+        ctx.functions.pop()
+        ctx.loops = saved_loops
+
+    def _class(self, node: ast.ClassDef) -> None:
+        self.visit_all(node.decorator_list)
+        self.visit_all(node.bases)
+        self.visit_all(node.keywords)
+        self.ctx.classes.append(node)
+        self.visit_all(node.body)
+        self.ctx.classes.pop()
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        self.ctx.imports.add(node)  # function-level imports count from here on
+
+
+_SPECIAL: dict[type, Callable[[Traversal, ast.AST], None]] = {
+    ast.For: Traversal._for,
+    ast.AsyncFor: Traversal._for,
+    ast.While: Traversal._while,
+    ast.ListComp: Traversal._comprehension,
+    ast.SetComp: Traversal._comprehension,
+    ast.DictComp: Traversal._comprehension,
+    ast.GeneratorExp: Traversal._comprehension,
+    ast.FunctionDef: Traversal._function,
+    ast.AsyncFunctionDef: Traversal._function,
+    ast.Lambda: Traversal._function,
+    ast.ClassDef: Traversal._class,
+    ast.Import: Traversal._import,
+    ast.ImportFrom: Traversal._import,
+}
+
+
+def parse(source: SourceFile) -> ast.Module:
+    with warnings.catch_warnings():  # invalid escape sequences etc. are not ours to report
+        warnings.simplefilter("ignore")
+        return ast.parse(source.text, filename=source.path, type_comments=False)
+
+
+def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
+    line = exc.lineno or 1
+    column = exc.offset or 1
+    end_line = getattr(exc, "end_lineno", None) or line
+    end_column = getattr(exc, "end_offset", None) or column
+    if (end_line, end_column) <= (line, column):
+        end_line, end_column = line, column + 1
+    name, _ = BUILTIN_CODES["PTL001"]
+    message = f"SyntaxError: {exc.msg}"
+    return Finding("PTL001", name, message, source.path, line, column, end_line, end_column, severity="error")
+
+
+def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]]) -> list[Finding]:
+    """All findings for one decoded file: suppressions applied, sorted, deduplicated."""
+    text = source.text
+    active = [cls for cls in rule_classes if not cls.triggers or any(t in text for t in cls.triggers)]
+    try:
+        tree = parse(source)
+    except SyntaxError as exc:
+        return [syntax_error_finding(source, exc)]
+    except (RecursionError, MemoryError):
+        return [Finding("PTL001", "syntax-error", "the expression nesting is too deep for Python's parser",
+                        source.path, 1, 1, 1, 2, severity="error")]
+    if not active:
+        return []
+    ctx = FileContext(source, tree)
+    rules = [cls(ctx) for cls in active]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        Traversal(ctx, rules).run()
+        for rule in rules:
+            rule.end_file()
+    finally:
+        sys.setrecursionlimit(limit)
+    return finalize(source, ctx.findings)
+
+
+def finalize(source: SourceFile, findings: list[Finding]) -> list[Finding]:
+    """Drop suppressed and duplicate findings; sort by position."""
+    if not findings:
+        return findings
+    suppressions = Suppressions.scan(source.text)
+    seen: set[tuple] = set()
+    out: list[Finding] = []
+    for finding in sorted(findings, key=Finding.sort_key):
+        key = (finding.code, finding.line, finding.column, finding.end_line, finding.end_column)
+        if key in seen or suppressions.suppresses(finding):
+            continue
+        seen.add(key)
+        out.append(finding)
+    return out

@@ -1,0 +1,153 @@
+"""The rule API: what a rule declares, and what it reports.
+
+A rule is a class in its own module under `rules/` (installed as `ptlint.rules`). It declares its
+code, name, whether it is on by default, its documentation and examples, and `visit_<NodeType>`
+methods that the engine calls during its single traversal of the module's `ast` tree.
+A fixable rule also implements `fix()`, which rewrites the libcst node found at a finding's span.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # the static pass imports libcst only when a fix is written
+    import libcst
+
+    from .engine import FileContext
+    from .fixer import FixContext
+
+SAFE = "safe"
+UNSAFE = "unsafe"
+
+
+@dataclass
+class Fix:
+    applicability: str  # SAFE or UNSAFE
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)  # what the rule's fix() needs; JSON-able
+
+    def to_json(self) -> dict[str, Any]:
+        return {"applicability": self.applicability, "message": self.message}
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    message: str
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based, in characters
+    end_line: int
+    end_column: int  # 1-based, one past the last character
+    severity: str = "warning"
+    fix: Fix | None = None
+    source: str = "static"
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the dynamic pass's "confirmed"
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "severity": self.severity,
+            "fix": self.fix.to_json() if self.fix else None,
+            "source": self.source,
+        }
+        out.update(self.extra)
+        return out
+
+    def to_cache(self) -> dict[str, Any]:
+        out = self.to_json()
+        out["extra"] = self.extra
+        if self.fix:
+            out["fix"]["data"] = self.fix.data
+        return out
+
+    @classmethod
+    def from_cache(cls, data: dict[str, Any]) -> "Finding":
+        fix = data.get("fix")
+        return cls(
+            code=data["code"], name=data["name"], message=data["message"], path=data["path"],
+            line=data["line"], column=data["column"], end_line=data["end_line"],
+            end_column=data["end_column"], severity=data["severity"],
+            fix=Fix(fix["applicability"], fix["message"], fix.get("data", {})) if fix else None,
+            source=data["source"], extra=data.get("extra", {}),
+        )
+
+
+@dataclass
+class FixExample:
+    """`before` must become `after` when this rule's fixes are applied (unsafe ones too if `unsafe`)."""
+
+    before: str
+    after: str
+    unsafe: bool = False
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]  # the default message of a finding
+    default: ClassVar[bool] = True  # on unless the user deselects it
+    severity: ClassVar[str] = "warning"
+    fixable: ClassVar[str | None] = None  # None, SAFE, UNSAFE or "sometimes" (catalogue column)
+    # Substrings of the source text of which at least one must occur for the rule to be able to
+    # fire. The engine skips the rule (and the whole traversal, when no rule is left) otherwise.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    docs: ClassVar[str]  # markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References
+    # Code that must trigger the rule: every line that must carry a finding ends with
+    # `# expect: <CODE>`; no other line may carry one. Code that must not trigger it.
+    bad_examples: ClassVar[list[str]] = []
+    good_examples: ClassVar[list[str]] = []
+    fix_examples: ClassVar[list[FixExample]] = []
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(self, node: ast.AST, message: str | None = None, fix: Fix | None = None,
+               end_node: ast.AST | None = None) -> None:
+        """Report a finding spanning `node` (to the end of `end_node` when given)."""
+        self.ctx.add_finding(self, node, end_node or node, message or self.message, fix)
+
+    def end_file(self) -> None:
+        """Called after the traversal: rules that need the whole module report here."""
+
+    def fix(self, node: "libcst.CSTNode", finding: Finding, fixctx: "FixContext") -> "libcst.CSTNode | None":
+        """Return the replacement of `node` (the libcst node at the finding's span) or None."""
+        return None
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first sentence of "What it does", for catalogues and SARIF short descriptions."""
+        section = doc_section(cls.docs, "What it does")
+        first = " ".join(section.split())
+        end = first.find(". ")
+        return first if end < 0 else first[: end + 1]
+
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
+
+
+def doc_section(docs: str, title: str) -> str:
+    """The text under `## <title>` in a rule's docs."""
+    lines = docs.strip().splitlines()
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("## "):
+            inside = line[3:].strip() == title
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out).strip()

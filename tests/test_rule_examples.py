@@ -1,0 +1,76 @@
+"""Every rule's embedded examples: bad ones trigger exactly on their `# expect:` lines, good
+ones never trigger it, and fix examples turn `before` into `after`."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from ptlint.api import check_text, fix_text
+from ptlint.registry import all_rules
+from ptlint.rule import DOC_SECTIONS, doc_section
+
+RULES = all_rules()
+EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z0-9, ]+)")
+
+
+def _cases(kind: str):
+    for code, cls in RULES.items():
+        for index, example in enumerate(getattr(cls, kind)):
+            yield pytest.param(code, example, id=f"{code}-{index}")
+
+
+def expected_lines(text: str, code: str) -> list[int]:
+    lines = []
+    for number, line in enumerate(text.splitlines(), 1):
+        match = EXPECT.search(line)
+        if match and code in {c.strip() for c in match.group("codes").split(",")}:
+            lines.append(number)
+    return lines
+
+
+@pytest.mark.parametrize("code,example", list(_cases("bad_examples")))
+def test_bad_example_triggers_on_marked_lines(code, example):
+    expected = expected_lines(example, code)
+    assert expected, "a bad example must mark its expected lines with `# expect: CODE`"
+    found = sorted(f.line for f in check_text(example, [code]) if f.code == code)
+    assert found == expected
+
+
+@pytest.mark.parametrize("code,example", list(_cases("good_examples")))
+def test_good_example_does_not_trigger(code, example):
+    ast.parse(example)
+    assert [f for f in check_text(example, [code]) if f.code == code] == []
+
+
+@pytest.mark.parametrize("code,example", list(_cases("fix_examples")))
+def test_fix_example(code, example):
+    assert fix_text(example.before, [code], unsafe=example.unsafe) == example.after
+    # a fix is stable: running again changes nothing
+    assert fix_text(example.after, [code], unsafe=example.unsafe) == example.after
+    if example.unsafe:  # an unsafe fix is not applied without --unsafe-fixes
+        assert fix_text(example.before, [code], unsafe=False) == example.before
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_rule_is_documented_with_examples(code):
+    cls = RULES[code]
+    assert re.fullmatch(r"PTL\d{3}", cls.code)
+    assert re.fullmatch(r"[a-z]+(-[a-z]+)*", cls.name)
+    for title in DOC_SECTIONS:
+        assert doc_section(cls.docs, title), f"{code} docs lack a '## {title}' section"
+    assert cls.bad_examples, f"{code} has no examples that must trigger it"
+    assert cls.good_examples, f"{code} has no examples that must not trigger it"
+    if cls.fixable:
+        assert cls.fix_examples, f"{code} is fixable but has no before/after fix examples"
+    for example in cls.bad_examples + cls.good_examples:
+        ast.parse(example)
+
+
+def test_one_module_per_rule():
+    modules = [cls.__module__ for cls in RULES.values()]
+    assert len(modules) == len(set(modules))
+    for code, cls in RULES.items():
+        assert cls.__module__.split(".")[-1].startswith(code.lower() + "_")
