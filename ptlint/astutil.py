@@ -159,3 +159,49 @@ def _is_periodic_test(test: ast.AST, loop_names: set[str]) -> bool:
             if any(isinstance(side, ast.Name) and side.id in loop_names for side in sides):
                 return True
     return False
+
+
+def _is_cpu_device(node: ast.AST, ctx: "FileContext") -> bool:
+    if isinstance(node, ast.Constant) and node.value == "cpu":
+        return True
+    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
+        and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu"
+
+
+def _mentions_cpu(expr: ast.AST, ctx: "FileContext") -> bool:
+    """The expression visibly makes or moves a tensor to host memory and never to a device."""
+    on_cpu = False
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Call):
+            continue
+        name = method_name(node)
+        if name == "cuda" or (name == "to" and node.args and not _is_cpu_device(node.args[0], ctx)):
+            return False
+        if ctx.qualname(node.func) == "torch.from_numpy" or name == "cpu" or \
+                (name == "to" and node.args and _is_cpu_device(node.args[0], ctx)):
+            on_cpu = True
+        for kw in node.keywords:
+            if kw.arg == "device":
+                if not _is_cpu_device(kw.value, ctx):
+                    return False
+                on_cpu = True
+    return on_cpu
+
+
+def visibly_on_cpu(node: ast.AST, ctx: "FileContext") -> bool:
+    """True when a tensor visibly lives in host memory: built with `device="cpu"`, from
+    `torch.from_numpy`, or moved with `.cpu()` — directly, or through the local name (or loop
+    target) it was assigned to. Reading such a tensor back costs no device sync."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node, ast.Name):
+        node = node.value
+    if isinstance(node, ast.Name):
+        # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives
+        values = [v for v in ctx.assignments(node.id) if _root_name(v) != node.id]
+        return bool(values) and all(_mentions_cpu(v, ctx) for v in values)
+    return _mentions_cpu(node, ctx)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None

@@ -78,7 +78,7 @@ def open_cache(settings: Settings, no_cache: bool, cache_dir: str | None):
 
 
 def emit(findings: list[Finding], output_format: str, show_statistics: bool, unsafe_fixes: bool,
-         quiet: bool = False) -> None:
+         quiet: bool = False, unchecked: int = 0) -> None:
     """Print findings in the chosen format; the summary goes with the human formats only."""
     if show_statistics and output_format in ("full", "concise"):
         click.echo(statistics(findings), nl=False)
@@ -87,7 +87,10 @@ def emit(findings: list[Finding], output_format: str, show_statistics: bool, uns
     if text:
         click.echo(text, nl=False)
     if output_format in ("full", "concise") and not quiet:
-        click.echo(summary(findings, unsafe_fixes), nl=False)
+        if unchecked and not findings:
+            click.echo(f"No findings in the files that were checked; {unchecked} path(s) could not be checked.")
+        else:
+            click.echo(summary(findings, unsafe_fixes), nl=False)
 
 
 def report_errors(messages: list[str]) -> None:
@@ -143,7 +146,7 @@ def check(paths, select, extend_select, ignore, output_format, config_file, no_c
         errors += dynamic_errors
         failed = failed or bool(dynamic_errors)
     report_errors(errors)
-    emit(findings, output_format or "full", statistics, settings.unsafe_fixes, quiet)
+    emit(findings, output_format or "full", statistics, settings.unsafe_fixes, quiet, unchecked=len(errors))
     if failed:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)

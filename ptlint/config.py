@@ -110,8 +110,10 @@ def find_config(start: str) -> str | None:
             try:
                 with open(candidate, "rb") as handle:
                     data = tomllib.load(handle)
-            except (OSError, tomllib.TOMLDecodeError) as exc:
-                raise ConfigError(f"{candidate}: cannot read: {str(exc).splitlines()[0]}") from None
+            except OSError as exc:
+                raise ConfigError(f"{candidate}: cannot read: {exc.strerror or exc}") from None
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{candidate}: invalid TOML: {str(exc).splitlines()[0]}") from None
             if "ptlint" in data.get("tool", {}):
                 return candidate
         parent = os.path.dirname(directory)

@@ -61,7 +61,10 @@ def decode_source(data: bytes, path: str) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        message = str(getattr(exc, "msg", exc))
+        if "invalid or missing" in message:  # not UTF-8, and no cookie says what it is
+            raise SourceError("cannot decode as utf-8 and no coding cookie names the encoding") from None
+        raise SourceError(f"bad encoding declaration: {message}") from None
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:

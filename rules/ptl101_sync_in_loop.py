@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.astutil import NUMPY_MODULES, assigned_plain_python, comes_from_module, hot_loop, method_name
+from ptlint.astutil import (NUMPY_MODULES, assigned_plain_python, comes_from_module, hot_loop, method_name,
+                            visibly_on_cpu)
 from ptlint.rule import Rule
 
 SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
@@ -34,7 +35,8 @@ class SyncInLoop(Rule):
             chain = chain.func if isinstance(chain, ast.Call) else chain.value
         if not self.ctx.imports_torch():
             return  # a module that never imports torch rarely holds tensors: precision first
-        if comes_from_module(value, self.ctx, NUMPY_MODULES) or assigned_plain_python(value, self.ctx):
+        if comes_from_module(value, self.ctx, NUMPY_MODULES) or assigned_plain_python(value, self.ctx) \
+                or visibly_on_cpu(value, self.ctx):
             return
         if hot_loop(self.ctx) is None:
             return
@@ -50,7 +52,8 @@ CUDA runs asynchronously: the Python loop queues kernels and moves on. Reading a
 the host makes the CPU wait until every queued kernel has finished, so the GPU idles while
 Python prepares the next step. Once per iteration, this can halve throughput.
 
-Not reported: a value that is visibly a NumPy array or plain Python value; a call that runs
+Not reported: a value that is visibly a NumPy array, a plain Python value or a tensor in host
+memory (built with `device="cpu"`, from `torch.from_numpy`, or already moved by `.cpu()`); a call that runs
 once per outer iteration (after an inner batch loop, e.g. once per epoch) or is guarded by a
 periodic test such as `if step % 100 == 0`; modules that never import torch.
 
@@ -174,6 +177,20 @@ def train(loader, model):
 def f(rows):
     for row in rows:
         print(row.tolist())
+""",
+        # visibly in host memory: reading it back is no device sync
+        """
+import numpy as np
+import torch
+
+def scheduler_steps(step, arrays, n):
+    rates = [r.item() for r in torch.linspace(0, 0.1, n, device="cpu")]
+    for a in arrays:
+        latents = step(torch.from_numpy(a)).prev_sample
+        latents = latents.numpy()
+    host = torch.ones(3).cpu()
+    for i in range(3):
+        print(host.tolist())
 """,
         # a function defined in a loop body is not run per iteration by the loop
         """
