@@ -1,0 +1,19 @@
+"""The README's rule table is generated from the catalogue; it must not drift."""
+
+from ptlint.catalogue import README_END, README_START, readme_table
+
+from helpers import REPO
+
+
+def test_readme_rule_table_is_current():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    table = text[text.index(README_START) + len(README_START):text.index(README_END)]
+    assert table.strip() == readme_table().strip(), "run: python -m ptlint.catalogue README.md"
+
+
+def test_readme_commands_match_ci():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'pip install -e ".[test]" && python -m pytest -q' in readme
+    assert 'pip install -q -e ".[test]"\npython -m pytest -q' in ci
+    assert "ptlint check fixtures/sample_project" in readme
