@@ -168,6 +168,7 @@ def fix(paths, select, extend_select, ignore, output_format, config_file, no_cac
     findings, errors, failed = gather(paths, settings, no_cache, cache_dir, jobs)
     outcome = fix_paths(findings, settings, write=apply_fixes)
     errors += outcome.errors
+    failed = failed or bool(outcome.errors)
     report_errors(errors)
     if not apply_fixes or show_diff:
         click.echo(outcome.diff, nl=False)
@@ -175,7 +176,7 @@ def fix(paths, select, extend_select, ignore, output_format, config_file, no_cac
         click.echo(f"ptlint: {message}", err=True)
     if apply_fixes:
         remaining = outcome.remaining
-        if remaining and output_format is not None or (remaining and not quiet):
+        if remaining and not quiet:
             emit(remaining, output_format or "concise", statistics, settings.unsafe_fixes, quiet=True)
         click.echo(f"Fixed {outcome.fixed} finding(s) in {len(outcome.changed)} file(s); "
                    f"{len(remaining)} remaining.", err=True)

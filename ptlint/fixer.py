@@ -192,36 +192,33 @@ def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool) -> File
 
 def _try_rewrite(text: str, chosen: list[Finding], imports: ImportMap, dropped: set[tuple],
                  messages: list[str]) -> tuple[str, list[Finding]]:
-    """Rewrite with all chosen fixes; if the result does not parse, keep only the rules whose fixes
-    parse on their own, and drop (with a message naming the rule) the others."""
-    try:
-        new_text, applied = _rewrite(text, chosen, imports)
-    except Exception as exc:  # a libcst failure must not lose the file: drop this pass
-        new_text, applied = text, []
-        messages.append(f"{chosen[0].path}: fixes skipped: {type(exc).__name__}: {exc}")
-        dropped.update((f.code, _span(f)) for f in chosen)
-        return text, []
-    if _parses(new_text):
-        return new_text, applied
+    """Rewrite with all chosen fixes; if that fails or does not parse, keep only the rules whose
+    fixes work on their own, and drop the others with a message naming the rule."""
+
+    def attempt(group: list[Finding]) -> tuple[str, list[Finding]] | None:
+        try:
+            new_text, applied = _rewrite(text, group, imports)
+        except Exception:  # a rule's fix that libcst rejects must not cost the file
+            return None
+        return (new_text, applied) if _parses(new_text) else None
+
+    everything = attempt(chosen)
+    if everything is not None:
+        return everything
     good: list[Finding] = []
     for code in sorted({f.code for f in chosen}):
         group = [f for f in chosen if f.code == code]
-        try:
-            solo, _ = _rewrite(text, group, imports)
-        except Exception:
-            solo = None
-        if solo is not None and _parses(solo):
+        if attempt(group) is not None:
             good.extend(group)
         else:
             dropped.update((f.code, _span(f)) for f in group)
             messages.append(f"{chosen[0].path}: dropped {len(group)} {code} fix(es): the result would not parse")
-    if not good:
-        return text, []
-    new_text, applied = _rewrite(text, good, imports)
-    if _parses(new_text):
-        return new_text, applied
-    dropped.update((f.code, _span(f)) for f in good)
-    messages.append(f"{chosen[0].path}: dropped fixes that do not parse together")
+    together = attempt(good) if good else None
+    if together is not None:
+        return together
+    if good:
+        dropped.update((f.code, _span(f)) for f in good)
+        messages.append(f"{chosen[0].path}: dropped fixes that do not parse together")
     return text, []
 
 
@@ -239,6 +236,9 @@ def write_atomic(path: str, data: bytes, expected: bytes | None = None) -> None:
             if handle.read() != expected:
                 raise ChangedOnDisk(path)
     mode = stat.S_IMODE(os.stat(path).st_mode)
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        # a rename would replace it anyway (and root may write anything): respect the user's intent
+        raise PermissionError(13, "file is read-only", path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=".ptlint-", suffix=".tmp")
     try:

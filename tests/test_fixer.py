@@ -1,0 +1,187 @@
+"""The fixer never corrupts a file: bytes outside fixes, encodings, permissions, atomic writes,
+fixes that would not parse, convergence."""
+
+from __future__ import annotations
+
+import ast
+import os
+import stat
+import textwrap
+
+import libcst as cst
+import pytest
+
+from ptlint import fixer, registry
+from ptlint.rule import SAFE, Fix, Rule
+
+from helpers import run_ptlint
+
+KEPT_LOSS = textwrap.dedent("""\
+    import torch  # the model's imports
+
+    for x in loader:
+        loss = model(x)
+        loss.backward()
+        history.append(loss)   # keep   'quotes' and  spacing
+""")
+FIXED_LOSS = KEPT_LOSS.replace("history.append(loss)", "history.append(loss.detach())")
+
+
+def fix_apply(*args, cwd):
+    return run_ptlint("fix", "--apply", "--no-cache", *args, cwd=cwd)
+
+
+def test_fix_shows_diff_and_writes_nothing(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_text(KEPT_LOSS)
+    result = run_ptlint("fix", "--no-cache", "--unsafe-fixes", "a.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "-    history.append(loss)" in result.stdout and "+    history.append(loss.detach())" in result.stdout
+    assert result.stdout.startswith("--- a/a.py\n+++ b/a.py\n")
+    assert target.read_text() == KEPT_LOSS
+    # without --unsafe-fixes the unsafe fix is not offered: nothing would change
+    assert run_ptlint("fix", "--no-cache", "a.py", cwd=tmp_path).returncode == 0
+
+
+def test_apply_writes_and_exit_code_tells_what_remains(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_text(KEPT_LOSS + "for y in ys:\n    torch.cuda.synchronize()\n")
+    result = fix_apply("--unsafe-fixes", "a.py", cwd=tmp_path)
+    assert target.read_text() == FIXED_LOSS + "for y in ys:\n    torch.cuda.synchronize()\n"
+    assert result.returncode == 1  # the PTL102 finding has no fix and remains
+    assert "PTL102" in result.stdout
+    target.write_text(KEPT_LOSS)
+    assert fix_apply("--unsafe-fixes", "a.py", cwd=tmp_path).returncode == 0
+    assert target.read_text() == FIXED_LOSS
+
+
+def test_crlf_bom_and_encoding_are_kept_byte_for_byte(tmp_path):
+    crlf = tmp_path / "crlf.py"
+    crlf.write_bytes(b"\xef\xbb\xbf" + KEPT_LOSS.replace("\n", "\r\n").encode())
+    latin = tmp_path / "latin.py"
+    header = "# -*- coding: latin-1 -*-\n# r\xe9sum\xe9\n"
+    latin.write_bytes((header + KEPT_LOSS).encode("latin-1"))
+    fix_apply("--unsafe-fixes", ".", cwd=tmp_path)
+    assert crlf.read_bytes() == b"\xef\xbb\xbf" + FIXED_LOSS.replace("\n", "\r\n").encode()
+    assert latin.read_bytes() == (header + FIXED_LOSS).encode("latin-1")
+
+
+def test_permissions_kept_and_untouched_files_not_rewritten(tmp_path):
+    fixed = tmp_path / "a.py"
+    fixed.write_text(KEPT_LOSS)
+    os.chmod(fixed, 0o750)
+    clean = tmp_path / "clean.py"
+    clean.write_text("import torch\nfor y in ys:\n    torch.cuda.synchronize()\n")
+    before = os.stat(clean)
+    fix_apply("--unsafe-fixes", ".", cwd=tmp_path)
+    assert stat.S_IMODE(os.stat(fixed).st_mode) == 0o750
+    after = os.stat(clean)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_read_only_file_is_reported_not_written(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_text(KEPT_LOSS)
+    os.chmod(target, 0o444)
+    result = fix_apply("--unsafe-fixes", "a.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "a.py" in result.stderr and "read-only" in result.stderr and "Traceback" not in result.stderr
+    assert target.read_text() == KEPT_LOSS
+
+
+def test_file_changed_on_disk_is_not_overwritten(tmp_path, monkeypatch):
+    from ptlint.config import build_settings
+    from ptlint.runner import check_file
+
+    target = tmp_path / "a.py"
+    target.write_text(KEPT_LOSS)
+    settings = build_settings([str(target)], unsafe_fixes=True)
+    findings = check_file(str(target), settings).findings
+    real_fix_source = fixer.fix_source
+
+    def edit_meanwhile(*args, **kwargs):
+        result = real_fix_source(*args, **kwargs)
+        target.write_text("# edited by the user meanwhile\n" + KEPT_LOSS)
+        return result
+
+    monkeypatch.setattr(fixer, "fix_source", edit_meanwhile)
+    outcome = fixer.fix_paths(findings, settings, write=True)
+    assert any("changed on disk" in e for e in outcome.errors)
+    assert target.read_text() == "# edited by the user meanwhile\n" + KEPT_LOSS
+
+
+class _Breaks(Rule):
+    """A test rule whose fix produces code that does not parse."""
+
+    code, name, message, fixable = "PTL101", "sync-in-loop", "m", SAFE
+    triggers = ("target",)
+
+    def visit_Name(self, node):
+        if node.id == "target":
+            self.report(node, fix=Fix(SAFE, "break it"))
+
+    def fix(self, node, finding, fixctx):
+        return cst.Name("target +") if isinstance(node, cst.Name) else None
+
+
+class _Grows(_Breaks):
+    """A test rule whose fix never converges: each pass makes a new finding."""
+
+    code = "PTL102"
+
+    def fix(self, node, finding, fixctx):
+        return cst.parse_expression("f(target)") if isinstance(node, cst.Name) else None
+
+
+@pytest.fixture
+def test_rules(monkeypatch):
+    rules = dict(registry.all_rules())
+    rules["PTL101"], rules["PTL102"] = _Breaks, _Grows
+    monkeypatch.setattr(fixer, "all_rules", lambda: rules)
+    return rules
+
+
+def test_fix_that_does_not_parse_is_dropped_others_kept(test_rules):
+    from ptlint.engine import lint_source
+    from ptlint.source import SourceFile
+
+    text = "target = 1\n" + KEPT_LOSS
+    source = SourceFile("a.py", text)
+    original = fixer.lint_source
+    fixer.lint_source = lambda src, classes: lint_source(
+        src, [test_rules["PTL101"], test_rules["PTL103"]])
+    try:
+        result = fixer.fix_source(source, ("PTL101", "PTL103"), unsafe=True)
+    finally:
+        fixer.lint_source = original
+    assert result.fixed == "target = 1\n" + FIXED_LOSS  # PTL103's fix kept, PTL101's dropped
+    assert any("PTL101" in m and "would not parse" in m for m in result.messages)
+    ast.parse(result.fixed)
+
+
+def test_fixes_that_never_converge_stop_at_the_cap(test_rules):
+    from ptlint.engine import lint_source
+    from ptlint.source import SourceFile
+
+    original = fixer.lint_source
+    fixer.lint_source = lambda src, classes: lint_source(src, [test_rules["PTL102"]])
+    try:
+        result = fixer.fix_source(SourceFile("a.py", "target\n"), ("PTL102",), unsafe=False)
+    finally:
+        fixer.lint_source = original
+    assert any("did not converge" in m for m in result.messages)
+    assert result.fixed.count("f(") == fixer.MAX_PASSES
+    ast.parse(result.fixed)
+
+
+def test_fix_adds_a_needed_import_once():
+    context = fixer.FixContext(imports=__import__("ptlint.names", fromlist=["ImportMap"]).ImportMap())
+    first = context.reference("torch._foreach_zero_")
+    second = context.reference("torch.softmax")
+    assert context.needed_imports == {"torch"}
+    module = fixer._add_imports(cst.parse_module('"""doc"""\nimport os\n\nx = 1\n'), ["torch"])
+    assert module.code.count("import torch") == 1
+    assert module.code.index("import torch") > module.code.index("import os")
+    assert cst.Module([]).code_for_node(first) == "torch._foreach_zero_"
+    assert cst.Module([]).code_for_node(second) == "torch.softmax"
