@@ -1,0 +1,98 @@
+"""The pre-commit hooks, run by the real pre-commit against this repository's committed state.
+
+`pre-commit try-repo` clones the hook repository and pip-installs it into a fresh environment,
+so this test needs the package index and takes a minute or two.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ptlint.api import check_text, fix_text
+from ptlint.registry import all_rules
+
+from helpers import REPO
+
+BAD = """import torch
+
+
+def train(model, loader):
+    total = 0.0
+    for x in loader:
+        total += model(x).mean().item()
+    return total
+"""
+
+
+def _pre_commit() -> list[str] | None:
+    try:
+        import pre_commit  # noqa: F401
+    except ImportError:
+        exe = shutil.which("pre-commit")
+        return [exe] if exe else None
+    return [sys.executable, "-m", "pre_commit"]
+
+
+def _safe_fix_example(source: Path) -> tuple[str, str] | None:
+    """A default rule's fix example that the safe fixes change: (code, before); only rules whose
+    module is committed as it is here, since the hook runs the committed code."""
+    for code, cls in all_rules().items():
+        module = Path(inspect.getfile(cls))
+        committed = source / "rules" / module.name
+        if not committed.is_file() or committed.read_bytes() != module.read_bytes():
+            continue
+        for example in cls.fix_examples:
+            if cls.default and not example.unsafe and fix_text(example.before) != example.before:
+                return code, example.before
+    return None
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+
+
+@pytest.mark.skipif(_pre_commit() is None, reason="pre-commit is not installed (pip install pre-commit)")
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs ptlint as a git checkout for try-repo")
+def test_hooks_through_pre_commit_try_repo(tmp_path: Path):
+    # The hook repository as committed (try-repo would otherwise mix in uncommitted edits).
+    source = tmp_path / "ptlint-src"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(source)], check=True, capture_output=True)
+
+    project = tmp_path / "project"
+    (project / "generated").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n'
+                                            '[tool.ptlint]\nexclude = ["generated"]\n')
+    (project / "train.py").write_text(BAD)
+    (project / "generated" / "ops.py").write_text(BAD)  # excluded, though passed explicitly
+    example = _safe_fix_example(source)
+    if example:
+        (project / "fixme.py").write_text(example[1])
+    _git("init", "-q", cwd=project)
+    _git("add", ".", cwd=project)
+
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PRE_COMMIT_COLOR="never",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    for key in ("PTLINT_CACHE_DIR", "VIRTUAL_ENV", "PYTHONPATH"):
+        env.pop(key, None)
+    files = ["train.py", "generated/ops.py"] + (["fixme.py"] if example else [])
+    result = subprocess.run([*_pre_commit(), "try-repo", str(source), "--files", *files],
+                            cwd=project, env=env, capture_output=True, text=True, timeout=1200)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "- hook id: ptlint\n" in output and "- hook id: ptlint-fix\n" in output, output
+    line = BAD.splitlines().index("        total += model(x).mean().item()") + 1
+    assert f"train.py:{line}:" in output and "PTL101" in output, output
+    assert "generated/ops.py" not in output, output  # `exclude` holds for files passed by name
+    assert (project / "generated" / "ops.py").read_text() == BAD
+    if example:
+        code, before = example
+        assert (project / "fixme.py").read_text() == fix_text(before), f"ptlint-fix did not apply the {code} fix"
+        assert not any(f.fix and f.fix.applicability == "safe" for f in check_text((project / "fixme.py").read_text()))
