@@ -384,7 +384,12 @@ class PtlintServer(LanguageServer):
                         title=f"Suppress with `# noqa: {finding.code}`", kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
                         edit=self.workspace_edit(uri, state.version, state.text, suppressed)))
-        if wanted(FIX_ALL_KIND) and any(applicable(f, state.settings.unsafe_fixes) for f in state.findings):
+        # Without resolve support the edit is computed now (a libcst pass): on a plain request at
+        # the cursor, only when a fixable finding is there.
+        eager_ok = lazy or bool(only) or any(action.kind == types.CodeActionKind.QuickFix and action.data
+                                             for action in actions)
+        if wanted(FIX_ALL_KIND) and eager_ok and \
+                any(applicable(f, state.settings.unsafe_fixes) for f in state.findings):
             action = types.CodeAction(
                 title="Fix all ptlint findings", kind=FIX_ALL_KIND,
                 data={"uri": uri, "version": state.version, "action": "fixAll"})

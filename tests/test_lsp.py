@@ -60,6 +60,18 @@ async def client(lsp_client: LanguageClient):
         await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ptlint", "lsp"],
+                                              server_env=SERVER_ENV))
+async def plain_client(lsp_client: LanguageClient):
+    """A client without codeAction/resolve nor versioned edits, that prefers UTF-8 positions."""
+    capabilities = types.ClientCapabilities(general=types.GeneralClientCapabilities(
+        position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16]))
+    result = await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
+    yield
+    await lsp_client.shutdown_session()
+
+
 async def opened(client: LanguageClient, path: Path, text: str, version: int = 1) -> types.PublishDiagnosticsParams:
     """didOpen, then the diagnostics the server publishes for it."""
     path.write_text(text, encoding="utf-8")
@@ -91,12 +103,12 @@ async def actions_at(client: LanguageClient, uri: str, diagnostic: types.Diagnos
     return [action for action in result or [] if isinstance(action, types.CodeAction)]
 
 
-def apply_edit(text: str, edit: types.WorkspaceEdit) -> str:
-    """Apply a WorkspaceEdit as an editor would (UTF-16 positions, edits against the original)."""
+def apply_edit(text: str, edit: types.WorkspaceEdit, encoding: str = types.PositionEncodingKind.Utf16) -> str:
+    """Apply a WorkspaceEdit as an editor would (positions in `encoding`, edits against the original)."""
     edits = [e for change in edit.document_changes or [] for e in change.edits]
     for uri_edits in (edit.changes or {}).values():
         edits.extend(uri_edits)
-    positions = Positions(text)
+    positions = Positions(text, encoding)
     spans = sorted(((positions.to_offset(e.range.start), positions.to_offset(e.range.end), e.new_text)
                     for e in edits), reverse=True)
     for start, end, new_text in spans:
@@ -172,6 +184,11 @@ async def test_config_is_honoured_and_a_bad_one_reported(client: LanguageClient,
     (project / "pyproject.toml").write_text('[tool.ptlint]\nexclude = ["gen"]\n')
     params = await opened(client, project / "gen" / "skipped.py", BAD)
     assert list(params.diagnostics) == []
+    # the config is read again when a file is saved: PTL101 is no longer ignored
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=(project / "quiet.py").as_uri())))
+    params = await published(client, (project / "quiet.py").as_uri())
+    assert [d.code for d in params.diagnostics] == ["PTL101"]
 
     broken = tmp_path / "broken_config"
     broken.mkdir()
@@ -229,6 +246,33 @@ async def test_shutdown_and_exit(client: LanguageClient, tmp_path: Path):
     await client.shutdown_session()
     assert client._server.returncode == 0
     assert not TORCH_MARK.exists()
+
+
+@pytest.mark.asyncio
+async def test_utf8_client_without_resolve_gets_edits_at_once(plain_client: LanguageClient, tmp_path: Path):
+    text = "# 😀 é\n" + BAD.replace("        total += loss.item()\n", "        s = 'é😀'; total += loss.item()\n")
+    params = await opened(plain_client, tmp_path / "utf8.py", text)
+    [diagnostic] = params.diagnostics
+    line = text.splitlines()[8]
+    assert diagnostic.range.start == types.Position(
+        line=8, character=len(line[:line.index("loss.item()")].encode("utf-8")))
+    actions = await actions_at(plain_client, (tmp_path / "utf8.py").as_uri(), diagnostic)
+    [suppress] = [a for a in actions if "noqa" in a.title]
+    assert suppress.edit.changes and not suppress.edit.document_changes
+    fixed = apply_edit(text, suppress.edit, types.PositionEncodingKind.Utf8)
+    assert fixed == text.replace(line + "\n", line + "  # noqa: PTL101\n")
+
+    cases = _single_fix_cases()
+    safe = [(code, before) for code, before, unsafe in cases if not unsafe and all_rules()[code].default]
+    if safe:
+        code, before = safe[0]
+        params = await opened(plain_client, tmp_path / "fix.py", before)
+        [diagnostic] = [d for d in params.diagnostics if d.code == code and d.data.get("fixable")]
+        actions = await actions_at(plain_client, (tmp_path / "fix.py").as_uri(), diagnostic)
+        [fix] = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and "noqa" not in a.title]
+        assert apply_edit(before, fix.edit, types.PositionEncodingKind.Utf8) == fix_text(before, [code])
+        [fix_all] = [a for a in actions if a.kind == "source.fixAll.ptlint"]
+        assert fix_all.edit is not None
 
 
 # -- the pieces, in process ------------------------------------------------------------------
