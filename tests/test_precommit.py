@@ -96,3 +96,20 @@ def test_hooks_through_pre_commit_try_repo(tmp_path: Path):
         code, before = example
         assert (project / "fixme.py").read_text() == fix_text(before), f"ptlint-fix did not apply the {code} fix"
         assert not any(f.fix and f.fix.applicability == "safe" for f in check_text((project / "fixme.py").read_text()))
+
+
+def test_explicit_files_honour_the_configured_exclude(tmp_path: Path):
+    """What the hook relies on, without pre-commit: files named on the command line are still
+    matched against `exclude` (the default folder skips apply to folder walks only)."""
+    from helpers import run_ptlint
+
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nexclude = ["generated", "legacy_*.py"]\n')
+    (tmp_path / "generated").mkdir()
+    for name in ("train.py", "generated/ops.py", "legacy_loop.py"):
+        (tmp_path / name).write_text(BAD)
+    result = run_ptlint("check", "--no-cache", "--quiet", "--output-format", "concise",
+                        "train.py", "generated/ops.py", "legacy_loop.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["train.py"]
+    clean = run_ptlint("check", "--no-cache", "generated/ops.py", "legacy_loop.py", cwd=tmp_path)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
