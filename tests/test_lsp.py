@@ -293,7 +293,8 @@ def test_text_edits_reproduce_the_new_text(old, new):
 def test_positions_in_each_encoding():
     text = "a = '😀é'; b\n"
     column = text.index("b") + 1
-    assert Positions(text, types.PositionEncodingKind.Utf16).from_finding(1, column).character == column  # the emoji: 2 units
+    # the emoji counts 2 UTF-16 units
+    assert Positions(text, types.PositionEncodingKind.Utf16).from_finding(1, column).character == column
     assert Positions(text, types.PositionEncodingKind.Utf8).from_finding(1, column).character == \
         len(text[:column - 1].encode("utf-8"))
     assert Positions(text, types.PositionEncodingKind.Utf32).from_finding(1, column).character == column - 1
