@@ -47,11 +47,18 @@ class FileContext:
         self.classes: list[ast.ClassDef] = []
         self.findings: list[Finding] = []
         self._assignments: dict[int, dict[str, list[ast.AST]]] = {}
+        self._qualnames: dict[int, str | None] = {}
         self.memo: dict = {}  # per-file answers rules share (e.g. "does this loop hold a loop?")
 
     # -- names -------------------------------------------------------------------------------
     def qualname(self, node: ast.AST) -> str | None:
-        return self.imports.qualname(node)
+        # Several rules ask about the same call; imports seen later in a function do not change
+        # what an earlier node meant, so one answer per node is enough.
+        key = id(node)
+        if key in self._qualnames:
+            return self._qualnames[key]
+        answer = self._qualnames[key] = self.imports.qualname(node)
+        return answer
 
     def imports_torch(self) -> bool:
         return self.imports.imports_module("torch")
@@ -65,14 +72,23 @@ class FileContext:
         return self.functions[-1] if self.functions else None
 
     def assignments(self, name: str, scope: ast.AST | None = None) -> list[ast.AST]:
-        """Values assigned to `name` in a function (default: the current one, else the module),
-        not looking into nested functions or classes. Targets of `for` loops and `with ... as`
-        map to their iterable / context expression."""
-        scope = scope or self.function or self.tree
-        table = self._assignments.get(id(scope))
-        if table is None:
-            table = self._assignments[id(scope)] = _assignment_table(scope)
-        return table.get(name, [])
+        """Values assigned to `name` so far (in source order) in a function — default: the
+        current one, else the module — not counting nested functions or classes. Targets of
+        `for` loops, comprehensions and `with ... as` map to their iterable / context expression;
+        an augmented assignment maps to the AugAssign node itself.
+
+        The traversal records bindings as it meets them, so during the traversal this is what
+        was assigned before the node being visited; in `end_file` it is the whole scope."""
+        table = self._assignments.get(id(scope or self.function or self.tree))
+        return table.get(name, []) if table else []
+
+    def bind(self, target: ast.AST, value: ast.AST) -> None:
+        table = self._assignments.setdefault(id(self.function or self.tree), {})
+        if isinstance(target, ast.Name):
+            table.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:  # unpacking: we only know the name came from `value`
+                self.bind(element.value if isinstance(element, ast.Starred) else element, value)
 
     # -- reporting ---------------------------------------------------------------------------
     def add_finding(self, rule: Rule, node: ast.AST, end_node: ast.AST, message: str, fix: Fix | None) -> None:
@@ -87,37 +103,6 @@ class FileContext:
         ))
 
 
-def _assignment_table(scope: ast.AST) -> dict[str, list[ast.AST]]:
-    table: dict[str, list[ast.AST]] = {}
-
-    def bind(target: ast.AST, value: ast.AST) -> None:
-        if isinstance(target, ast.Name):
-            table.setdefault(target.id, []).append(value)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:  # unpacking: we only know the name came from `value`
-                bind(element.value if isinstance(element, ast.Starred) else element, value)
-
-    body = scope.body if isinstance(scope.body, list) else [scope.body]
-    pending: list[ast.AST] = list(body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                bind(target, node.value)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-            bind(node.target, node.value if isinstance(node, ast.AnnAssign) else node)
-        elif isinstance(node, ast.NamedExpr):
-            bind(node.target, node.value)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            bind(node.target, node.iter)
-        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            bind(node.optional_vars, node.context_expr)
-        pending.extend(ast.iter_child_nodes(node))
-    return table
-
-
 @dataclass
 class FileResult:
     """Everything one file produced: findings, or a one-line error when it could not be checked."""
@@ -125,6 +110,41 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
+
+
+# Fields that never hold a node worth visiting: names and flags, and the operator and context
+# singletons (`ast.Add`, `ast.Load`), which no rule asks about.
+_NOT_CHILDREN = {"ctx", "op", "ops", "id", "attr", "arg", "name", "kind", "type_comment", "n", "s", "level",
+                 "module", "asname", "is_async", "conversion", "simple", "tag",
+                 "names", "kwd_attrs", "rest"}  # names: Global/Nonlocal hold str; Import is special
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        if kind is ast.Constant:
+            fields = ()
+        else:
+            fields = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+        _CHILD_FIELDS[kind] = fields
+    return fields
+
+
+_DISPATCH: dict[type, list[tuple[type, str, str]]] = {}
+
+
+def _handlers_of(rule_class: type) -> list[tuple[type, str, str]]:
+    """(node type, "visit"/"leave", method name) for every visit_X / leave_X of a rule class."""
+    if rule_class not in _DISPATCH:
+        found = []
+        for attr in dir(rule_class):
+            if attr.startswith(("visit_", "leave_")):
+                node_type = getattr(ast, attr[6:], None)
+                if isinstance(node_type, type):
+                    found.append((node_type, attr[:5], attr))
+        _DISPATCH[rule_class] = found
+    return _DISPATCH[rule_class]
 
 
 class Traversal:
@@ -135,12 +155,11 @@ class Traversal:
         self.enter: dict[type, list[Callable]] = {}
         self.leave: dict[type, list[Callable]] = {}
         for rule in rules:
-            for attr in dir(type(rule)):
-                if attr.startswith("visit_") or attr.startswith("leave_"):
-                    node_type = getattr(ast, attr[6:], None)
-                    if isinstance(node_type, type):
-                        table = self.enter if attr[0] == "v" else self.leave
-                        table.setdefault(node_type, []).append(getattr(rule, attr))
+            for node_type, when, attr in _handlers_of(type(rule)):
+                table = self.enter if when == "visit" else self.leave
+                table.setdefault(node_type, []).append(getattr(rule, attr))
+        # Leaves (names, constants) are only worth a call when some rule asks for them.
+        self.skip = {kind for kind in (ast.Name, ast.Constant) if kind not in self.enter and kind not in self.leave}
 
     def run(self) -> None:
         self.visit(self.ctx.tree)
@@ -153,8 +172,9 @@ class Traversal:
             for handler in handlers:
                 handler(node)
         ctx.stack.append(node)
-        if kind in _SPECIAL:
-            _SPECIAL[kind](self, node)
+        special = _SPECIAL.get(kind)
+        if special is not None:
+            special(self, node)
         else:
             self.visit_children(node)
         ctx.stack.pop()
@@ -165,13 +185,16 @@ class Traversal:
 
     def visit_children(self, node: ast.AST) -> None:
         visit = self.visit
-        for name in node._fields:
+        skip = self.skip
+        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name, None)
-            if isinstance(value, list):
+            if value is None:
+                continue
+            if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST) and not isinstance(item, _CONTEXT_TYPES):
+                    if item is not None and type(item) not in skip:
                         visit(item)
-            elif isinstance(value, ast.AST) and not isinstance(value, _CONTEXT_TYPES):
+            elif type(value) not in skip and isinstance(value, ast.AST):
                 visit(value)
 
     def visit_all(self, nodes: Iterable[ast.AST | None]) -> None:
@@ -179,9 +202,10 @@ class Traversal:
             if node is not None:
                 self.visit(node)
 
-    # -- nodes whose parts run in different contexts -----------------------------------------
+    # -- nodes whose parts run in different contexts, or that bind names ---------------------
     def _for(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)  # evaluated once, before the loop
+        self.ctx.bind(node.target, node.iter)
         self.ctx.loops.append(node)
         self.visit(node.target)
         self.visit_all(node.body)
@@ -200,9 +224,10 @@ class Traversal:
         self.visit(generators[0].iter)  # the first iterable is evaluated once, outside
         self.ctx.loops.append(node)
         for index, generator in enumerate(generators):
-            self.visit(generator.target)
             if index:
                 self.visit(generator.iter)
+            self.ctx.bind(generator.target, generator.iter)
+            self.visit(generator.target)
             self.visit_all(generator.ifs)
         if isinstance(node, ast.DictComp):
             self.visit(node.key)
@@ -210,6 +235,29 @@ class Traversal:
         else:
             self.visit(node.elt)
         self.ctx.loops.pop()
+
+    def _assign(self, node: ast.Assign) -> None:
+        self.visit_children(node)  # the value is evaluated before the names are bound
+        for target in node.targets:
+            self.ctx.bind(target, node.value)
+
+    def _ann_assign(self, node: ast.AnnAssign) -> None:
+        self.visit_children(node)
+        if node.value is not None:
+            self.ctx.bind(node.target, node.value)
+
+    def _aug_assign(self, node: ast.AugAssign) -> None:
+        self.visit_children(node)
+        self.ctx.bind(node.target, node)
+
+    def _named_expr(self, node: ast.NamedExpr) -> None:
+        self.visit_children(node)
+        self.ctx.bind(node.target, node.value)
+
+    def _withitem(self, node: ast.withitem) -> None:
+        self.visit_children(node)
+        if node.optional_vars is not None:
+            self.ctx.bind(node.optional_vars, node.context_expr)
 
     def _function(self, node: ast.AST) -> None:
         ctx = self.ctx
@@ -247,6 +295,11 @@ _SPECIAL: dict[type, Callable[[Traversal, ast.AST], None]] = {
     ast.SetComp: Traversal._comprehension,
     ast.DictComp: Traversal._comprehension,
     ast.GeneratorExp: Traversal._comprehension,
+    ast.Assign: Traversal._assign,
+    ast.AnnAssign: Traversal._ann_assign,
+    ast.AugAssign: Traversal._aug_assign,
+    ast.NamedExpr: Traversal._named_expr,
+    ast.withitem: Traversal._withitem,
     ast.FunctionDef: Traversal._function,
     ast.AsyncFunctionDef: Traversal._function,
     ast.Lambda: Traversal._function,
