@@ -1,0 +1,227 @@
+"""PTL301 unstable-softmax: `exp(x) / exp(x).sum(d)` written by hand."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.rule import SAFE, Fix, FixExample, Rule
+
+from ._numerics import exp_call, int_literal, is_true, resolve, same, stabilised, sum_call
+
+
+def _denominator(node: ast.AST) -> tuple[ast.AST, bool]:
+    """`s + eps` -> (s, True); anything else -> (node, False)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return node.left, True
+    return node, False
+
+
+class UnstableSoftmax(Rule):
+    code = "PTL301"
+    name = "unstable-softmax"
+    message = "softmax written as `exp(x) / exp(x).sum()` overflows for large inputs; use `softmax`"
+    fixable = "sometimes"
+    triggers = ("exp",)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if not isinstance(node.op, ast.Div) or not self.ctx.imports_torch():
+            return
+        numerator, num_direct = resolve(self.ctx, node.left, exp_call)
+        if numerator is None:
+            return
+        denominator, eps = _denominator(node.right)
+        total, sum_direct = resolve(self.ctx, denominator, sum_call)
+        if total is None:
+            return
+        summed, exp_direct = resolve(self.ctx, total.operand, exp_call)
+        if summed is None or not same(numerator.operand, summed.operand):
+            return
+        if stabilised(self.ctx, numerator.operand):
+            return
+        fix = None
+        if num_direct and sum_direct and exp_direct and not eps and int_literal(total.dim) \
+                and is_true(total.keepdim) and _only(total.node, {"dim", "keepdim"}):
+            fix = Fix(SAFE, "Use `softmax(x, dim=d)`", data={"dim": ast.unparse(total.dim)})
+        self.report(node, fix=fix)
+
+    def fix(self, node, finding, fixctx):
+        import libcst as cst
+
+        if not isinstance(node, cst.BinaryOperation) or not isinstance(node.left, cst.Call):
+            return None
+        exp = node.left
+        dim = cst.Arg(cst.parse_expression(finding.fix.data["dim"]), keyword=cst.Name("dim"),
+                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        if isinstance(exp.func, cst.Attribute) and exp.func.attr.value == "exp" and not exp.args:
+            method = exp.func.with_changes(attr=cst.Name("softmax"))
+            return cst.Call(func=method, args=[dim], lpar=node.lpar, rpar=node.rpar)
+        if len(exp.args) != 1:
+            return None
+        x = exp.args[0].value
+        return cst.Call(func=fixctx.reference("torch.softmax"), args=[cst.Arg(x), dim],
+                        lpar=node.lpar, rpar=node.rpar)
+
+    docs = """
+## What it does
+Finds a softmax written by hand as `exp(x) / exp(x).sum(d)` — any spelling of `torch.exp`,
+`x.exp()`, `torch.sum`, `x.sum()`, also through a local variable
+(`e = torch.exp(x)` then `e / e.sum(-1, keepdim=True)`).
+
+## Why is this bad?
+`exp` overflows in float32 once its input passes about 88 (about 11 in float16): the quotient
+becomes `inf / inf = nan`, and very negative inputs underflow to `0 / 0 = nan`. Logits of that
+size are ordinary in attention scores and classifiers late in training. `torch.softmax`
+subtracts the maximum first, which leaves the result unchanged and keeps every `exp` in range.
+
+Not reported: a stabilised exponent (`exp(x - x.max(...))`, `exp(x - x.amax(...))`,
+`exp(x - logsumexp)`, a name assigned such a difference, `x.clamp(max=...)`), and a visibly
+non-positive exponent (`exp(-d / t)`, Gaussian kernels), which cannot overflow.
+
+## Example
+```python
+e = torch.exp(scores)
+attn = e / e.sum(-1, keepdim=True)
+```
+
+## Use instead
+```python
+attn = torch.softmax(scores, dim=-1)
+```
+
+## Fix safety
+Safe, and offered only where the rewrite keeps behaviour: the direct form
+`exp(x) / exp(x).sum(d, keepdim=True)` with `d` an integer literal. Without `keepdim=True` the
+division broadcasts differently from a softmax over `d`; with no `d` the sum runs over all
+elements; through a local variable `x` might change between the two lines; `e / (e.sum() + eps)`
+is a different function. Those are reported without a fix.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
+"""
+
+    bad_examples = [
+        """
+import torch
+
+def attention(q, k, v):
+    scores = q @ k.transpose(-2, -1)
+    weights = torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True)  # expect: PTL301
+    return weights @ v
+""",
+        """
+import torch
+
+def probs(logits):
+    e = logits.exp()
+    return e / e.sum(dim=1, keepdim=True)  # expect: PTL301
+""",
+        """
+import torch as T
+
+def normalise(x, eps=1e-8):
+    e = T.exp(x)
+    return e / (T.sum(e, -1, keepdim=True) + eps)  # expect: PTL301
+""",
+        """
+from torch import exp
+
+def flat(x):
+    return exp(x) / exp(x).sum()  # expect: PTL301
+""",
+    ]
+
+    good_examples = [
+        # stabilised: the maximum is subtracted first
+        """
+import torch
+
+def softmax(x):
+    e = torch.exp(x - x.max(dim=-1, keepdim=True).values)
+    return e / e.sum(-1, keepdim=True)
+""",
+        """
+import torch
+
+def softmax(x):
+    z = x - x.amax(-1, keepdim=True)
+    e = z.exp()
+    return e / e.sum(-1, keepdim=True)
+""",
+        # a Gaussian kernel: the exponent is never positive
+        """
+import torch
+
+def gaussian(size, sigma):
+    r = torch.arange(size, dtype=torch.float32) - size // 2
+    g = torch.exp(-(r ** 2) / (2 * sigma ** 2))
+    return g / g.sum()
+""",
+        # NumPy is not our business
+        """
+import numpy as np
+import torch
+
+def np_softmax(x):
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+""",
+        # a different tensor in the denominator
+        """
+import torch
+
+def ratio(a, b):
+    return torch.exp(a) / torch.exp(b).sum(-1, keepdim=True)
+""",
+    ]
+
+    fix_examples = [
+        FixExample(
+            before="""
+import torch
+
+def attn(scores):
+    return torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True)
+""",
+            after="""
+import torch
+
+def attn(scores):
+    return torch.softmax(scores, dim=-1)
+""",
+        ),
+        FixExample(
+            before="""
+import torch
+
+def attn(scores):
+    return scores.exp() / scores.exp().sum(dim=1, keepdim=True)
+""",
+            after="""
+import torch
+
+def attn(scores):
+    return scores.softmax(dim=1)
+""",
+        ),
+        # through a local variable: reported, not rewritten
+        FixExample(
+            before="""
+import torch
+
+def attn(scores):
+    e = torch.exp(scores)
+    return e / e.sum(-1, keepdim=True)
+""",
+            after="""
+import torch
+
+def attn(scores):
+    e = torch.exp(scores)
+    return e / e.sum(-1, keepdim=True)
+""",
+        ),
+    ]
+
+
+def _only(call: ast.Call, allowed: set[str]) -> bool:
+    return all(kw.arg in allowed for kw in call.keywords)
