@@ -17,10 +17,24 @@ from .rule import Finding
 DEFAULT_DIR = ".ptlint_cache"
 
 
+def code_fingerprint() -> str:
+    """A hash of ptlint's own source (engine and rules): a development install whose rules
+    changed without a version bump must not be answered from stale entries."""
+    from . import rules
+
+    digest = hashlib.blake2b(digest_size=8)
+    for folder in sorted({os.path.dirname(__file__), *rules.__path__}):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as handle:
+                    digest.update(name.encode() + b"\0" + handle.read())
+    return digest.hexdigest()
+
+
 class Cache:
     def __init__(self, directory: str, settings_key: str) -> None:
         self.directory = os.path.join(directory, __version__)
-        self.settings_key = settings_key
+        self.settings_key = settings_key + code_fingerprint()
 
     @classmethod
     def location(cls, cli_dir: str | None, config_dir: str | None, root: str) -> str:
