@@ -1,0 +1,385 @@
+"""PTL201 move-after-create: a tensor factory immediately followed by `.cuda()` / `.to(device)`."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ptlint.astutil import dotted, keyword
+from ptlint.rule import SAFE, UNSAFE, Fix, FixExample, Rule
+
+# torch factories that take `device=` and build their values from their arguments alone.
+DETERMINISTIC = {
+    "tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "empty_strided",
+    "tril_indices", "triu_indices",
+    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+}
+# Random factories: the CUDA generator draws other numbers than the CPU one for the same seed.
+RANDOM = {"rand", "randn", "randint", "randperm", "normal"}
+# Not the `*_like` factories: their template usually lives on the target device already, so the
+# move is a no-op there (`torch.zeros_like(x).to(x.device)`), and nothing was built on the CPU.
+# Casting to another dtype after creation gives the same values as creating in that dtype only
+# where the values are exact (0 and 1); elsewhere (arange, linspace, random draws) it may differ.
+EXACT_VALUES = {"zeros", "ones", "empty", "eye", "empty_strided"}
+
+DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu|xla|npu)(:\d+)?")
+DEVICE_NAME = re.compile(r"(\w*_)?(device|dev)")
+# Keywords of the factory that make moving it a deliberate choice: a CPU `generator=` draws
+# reproducible numbers (and cannot serve a CUDA factory), `pin_memory=` makes a staging buffer.
+FACTORY_BLOCKERS = {"device", "out", "pin_memory", "generator"}
+
+
+def factory_name(call: ast.AST, ctx) -> str | None:
+    """"zeros" for `torch.zeros(...)` in any import spelling; None for anything else."""
+    if not isinstance(call, ast.Call):
+        return None
+    qual = ctx.qualname(call.func)
+    if qual is None or not qual.startswith("torch.") or qual.count(".") != 1:
+        return None
+    name = qual[len("torch."):]
+    if name not in DETERMINISTIC and name not in RANDOM:
+        return None
+    if name == "normal" and len(call.args) < 3 and keyword(call, "size") is None:
+        return None  # normal(mean_tensor, std_tensor) has no `device=`: it follows its inputs
+    return name
+
+
+def is_device_expr(node: ast.AST, ctx) -> bool:
+    """Visibly a device: "cuda:1", `torch.device(...)`, `device`, `self.device`, `x.device`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return DEVICE_STRING.fullmatch(node.value) is not None
+    if isinstance(node, ast.Call):
+        return ctx.qualname(node.func) == "torch.device"
+    name = dotted(node)
+    if name is None:
+        return False
+    values = ctx.assignments(node.id) if isinstance(node, ast.Name) else []
+    if DEVICE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
+        # trust the name unless it is visibly bound to something else: `device = some_tensor`
+        # makes `.to(device)` mean "like that tensor" (dtype too), which `device=` rejects
+        return not any(isinstance(v, ast.Name) and not DEVICE_NAME.fullmatch(v.id) for v in values)
+    # d = torch.device("cuda") / d = "cuda"
+    return bool(values) and all(not isinstance(v, ast.Name) and is_device_expr(v, ctx) for v in values)
+
+
+def _literal_int(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0
+
+
+def _has_star(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+
+
+def analyse_move(move: ast.Call, ctx) -> tuple[bool, bool, bool]:
+    """For `<factory>.cuda(...)` / `.to(...)`: (is a move to a visible device, can be rewritten,
+    carries a dtype)."""
+    method = move.func.attr
+    if _has_star(move):
+        return False, False, False
+    kwargs = {k.arg: k.value for k in move.keywords}
+    if method == "cuda":
+        if len(move.args) > 1 or set(kwargs) - {"device", "non_blocking", "memory_format"}:
+            return False, False, False
+        device = move.args[0] if move.args else kwargs.get("device")
+        if "memory_format" in kwargs:
+            return True, False, False
+        # `.cuda()`, `.cuda(1)`, `.cuda("cuda:1")`; `.cuda(d)` may be given None or a rank: no rewrite
+        fixable = device is None or _literal_int(device) or (
+            isinstance(device, ast.Constant) and isinstance(device.value, str)
+            and DEVICE_STRING.fullmatch(device.value) is not None and device.value.startswith("cuda"))
+        return True, fixable, False
+    # .to(device, dtype=None, non_blocking=False, copy=False, *, memory_format)
+    if move.args:
+        device = move.args[0]
+        if "device" in kwargs:
+            return False, False, False
+    else:
+        device = kwargs.get("device")
+    if device is None or not (("device" in kwargs) or is_device_expr(device, ctx)):
+        return False, False, False
+    dtype = move.args[1] if len(move.args) > 1 else kwargs.get("dtype")
+    fixable = len(move.args) <= 3 and not set(kwargs) - {"device", "dtype", "non_blocking"}
+    return True, fixable, dtype is not None
+
+
+class MoveAfterCreate(Rule):
+    code = "PTL201"
+    name = "move-after-create"
+    message = "`{factory}(...)` builds the tensor on the CPU and then copies it: create it with `device=`"
+    fixable = "sometimes"
+    triggers = (".cuda(", ".to(")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to"):
+            return
+        factory = factory_name(func.value, self.ctx)
+        if factory is None:
+            return
+        inner = func.value
+        if _has_star(inner) or any(k.arg in FACTORY_BLOCKERS for k in inner.keywords):
+            return
+        moves, fixable, has_dtype = analyse_move(node, self.ctx)
+        if not moves:
+            return
+        fix = None
+        if fixable and has_dtype and keyword(inner, "dtype") is not None:
+            fixable = False  # two dtypes: which one wins is for a person to decide
+        if fixable:
+            unsafe_reasons = []
+            if factory in RANDOM:
+                unsafe_reasons.append("the device's random generator draws other numbers")
+            if has_dtype and factory not in EXACT_VALUES:
+                unsafe_reasons.append("values computed in the new dtype may round differently")
+            if keyword(inner, "requires_grad") is not None:
+                unsafe_reasons.append("the result becomes a leaf tensor")
+            if unsafe_reasons:
+                fix = Fix(UNSAFE, f"Create it on the device with `device=` ({'; '.join(unsafe_reasons)})")
+            else:
+                fix = Fix(SAFE, "Create it on the device with `device=`")
+        self.report(node, self.message.format(factory=f"torch.{factory}"), fix=fix)
+
+    def fix(self, node, finding, fixctx):
+        import libcst as cst
+
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Call)):
+            return None
+        inner = node.func.value
+        empty = cst.Module([])
+        outer_code = empty.code_for_node(node)
+        if "#" in outer_code.replace(empty.code_for_node(inner), "", 1):
+            return None  # a comment inside `.to(...)` would be lost
+        method = node.func.attr.value
+        positional = [a for a in node.args if a.keyword is None]
+        kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        dtype = None
+        if method == "cuda":
+            device = positional[0].value if positional else kwargs.get("device")
+            if device is None:
+                device = cst.SimpleString('"cuda"')
+            elif isinstance(device, cst.Integer):
+                device = cst.SimpleString(f'"cuda:{device.value}"')
+            elif not isinstance(device, cst.SimpleString):
+                return None
+        else:
+            device = positional[0].value if positional else kwargs.get("device")
+            dtype = positional[1].value if len(positional) > 1 else kwargs.get("dtype")
+            if device is None:
+                return None
+        new_args = [("dtype", dtype), ("device", device)]
+        return _with_keywords(inner, [(k, v) for k, v in new_args if v is not None]).with_changes(
+            lpar=node.lpar, rpar=node.rpar)
+
+    docs = """
+## What it does
+Finds a tensor made by a torch factory (`tensor`, `zeros`, `ones`, `empty`, `full`, `arange`,
+`linspace`, `logspace`, `eye`, the window functions, `rand`, `randn`, `randint`, `randperm`,
+`normal` with a size) and immediately moved with `.cuda()` or `.to(device)`.
+
+## Why is this bad?
+The factory builds the tensor in host memory, then the move allocates it again on the device
+and copies it over: a host allocation, a fill on the CPU and a host-to-device transfer that
+`device=` avoids entirely (the tensor is filled by a kernel where it lives). For
+`torch.tensor(data)` the data start on the host anyway; `device=` still saves the intermediate
+CPU tensor's round trip through Python and states where the tensor belongs.
+
+Only a visible device counts: a string such as `"cuda:1"`, `torch.device(...)`, a name or
+attribute called `device` / `dev` / `*_device` (`self.device`, `x.device`), or `device=`.
+Not reported: `.to(torch.float16)`, `.to(other_tensor)`, `.cuda()` on an existing tensor,
+`model.to(device)`, `torch.from_numpy(a).cuda()` (the data comes from NumPy), a factory that
+already has `device=`, `pin_memory=` or `generator=` (numbers drawn from a CPU generator on
+purpose, for reproducibility), and the `*_like` factories (their template usually
+lives on the target device already, so the move does nothing).
+
+## Example
+```python
+mask = torch.ones(n, n).tril().bool()
+ids = torch.arange(n).to(device)
+noise = torch.randn(b, d).cuda()
+```
+
+## Use instead
+```python
+ids = torch.arange(n, device=device)
+noise = torch.randn(b, d, device="cuda")
+```
+
+## Fix safety
+The fix moves the device (and a dtype given to `.to`) into the factory and drops
+`non_blocking=`. It is safe for deterministic factories. It is unsafe for random ones
+(`rand`, `randn`, `randint`, `randperm`, `normal`): the device's generator draws
+other numbers than the CPU's for the same seed. It is also unsafe when a dtype moves into a
+factory whose values may round differently when computed in that dtype (`arange`, `linspace`,
+`full`, `tensor`), and when the factory has `requires_grad=` (the result becomes a leaf).
+`.cuda(d)` with a non-literal `d`, a factory that already has a dtype while `.to` gives another,
+and `.to(..., copy=True)` / `memory_format=` are reported without a fix.
+
+## References
+- https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device
+"""
+
+    bad_examples = [
+        """
+import torch
+
+def positions(n, device):
+    return torch.arange(n).to(device)  # expect: PTL201
+""",
+        """
+import torch as T
+from torch import randn as rnd
+
+class Noise:
+    def sample(self, b, d):
+        a = T.zeros(b, d).cuda()  # expect: PTL201
+        b = rnd(b, d).to(self.device, non_blocking=True)  # expect: PTL201
+        c = T.eye(d).to("cuda:1")  # expect: PTL201
+        e = T.full((b,), 0.5).to(device=d)  # expect: PTL201
+        return a, b, c, e
+""",
+        """
+import torch
+
+def make(x):
+    dev = torch.device("cuda")
+    device = dev
+    m = torch.ones(3, 3).to(x.device)  # expect: PTL201
+    return torch.tensor([1, 2, 3]).cuda(1), m.to(dev)  # expect: PTL201
+""",
+        """
+from torch import linspace
+
+def grid(steps):
+    d = "cuda"
+    return linspace(0, 1, steps).to(d, non_blocking=True)  # expect: PTL201
+""",
+    ]
+
+    good_examples = [
+        # dtype conversions, moves of existing tensors and modules
+        """
+import torch
+
+def f(x, model, device, other):
+    a = torch.zeros(3).to(torch.float16)
+    b = torch.ones(3).to(other)
+    c = x.cuda()
+    model.to(device)
+    d = torch.zeros_like(x).to(x.device)
+    return a, b, c, d
+""",
+        # data from NumPy; a factory that already names its device or pins its memory
+        """
+import numpy as np
+import torch
+
+def f(a, device):
+    t = torch.from_numpy(a).cuda()
+    u = torch.zeros(3, device="cpu").to(device)
+    staging = torch.empty(1024, pin_memory=True).cuda(non_blocking=True)
+    g = torch.Generator().manual_seed(0)
+    repeatable = torch.randn(4, generator=g).to(device)
+    return t, u, staging, repeatable
+""",
+        # not torch's factory: a local `zeros`, NumPy, and a chained call
+        """
+import numpy as np
+import torch
+
+def zeros(n):
+    return torch.zeros(n)
+
+def f(device):
+    a = zeros(3).to(device)
+    b = np.zeros(3).to(device)
+    c = torch.zeros(3).float().to(device)
+    return a, b, c
+""",
+        # normal with tensor mean/std follows its inputs' device; `.to` of something not a device
+        """
+import torch
+
+def f(mean, std, kind, cfg):
+    a = torch.normal(mean, std).cuda()
+    b = torch.tensor([1.0]).to(kind)
+    c = torch.tensor([1.0]).to(**cfg)
+    return a, b, c
+""",
+        # a name that says device but is bound to a tensor: `.to` copies its dtype and device
+        """
+import torch
+
+def cdf(values, reference):
+    device = reference
+    return torch.tensor([0.0]).to(device), torch.tensor([1.0]).to(device)
+""",
+    ]
+
+    fix_examples = [
+        FixExample(
+            before="""
+import torch
+
+def setup(n, device):
+    ids = torch.arange(n).to(device, non_blocking=True)
+    mask = torch.ones(n, n).cuda()
+    one = torch.eye(n).cuda(1)
+    half = torch.zeros(n).to(device, torch.float16)
+    return ids, mask, one, half
+""",
+            after="""
+import torch
+
+def setup(n, device):
+    ids = torch.arange(n, device=device)
+    mask = torch.ones(n, n, device="cuda")
+    one = torch.eye(n, device="cuda:1")
+    half = torch.zeros(n, dtype=torch.float16, device=device)
+    return ids, mask, one, half
+""",
+        ),
+        FixExample(
+            before="""
+import torch
+
+def noise(b, d, device):
+    return torch.randn(b, d).to(device=device)
+""",
+            after="""
+import torch
+
+def noise(b, d, device):
+    return torch.randn(b, d, device=device)
+""",
+            unsafe=True,
+        ),
+    ]
+
+
+def _with_keywords(call, pairs):
+    """`call` with `name=value` arguments appended, following the call's own layout."""
+    import libcst as cst
+
+    args = list(call.args)
+    new = [cst.Arg(value=value, keyword=cst.Name(name),
+                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                         whitespace_after=cst.SimpleWhitespace("")))
+           for name, value in pairs]
+    if not args:
+        return call.with_changes(args=new)
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):  # a trailing comma: one argument per line, keep it so
+        separator = args[-2].comma.whitespace_after if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) \
+            else call.whitespace_before_args
+        if isinstance(separator, cst.SimpleWhitespace) and not separator.value:
+            separator = cst.SimpleWhitespace(" ")
+        between = cst.Comma(whitespace_after=separator)
+        args[-1] = last.with_changes(comma=between)
+        new = [arg.with_changes(comma=between) for arg in new[:-1]] + [new[-1].with_changes(comma=last.comma)]
+    else:  # the space before `)` (a newline in a wrapped call) moves behind the new arguments
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = [arg.with_changes(comma=comma) for arg in new[:-1]] + [
+            new[-1].with_changes(whitespace_after_arg=last.whitespace_after_arg)]
+    return call.with_changes(args=args + new)

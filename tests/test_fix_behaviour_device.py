@@ -1,0 +1,75 @@
+"""PTL201's fix run for real: the original and the fixed code give the same tensors on the CPU.
+
+Each case binds `out`; both versions run with the same seed and must agree in values, dtype and
+device. Random factories are unsafe only because CUDA's generator differs from the CPU's: on
+the CPU, where both versions draw from the same generator, they must agree too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ptlint.api import check_text, fix_text
+
+torch = pytest.importorskip("torch")
+
+CASES = [
+    # (source, applicability of the fix)
+    ('out = torch.zeros(3, 4).to("cpu")', "safe"),
+    ('out = torch.ones(2, 2).to(device="cpu", non_blocking=True)', "safe"),
+    ('out = torch.arange(10).to(torch.device("cpu"))', "safe"),
+    ('device = "cpu"\nout = torch.linspace(0, 1, 7).to(device)', "safe"),
+    ('out = torch.full((2, 3), 0.25).to("cpu")', "safe"),
+    ('out = torch.eye(4).to("cpu", torch.float16)', "safe"),
+    ('out = torch.zeros(5).to(device="cpu", dtype=torch.int32)', "safe"),
+    ('out = torch.tensor([[1, 2], [3, 4]]).to("cpu")', "safe"),
+    ('out = torch.logspace(0, 2, 5).to("cpu")', "safe"),
+    ('out = torch.hann_window(8).to("cpu")', "safe"),
+    ('out = torch.tril_indices(4, 4).to("cpu")', "safe"),
+    ('out = torch.tensor([1.5, 2.5], dtype=torch.float64).to("cpu")', "safe"),
+    ('out = torch.randn(4, 5).to("cpu")', "unsafe"),
+    ('out = torch.rand(3).to(device="cpu")', "unsafe"),
+    ('out = torch.randint(0, 10, (6,)).to("cpu")', "unsafe"),
+    ('out = torch.randperm(9).to("cpu")', "unsafe"),
+    ('out = torch.normal(0.0, 1.0, size=(4,)).to("cpu")', "unsafe"),
+    ('from torch import randn as rnd\nout = rnd(2, 3).to("cpu", non_blocking=True)', "unsafe"),
+    ('out = torch.zeros(3, requires_grad=True).to("cpu")', "unsafe"),
+    ('out = torch.arange(0, 1, 0.25).to("cpu", torch.float64)', "unsafe"),
+]
+
+
+def run(source: str):
+    namespace = {"torch": torch}
+    torch.manual_seed(1234)
+    exec(compile(source, "<case>", "exec"), namespace)
+    return namespace["out"]
+
+
+@pytest.mark.parametrize("body,applicability", CASES, ids=[c[0] for c in CASES])
+def test_fixed_code_computes_the_same_tensor(body, applicability):
+    source = "import torch\n" + body + "\n"
+    findings = check_text(source, ["PTL201"])
+    assert [f.fix.applicability if f.fix else None for f in findings] == [applicability]
+    fixed = fix_text(source, ["PTL201"], unsafe=True)
+    assert fixed != source
+    assert ".to(" not in fixed.splitlines()[-1]  # the move is gone: created in place
+    assert check_text(fixed, ["PTL201"]) == []
+    if applicability == "unsafe":
+        assert fix_text(source, ["PTL201"], unsafe=False) == source
+    before, after = run(source), run(fixed)
+    assert after.dtype == before.dtype
+    assert after.device == before.device
+    assert after.shape == before.shape
+    assert torch.equal(after, before)
+    assert after.requires_grad == before.requires_grad
+
+
+def test_dtype_moved_into_arange_can_round_differently():
+    # Why a dtype moved into a non-constant factory is an unsafe fix: computing in half
+    # precision is not the same as computing in float32 and casting.
+    cast = torch.arange(0, 300, 0.7).to("cpu", torch.float16)
+    direct = torch.arange(0, 300, 0.7, dtype=torch.float16, device="cpu")
+    assert cast.shape != direct.shape or not torch.equal(cast, direct)
+    source = 'import torch\nout = torch.arange(0, 300, 0.7).to("cpu", torch.float16)\n'
+    [finding] = check_text(source, ["PTL201"])
+    assert finding.fix.applicability == "unsafe"
