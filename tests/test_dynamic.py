@@ -47,7 +47,8 @@ def at(findings: list[dict], code: str, path: str, line: int) -> list[dict]:
 def break_run():
     """Every kind of break, a clean model, three batch sizes, and failures that do not stop the run.
     An empty TORCH_LOGS (which crashes `import torch`) must be stripped from the worker's env."""
-    names = ["make_print", "make_item", "make_loop", "make_nonzero", "make_skipped", "make_clean", "make_batches"]
+    names = ["make_print", "make_item", "make_loop", "make_nonzero", "make_skipped", "make_clean", "make_batches",
+             "make_sizes"]
     targets = [f"{BREAKS}:{name}" for name in names]
     targets += [f"{FAILING}:make_raises", f"{FAILING}:make_exit", f"{FAILING}:make_noisy",
                 f"{FAILING}:make_bad_return", "no_such_package.models:make", f"{FAILING}:missing_factory"]
@@ -77,11 +78,21 @@ def test_break_in_loop_names_the_frame_skip(break_run):
 
 def test_recompilation_reported_with_its_guard(break_run):
     _, findings = break_run
-    recompiles = [f for f in findings if f["code"] == "PTL451"]
+    forward = line_of(DYN / "breaks.py", "def forward(self, x):")
+    recompiles = [f for f in findings if f["code"] == "PTL451" and f["line"] == forward]
     assert len(recompiles) == 1, recompiles  # batch 2 makes the size dynamic; batch 3 reuses it
     assert recompiles[0]["path"] == BREAKS
     assert recompiles[0]["line"] == line_of(DYN / "breaks.py", "def forward(self, x):")
     assert "size mismatch at index 0" in recompiles[0]["message"]
+
+
+def test_break_in_a_recompiled_function_is_reported_once(break_run):
+    _, findings = break_run
+    lines = range(line_of(DYN / "breaks.py", "def rescale"), line_of(DYN / "breaks.py", "class Clean"))
+    found = [(f["code"], f["line"]) for f in findings if f["path"] == BREAKS and f["line"] in lines]
+    item = line_of(DYN / "breaks.py", "peak = x.abs().max().item()")
+    assert [line for code, line in found if code == "PTL450"] == [item]
+    assert ("PTL451", lines[0]) in found  # the new size fails the guard on the function's input
 
 
 def test_clean_model_has_no_finding_in_its_lines(break_run):
@@ -105,8 +116,8 @@ def test_failures_are_reported_and_the_run_goes_on(break_run):
     assert missing and "No module named" in missing[0]["message"]
     assert any("missing_factory" in f["message"] and f["path"] == FAILING for f in findings if f["code"] == "PTL459")
     # and the 4 MB the noisy target printed did not disturb the event stream:
-    assert "13 target(s) run" in result.stderr
-    assert "5 graph break(s), 1 recompilation(s), 5 failed" in result.stderr
+    assert "14 target(s) run" in result.stderr
+    assert "6 graph break(s), 3 recompilation(s), 5 failed" in result.stderr
 
 
 def test_clean_target_alone_exits_zero():

@@ -43,7 +43,8 @@ def user_file(path: str) -> bool:
 class Observer(logging.Handler):
     """Reads Dynamo's own graph-break, recompile and trace-source records."""
 
-    _BREAK_AT = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
+    # also "Graph break (user stack suppressed due to duplicate graph break) in user code at f.py:4"
+    _BREAK_AT = re.compile(r"^Graph break\b.*? in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
     _GB_ID = re.compile(r"/gb/gb(\d{4})\.html")
     _RECOMPILE = re.compile(r"^Recompiling function (?P<func>\S+) in (?P<file>.+):(?P<line>\d+)$", re.M)
     _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(?P<guard>.+)$", re.M)
