@@ -1,0 +1,146 @@
+"""PTL402 scalar-in-compiled: `.item()`, `.tolist()`, `float(t)` / `int(t)` / `bool(t)` in traced code."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.compiled import STRONG, is_traced, not_a_tensor, shadowed, tensor_kind
+from ptlint.rule import Rule
+
+SCALAR_METHODS = {"item", "tolist"}
+CONVERSIONS = {"float", "int", "bool"}
+
+
+class ScalarInCompiled(Rule):
+    code = "PTL402"
+    name = "scalar-in-compiled"
+    message = "{what} in code that torch.compile traces reads a tensor value back to Python: a graph break"
+    triggers = (".item(", ".tolist(", "float(", "int(", "bool(")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if not self.ctx.functions:
+            return
+        func = node.func
+        what = None
+        if isinstance(func, ast.Attribute) and func.attr in SCALAR_METHODS and not node.args and not node.keywords:
+            if not not_a_tensor(func.value, self.ctx):
+                what = f"`.{func.attr}()`"
+        elif isinstance(func, ast.Name) and func.id in CONVERSIONS and len(node.args) == 1 and not node.keywords \
+                and not shadowed(func.id, self.ctx):
+            # only on what is visibly a tensor: `int(x.shape[0])`, `float(self.scale)` are fine
+            if tensor_kind(node.args[0], self.ctx) == STRONG:
+                what = f"`{func.id}()` of a tensor"
+        if what is not None and is_traced(self.ctx):
+            self.report(node, self.message.format(what=what))
+
+    docs = """
+## What it does
+Finds `.item()` and `.tolist()`, and `float()` / `int()` / `bool()` applied to something that is
+visibly a tensor (the result of a torch op or a reduction such as `x.sum()`), in code that
+`torch.compile` traces: the `forward` of an `nn.Module` subclass, a function decorated with
+`@torch.compile`, or a function passed to `torch.compile(fn)` in the same module.
+
+## Why is this bad?
+These turn a tensor's value into a Python number. Dynamo traces shapes, not values: with default
+settings (torch 2.13, `capture_scalar_outputs=False`) it cannot keep the number symbolic, so it
+ends the graph, runs the read in Python (a device-to-host sync on GPU) and starts a new graph.
+Probes under torch 2.13: `.item()`, `.tolist()` (on float and integer tensors), `float(t.sum())`,
+`int(t.sum())` and `bool(t.sum())` each break the graph.
+
+Not reported: conversions of shapes and sizes (`int(x.shape[0])`, `float(x.size(-1))`,
+`len(x)`), of attributes and arguments that may be plain Python numbers (`float(self.scale)`),
+and of values that are visibly NumPy arrays or literals. `.numpy()` itself is not reported:
+Dynamo traces NumPy code since torch 2.1, and `t.numpy()` followed by NumPy operations and
+`torch.from_numpy` compiles without a break in 2.13 (the `.tolist()` of
+`t.cpu().numpy().tolist()` still breaks and is reported).
+
+## Example
+```python
+class Router(nn.Module):
+    def forward(self, x):
+        k = int(x.sum())
+        return x[: x.size(0) // 2] * x.max().item()
+```
+
+## Use instead
+Keep values as tensors (`x * x.max()`), or read them outside the compiled region. Where a
+Python scalar is unavoidable, `torch._dynamo.config.capture_scalar_outputs = True` lets Dynamo
+trace `.item()` as an unbacked symbol.
+
+## Fix safety
+No automatic fix: keeping the value on the device changes the types downstream.
+
+## References
+- https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html
+- https://docs.pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html
+"""
+
+    bad_examples = [
+        """
+import torch
+import torch.nn as nn
+
+class Router(nn.Module):
+    def forward(self, x):
+        scale = x.abs().max().item()  # expect: PTL402
+        k = int(x.sum())  # expect: PTL402
+        flag = bool(torch.any(x > 0))  # expect: PTL402
+        ids = x.argmax(-1).tolist()  # expect: PTL402
+        return x / scale, k, flag, ids
+""",
+        """
+import torch
+
+@torch.compile
+def norm_ratio(a, b):
+    ratio = float(torch.linalg.norm(a) / torch.linalg.norm(b))  # expect: PTL402
+    return a * ratio
+
+def head(x):
+    return x.cpu().numpy().tolist()  # expect: PTL402
+
+fast_head = torch.compile(head)
+""",
+    ]
+
+    good_examples = [
+        # shapes, sizes, Python attributes, NumPy arrays: not tensor values
+        """
+import numpy as np
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def forward(self, x, scale: float = 1.0):
+        n = int(x.shape[0])
+        d = float(x.size(-1))
+        s = float(scale) * float(self.temperature)
+        m = int(len(x))
+        table = np.arange(4)
+        return x * n * d * s * m, table.tolist(), [1, 2].copy()
+""",
+        # outside traced code: a metrics helper and the training loop
+        """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x.mean()
+
+    def summary(self, x):
+        return self.forward(x).item()
+
+def evaluate(model, x):
+    return float(model(x).sum())
+""",
+        # `.numpy()` is traced by Dynamo (NumPy interop) and not reported on its own
+        """
+import numpy as np
+import torch
+
+@torch.compile
+def clip(x):
+    return torch.from_numpy(np.clip(x.numpy(), 0, 1))
+""",
+    ]

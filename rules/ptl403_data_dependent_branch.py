@@ -1,0 +1,197 @@
+"""PTL403 data-dependent-branch: `if` / `while` / `a if c else b` on a tensor's value in traced code."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.compiled import STRONG, false_when_compiling, is_traced, tensor_kind
+from ptlint.rule import Rule
+
+# torch functions that return a Python bool computed from tensor data
+DATA_PREDICATES = {"torch.equal", "torch.allclose", "torch.is_nonzero"}
+
+
+def value_test(test: ast.AST, ctx) -> ast.AST | None:
+    """The part of a condition that depends on a tensor's value, or None.
+
+    Only what is visibly a tensor counts: a reduction of an argument or of a torch op's result
+    (`x.sum() > 0`, `(x > 0).any()`, `torch.all(mask)`), never shapes, `None` tests, attributes
+    or bare names, which are usually Python values."""
+    if isinstance(test, ast.BoolOp):
+        for value in test.values:
+            if isinstance(test.op, ast.And) and false_when_compiling(value, ctx):
+                return None  # `not is_compiling() and x.sum() > 0`: never evaluated under Dynamo
+            found = value_test(value, ctx)
+            if found is not None:
+                return found
+        return None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return value_test(test.operand, ctx)
+    if isinstance(test, ast.Call) and ctx.qualname(test.func) in DATA_PREDICATES:
+        return test
+    return test if tensor_kind(test, ctx) == STRONG else None  # includes `if torch.any(mask):`
+
+
+class DataDependentBranch(Rule):
+    code = "PTL403"
+    name = "data-dependent-branch"
+    message = "branching on a tensor's value in code that torch.compile traces: a graph break"
+    triggers = ("if", "while")
+
+    def visit_If(self, node: ast.AST) -> None:
+        self._check(node.test)
+
+    visit_While = visit_IfExp = visit_If
+
+    def _check(self, test: ast.AST) -> None:
+        if not self.ctx.functions:
+            return
+        found = value_test(test, self.ctx)
+        if found is not None and is_traced(self.ctx):
+            self.report(found)
+
+    docs = """
+## What it does
+Finds `if`, `while` and conditional expressions (`a if c else b`) whose condition depends on
+the value of a tensor, in code that `torch.compile` traces: the `forward` of an `nn.Module`
+subclass, a function decorated with `@torch.compile`, or a function passed to
+`torch.compile(fn)` in the same module. The finding spans the part of the condition that reads
+the value.
+
+Only conditions that visibly read tensor data are reported: a reduction (`sum`, `max`, `any`,
+`all`, `mean`, `norm`, ...) of an argument of the traced function or of a torch op's result,
+compared or tested directly (`x.sum() > 0`, `(x > 0).any()`, `t.max() > 1`), a torch op used as
+the condition (`torch.all(mask)`, `torch.isnan(x).any()`), and `torch.equal` /
+`torch.allclose`.
+
+## Why is this bad?
+Dynamo records one straight-line graph; it cannot know which way a branch on data goes without
+running it. In torch 2.13 such a branch is a graph break ("Data-dependent branching",
+gb0170): the graph ends before the test, Python evaluates it (a device-to-host sync on GPU) and a
+new graph starts in the chosen branch. In a loop condition that happens on every iteration.
+
+Not data-dependent, and not reported: shape tests (`x.shape[0] > 1`, `x.size(0)`, `x.dim()`,
+`x.ndim`, `x.numel()`, `len(x)`), `x is None`, `self.training`, `isinstance(...)`, Python
+configuration attributes (`self.use_bias`, `self.config.x`), `x.dtype == torch.float16`,
+`torch.jit.is_scripting()`, `torch.compiler.is_compiling()`, and bare names (`if use_cache:`),
+which are usually Python values. `assert torch.all(x >= 0)` compiles without a break in 2.13 and
+is not reported either. A test that runs only after `not torch.compiler.is_compiling() and ...`
+is never evaluated under Dynamo.
+
+## Example
+```python
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.abs().max() > 1:
+            x = x / x.abs().max()
+        return x
+```
+
+## Use instead
+```python
+class Gate(nn.Module):
+    def forward(self, x):
+        peak = x.abs().max()
+        return torch.where(peak > 1, x / peak, x)
+```
+`torch.where` computes both sides and selects on the device; for larger branches use
+`torch.cond`.
+
+## Fix safety
+No automatic fix: the branch-free form computes both sides.
+
+## References
+- https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html
+- https://docs.pytorch.org/docs/stable/cond.html
+- https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html
+"""
+
+    bad_examples = [
+        """
+import torch
+from torch import nn
+
+class Gate(nn.Module):
+    def forward(self, x, mask=None):
+        if x.abs().max() > 1:  # expect: PTL403
+            x = x / 2
+        if mask is not None and (mask == 0).all():  # expect: PTL403
+            return x
+        y = x * 2 if x.sum() > 0 else x  # expect: PTL403
+        while torch.any(y > 10):  # expect: PTL403
+            y = y / 2
+        return y
+""",
+        """
+import torch
+
+@torch.compile
+def safe_log(t):
+    if torch.isnan(t).any():  # expect: PTL403
+        raise ValueError("nan input")
+    s = torch.softmax(t, -1)
+    if not torch.allclose(s.sum(-1), torch.ones(())):  # expect: PTL403
+        s = s / s.sum(-1, keepdim=True)
+    peak = s.max()
+    if peak > 0.5:  # expect: PTL403
+        return s
+    return torch.log(s)
+""",
+    ]
+
+    good_examples = [
+        # shapes, None tests, modes, configuration and Python arguments
+        """
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def forward(self, x, mask=None, scale: float = 1.0, use_cache=False):
+        if x.shape[0] > 1 and x.dim() == 4 and x.ndim > 2 and x.numel() and len(x) > 0:
+            x = x + 1
+        if mask is not None and self.training and isinstance(scale, float):
+            x = x * mask
+        if self.use_bias and self.config.residual and x.size(-1) == self.dim:
+            x = x + self.bias
+        if scale != 1.0 or use_cache or x.dtype == torch.float16:
+            x = x * scale
+        if torch.jit.is_scripting() or torch.compiler.is_compiling():
+            pass
+        assert torch.all(x >= 0)
+        return x
+""",
+        # values of unknown origin (submodule outputs, attributes) are not assumed to be tensors
+        """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def forward(self, x):
+        h = self.encoder(x)
+        if self.threshold.max() > 0 and h.max() > 0:
+            return h
+        return x
+""",
+        # outside traced code
+        """
+import torch
+
+def train_step(model, x):
+    loss = model(x)
+    if torch.isnan(loss).any():
+        return None
+    while loss.item() > 1:
+        loss = loss / 2
+    return loss
+""",
+        # the data test never runs under Dynamo
+        """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def forward(self, x):
+        if not torch.compiler.is_compiling() and torch.isnan(x).any():
+            raise ValueError("nan")
+        return x
+""",
+    ]
