@@ -94,7 +94,8 @@ def run_case(label: str, target: str, module: str, factory: str) -> dict:
 
 def main() -> None:
     rows = [run_case(*case) for case in CASES]
-    print("| model | ptlint explain | peak RSS | breaks | torch._dynamo.explain | peak RSS | breaks (graph_break_count) | time ratio |")
+    print("| model | ptlint explain | peak RSS | breaks | torch._dynamo.explain | peak RSS "
+          "| breaks (graph_break_count) | time ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['ptlint_s']} s | {r['ptlint_rss_mib']} MiB | {r['ptlint_breaks']} | "

@@ -5,7 +5,6 @@ Each worker run costs an `import torch` (seconds), so the targets share a few ru
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap

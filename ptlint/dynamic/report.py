@@ -113,7 +113,8 @@ def findings_from(run: RunResult) -> tuple[list[Finding], Summary]:
             file, line = fallback.get(failure.index), 1
         findings.append(_finding("PTL459", "dynamic-target-failed", failure.message, file, line,
                                  names.get(failure.index, "?")))
-    run_count = len({e["index"] for e in run.events if e["event"] in ("start", "end")} | {f.index for f in run.failures})
+    ran = {e["index"] for e in run.events if e["event"] in ("start", "end")} | {f.index for f in run.failures}
+    run_count = len(ran)
     findings.sort(key=Finding.sort_key)
     return findings, Summary(run_count, graphs, breaks, recompiles, len(run.failures), run.seconds, run.device)
 
