@@ -189,8 +189,8 @@ def unguarded_body(loop: ast.For) -> tuple[list[ast.stmt], set[str]]:
 def fixable_loop(loop: ast.For, ctx) -> bool:
     """A loop the fixes may replace: no `else`, no comment the rewrite would drop, and no code
     after it reading the loop variable (a comprehension does not leave it bound)."""
-    segment = ast.get_source_segment(ctx.source.text, loop) or "#"
-    return not loop.orelse and "#" not in segment and not target_used_after(loop, ctx)
+    lines = ctx.source.text.splitlines()[loop.lineno - 1:loop.end_lineno]  # whole lines: trailing comments too
+    return not loop.orelse and not any("#" in line for line in lines) and not target_used_after(loop, ctx)
 
 
 def target_used_after(loop: ast.For, ctx) -> bool:
@@ -202,9 +202,7 @@ def target_used_after(loop: ast.For, ctx) -> bool:
     first: dict[str, tuple[tuple[int, int], bool]] = {}
     pending: list[ast.AST] = list(scope.body) if isinstance(scope.body, list) else [scope.body]
     while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
+        node = pending.pop()  # nested functions included: a closure may read the name later
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             bound = set().union(*(target_names(g.target) for g in node.generators))
             pending.extend(g.iter for g in node.generators[:1])
@@ -310,6 +308,8 @@ def build_fix_statements(node, statements: list[str], fixctx):
     if not isinstance(node, cst.For) or node.asynchronous is not None or node.orelse is not None:
         return None
     empty = cst.Module([])
+    if "#" in empty.code_for_node(node.body):  # a comment in or after the body would be lost
+        return None
     out = []
     for statement in statements:
         parts = statement.split(MARK)  # odd parts are qualified torch names
@@ -348,6 +348,11 @@ class PerParameterUpdate(Rule):
         if isinstance(node, ast.AugAssign) and isinstance(node.op, UPDATE_OPS):
             kind = tensor_kind(node.target, names)
             return kind is not None and kind[0] == "param"
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp):
+            target = node.targets[0]  # p.data = p.data - lr * p.grad
+            kind = tensor_kind(target, names)
+            return isinstance(target, ast.Attribute) and target.attr == "data" and kind is not None \
+                and kind[0] == "param"
         return False
 
     def _translate(self, loop: ast.For, names: set[str]) -> dict | None:
@@ -432,8 +437,8 @@ class PerParameterUpdate(Rule):
 ## What it does
 Finds a loop over a model's parameters (`model.parameters()`, `named_parameters()`,
 `group["params"]`, a list built from them, or `zip` of two such, as in an EMA) whose body updates
-each parameter in place: `p.add_(...)`, `p.data -= ...`, `p.mul_(...)`, `ema_p.lerp_(p, w)`,
-`p.clamp_(...)`.
+each parameter in place: `p.add_(...)`, `p.data -= ...`, `p.data = p.data - ...`, `p.mul_(...)`,
+`ema_p.lerp_(p, w)`, `p.clamp_(...)`.
 
 Not reported: loops that only read parameters (counting `numel()`), set flags
 (`requires_grad_(False)`) or reset gradients with `p.grad = None`; loops in initialisation code
@@ -507,6 +512,11 @@ def clip_critic(critic, c):
         w.data.clamp_(-c, c)
 """,
         """
+def descend(model, lr):
+    for p in model.parameters():  # expect: PTL501
+        p.data = p.data - lr * p.grad
+""",
+        """
 def manual_step(model, lr):
     params = list(model.parameters())
     for p in params:  # expect: PTL501
@@ -543,11 +553,17 @@ def accumulate(model, totals):
     for name, p in model.named_parameters():
         totals[name].add_(p.detach())
 """,
-        # a loop over something else
+        # a loop over something else; a parameter moved or copied, not updated
         """
 def scale(tensors):
     for t in tensors:
         t.mul_(2)
+""",
+        """
+def to_half(model, source):
+    for p, q in zip(model.parameters(), source.parameters()):
+        p.data = p.data.half()
+        p.data.copy_(q.data)
 """,
     ]
 
@@ -602,6 +618,36 @@ import torch
 
 def scale_down(model, factor):
     torch._foreach_mul_([p.data for p in model.parameters()], factor)
+""",
+            unsafe=True,
+        ),
+        # no fix where the rewrite would lose something: a comment, or the loop variable a
+        # closure reads after the loop
+        FixExample(
+            before="""
+def sgd(model, lr):
+    for p in model.parameters():
+        p.add_(p.grad, alpha=-lr)  # plain SGD
+""",
+            after="""
+def sgd(model, lr):
+    for p in model.parameters():
+        p.add_(p.grad, alpha=-lr)  # plain SGD
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+def sgd(model, lr):
+    for p in model.parameters():
+        p.add_(p.grad, alpha=-lr)
+    return lambda: p.shape
+""",
+            after="""
+def sgd(model, lr):
+    for p in model.parameters():
+        p.add_(p.grad, alpha=-lr)
+    return lambda: p.shape
 """,
             unsafe=True,
         ),
