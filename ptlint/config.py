@@ -112,9 +112,10 @@ def find_config(start: str) -> str | None:
                     data = tomllib.load(handle)
             except OSError as exc:
                 raise ConfigError(f"{candidate}: cannot read: {exc.strerror or exc}") from None
-            except tomllib.TOMLDecodeError as exc:
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # tomllib decodes as UTF-8
                 raise ConfigError(f"{candidate}: invalid TOML: {str(exc).splitlines()[0]}") from None
-            if "ptlint" in data.get("tool", {}):
+            tool = data.get("tool")
+            if isinstance(tool, dict) and "ptlint" in tool:
                 return candidate
         parent = os.path.dirname(directory)
         if parent == directory:
@@ -128,9 +129,10 @@ def load_config(path: str) -> dict[str, Any]:
             data = tomllib.load(handle)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {str(exc).splitlines()[0]}") from None
-    table = data.get("tool", {}).get("ptlint", {})
+    tool = data.get("tool", {})
+    table = tool.get("ptlint", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.ptlint] must be a table")
     return table
