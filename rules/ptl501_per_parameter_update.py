@@ -441,7 +441,8 @@ each parameter in place: `p.add_(...)`, `p.data -= ...`, `p.data = p.data - ...`
 `ema_p.lerp_(p, w)`, `p.clamp_(...)`.
 
 Not reported: loops that only read parameters (counting `numel()`), set flags
-(`requires_grad_(False)`) or reset gradients with `p.grad = None`; loops in initialisation code
+(`requires_grad_(False)`), copy or initialise weights (`copy_`, `normal_`: usually done once), or
+reset gradients with `p.grad = None`; loops in initialisation code
 (functions whose name contains `init`) and in `_single_tensor_*` optimizer fallbacks.
 
 ## Why is this bad?
