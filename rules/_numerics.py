@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ptlint.astutil import argument, keyword
+from ptlint.rule import Rule
 
 if TYPE_CHECKING:
     from ptlint.engine import FileContext
@@ -101,7 +102,7 @@ def looks_like_dim(node: ast.AST) -> bool:
 
 
 def one_hop(ctx, node: ast.AST) -> ast.AST | None:
-    """The value of a local name assigned exactly once in the current function."""
+    """The value of a local name assigned exactly once so far in the current function."""
     if isinstance(node, ast.Name):
         values = ctx.assignments(node.id)
         if len(values) == 1 and isinstance(values[0], ast.expr):
@@ -109,16 +110,41 @@ def one_hop(ctx, node: ast.AST) -> ast.AST | None:
     return None
 
 
-def resolve(ctx, node: ast.AST, recogniser) -> tuple[Call | None, bool]:
-    """The call `recogniser` finds at `node`, or in the one value of the local name `node`;
-    and whether it was found directly (a fix may rewrite only a direct form)."""
+def resolve(ctx, node: ast.AST, recogniser, names: set[str]) -> tuple[Call | None, bool]:
+    """The call `recogniser` finds at `node`, or in the one value of the local name `node`
+    (added to `names`); and whether it was found directly (a fix may rewrite only a direct form)."""
     call = recogniser(ctx, node)
     if call is not None:
         return call, True
     value = one_hop(ctx, node)
     if value is not None:
-        return recogniser(ctx, value), False
+        call = recogniser(ctx, value)
+        if call is not None:
+            names.add(node.id)
+        return call, False
     return None, False
+
+
+class DeferredRule(Rule):
+    """A rule whose findings through local names wait for the end of the file: the traversal
+    knows only the assignments made so far, and a name reassigned later in the function (in a
+    loop, say) may reach the use with another value. Reported only when every name it went
+    through is assigned exactly once in its whole scope."""
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._pending: list[tuple] = []
+
+    def defer(self, node: ast.AST, names: set[str], **kwargs) -> None:
+        if not names:
+            self.report(node, **kwargs)
+        else:
+            self._pending.append((node, self.ctx.function, names, kwargs))
+
+    def end_file(self) -> None:
+        for node, scope, names, kwargs in self._pending:
+            if all(len(self.ctx.assignments(name, scope)) == 1 for name in names):
+                self.report(node, **kwargs)
 
 
 def _bounded(node: ast.AST) -> bool:

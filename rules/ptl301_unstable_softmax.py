@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.rule import SAFE, Fix, FixExample, Rule
+from ptlint.rule import SAFE, Fix, FixExample
 
-from ._numerics import exp_call, int_literal, is_true, resolve, same, stabilised, sum_call
+from ._numerics import DeferredRule, exp_call, int_literal, is_true, resolve, same, stabilised, sum_call
 
 
 def _denominator(node: ast.AST) -> tuple[ast.AST, bool]:
@@ -16,7 +16,7 @@ def _denominator(node: ast.AST) -> tuple[ast.AST, bool]:
     return node, False
 
 
-class UnstableSoftmax(Rule):
+class UnstableSoftmax(DeferredRule):
     code = "PTL301"
     name = "unstable-softmax"
     message = "softmax written as `exp(x) / exp(x).sum()` overflows for large inputs; use `softmax`"
@@ -26,14 +26,15 @@ class UnstableSoftmax(Rule):
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if not isinstance(node.op, ast.Div) or not self.ctx.imports_torch():
             return
-        numerator, num_direct = resolve(self.ctx, node.left, exp_call)
+        names: set[str] = set()
+        numerator, num_direct = resolve(self.ctx, node.left, exp_call, names)
         if numerator is None:
             return
         denominator, eps = _denominator(node.right)
-        total, sum_direct = resolve(self.ctx, denominator, sum_call)
+        total, sum_direct = resolve(self.ctx, denominator, sum_call, names)
         if total is None:
             return
-        summed, exp_direct = resolve(self.ctx, total.operand, exp_call)
+        summed, exp_direct = resolve(self.ctx, total.operand, exp_call, names)
         if summed is None or not same(numerator.operand, summed.operand):
             return
         if stabilised(self.ctx, numerator.operand):
@@ -42,7 +43,7 @@ class UnstableSoftmax(Rule):
         if num_direct and sum_direct and exp_direct and not eps and int_literal(total.dim) \
                 and is_true(total.keepdim) and _only(total.node, {"dim", "keepdim"}):
             fix = Fix(SAFE, "Use `softmax(x, dim=d)`", data={"dim": ast.unparse(total.dim)})
-        self.report(node, fix=fix)
+        self.defer(node, names, fix=fix)
 
     def fix(self, node, finding, fixctx):
         import libcst as cst

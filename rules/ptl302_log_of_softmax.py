@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.rule import SAFE, Fix, FixExample, Rule
+from ptlint.rule import SAFE, Fix, FixExample
 
-from ._numerics import log_call, resolve, softmax_call
+from ._numerics import DeferredRule, log_call, resolve, softmax_call
 
 
-class LogOfSoftmax(Rule):
+class LogOfSoftmax(DeferredRule):
     code = "PTL302"
     name = "log-of-softmax"
     message = "`log(softmax(x))` gives -inf where softmax underflows; use `log_softmax(x)`"
@@ -20,14 +20,15 @@ class LogOfSoftmax(Rule):
         log = log_call(self.ctx, node)
         if log is None:
             return
-        softmax, direct = resolve(self.ctx, log.operand, softmax_call)
+        names: set[str] = set()
+        softmax, direct = resolve(self.ctx, log.operand, softmax_call, names)
         if softmax is None:
             return
         fix = None
         if direct:
             qualname = self.ctx.qualname(softmax.node.func)
             fix = Fix(SAFE, "Use `log_softmax`", data={"qualname": qualname})
-        self.report(node, fix=fix)
+        self.defer(node, names, fix=fix)
 
     def fix(self, node, finding, fixctx):
         import libcst as cst
@@ -143,6 +144,18 @@ import torch
 class Head(torch.nn.Module):
     def forward(self, x):
         return torch.log(self.softmax(x))
+""",
+        # p is reassigned after the log, in a loop: the second round logs another value
+        """
+import torch
+
+def f(x, ws):
+    p = torch.softmax(x, -1)
+    out = []
+    for w in ws:
+        out.append(p.log())
+        p = p * w
+    return out
 """,
         # p is reassigned: we do not know which value reaches the log
         """

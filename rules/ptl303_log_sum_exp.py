@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.rule import SAFE, Fix, FixExample, Rule
+from ptlint.rule import SAFE, Fix, FixExample
 
-from ._numerics import exp_call, is_true, log_call, resolve, stabilised, sum_call
+from ._numerics import DeferredRule, exp_call, is_true, log_call, resolve, stabilised, sum_call
 
 
 def _plain_dim(node: ast.AST | None) -> bool:
@@ -16,7 +16,7 @@ def _plain_dim(node: ast.AST | None) -> bool:
     return not (isinstance(node, (ast.Tuple, ast.List)) and not node.elts)
 
 
-class LogSumExp(Rule):
+class LogSumExp(DeferredRule):
     code = "PTL303"
     name = "log-sum-exp"
     message = "`log(sum(exp(x)))` overflows for large inputs; use `logsumexp(x, dim)`"
@@ -27,10 +27,11 @@ class LogSumExp(Rule):
         log = log_call(self.ctx, node)
         if log is None or not self.ctx.imports_torch():
             return
-        total, sum_direct = resolve(self.ctx, log.operand, sum_call)
+        names: set[str] = set()
+        total, sum_direct = resolve(self.ctx, log.operand, sum_call, names)
         if total is None:
             return
-        exp, exp_direct = resolve(self.ctx, total.operand, exp_call)
+        exp, exp_direct = resolve(self.ctx, total.operand, exp_call, names)
         if exp is None or stabilised(self.ctx, exp.operand):
             return
         fix = None
@@ -42,7 +43,7 @@ class LogSumExp(Rule):
             data = {"dim": ast.unparse(total.dim), "keepdim": is_true(total.keepdim),
                     "log_method": log.method, "sum_method": total.method}
             fix = Fix(SAFE, "Use `logsumexp(x, dim)`", data=data)
-        self.report(node, fix=fix)
+        self.defer(node, names, fix=fix)
 
     def fix(self, node, finding, fixctx):
         import libcst as cst

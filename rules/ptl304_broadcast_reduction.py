@@ -7,7 +7,8 @@ import ast
 from dataclasses import dataclass
 
 from ptlint.astutil import argument, keyword
-from ptlint.rule import Rule
+
+from ._numerics import DeferredRule
 
 REDUCTIONS = {"sum", "mean", "nansum", "nanmean", "std", "var"}
 # Calls that keep their first operand's shape: looked through on the way to the binary op, and
@@ -67,7 +68,7 @@ def _ends_with_one(call: ast.Call) -> bool:
     return bool(sizes) and isinstance(sizes[-1], ast.Constant) and sizes[-1].value == 1
 
 
-class BroadcastReduction(Rule):
+class BroadcastReduction(DeferredRule):
     code = "PTL304"
     name = "broadcast-reduction"
     message = ("`.{method}()` over all elements of a broadcast between operands of rank {left} and {right}: "
@@ -78,13 +79,15 @@ class BroadcastReduction(Rule):
         operand, method = self._reduction(node)
         if operand is None or not self.ctx.imports_torch():
             return
+        self._names: set[str] = set()  # local names whose single assignment the answer used
         binop = self._broadcast(operand)
         if binop is None:
             return
         left, right = self.rank(binop.left), self.rank(binop.right)
         if left is None or right is None or not _blows_up(left, right):
             return
-        self.report(node, self.message.format(method=method, left=_describe(left), right=_describe(right)))
+        self.defer(node, self._names,
+                   message=self.message.format(method=method, left=_describe(left), right=_describe(right)))
 
     def _reduction(self, node: ast.Call) -> tuple[ast.AST | None, str]:
         func = node.func
@@ -122,6 +125,7 @@ class BroadcastReduction(Rule):
                 values = self.ctx.assignments(node.id)
                 if len(values) != 1 or not isinstance(values[0], ast.expr):
                     return None
+                self._names.add(node.id)
                 node, hops = values[0], hops + 1
             else:
                 return None
@@ -140,6 +144,7 @@ class BroadcastReduction(Rule):
             if len(values) == 1 and isinstance(values[0], ast.expr):
                 known = self.rank(values[0], depth + 1)
                 if known is not None:
+                    self._names.add(node.id)
                     return known
             return Rank(node.id, 0) if not values or len(values) == 1 else None
         if isinstance(node, ast.Attribute):
