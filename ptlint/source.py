@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass, field
 
@@ -82,6 +84,8 @@ def encode_source(source: SourceFile, text: str) -> bytes:
 
 def read_source(path: str) -> SourceFile:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # opening a FIFO would block for ever
+            raise SourceError("not a regular file (a FIFO, socket or device), skipped")
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:
