@@ -153,7 +153,7 @@ def _torch_module_name(qual: str) -> bool:
     parts = qual.split(".")
     # torch.nn.Linear, torch.nn.Sequential, torch.nn.modules.conv.Conv2d ...: all nn.Module subclasses
     return len(parts) >= 3 and parts[:2] == ["torch", "nn"] and parts[2] in (parts[-1], "modules") \
-        and parts[-1][:1].isupper() and parts[-1] not in NOT_MODULES
+        and parts[-1].lstrip("_")[:1].isupper() and parts[-1] not in NOT_MODULES  # `_Loss` too
 
 
 def _local_classes(ctx: "FileContext") -> dict[str, ast.ClassDef]:
