@@ -128,12 +128,14 @@ def _rewrite(text: str, chosen: list[Finding], imports: ImportMap) -> tuple[str,
     for finding in chosen:
         pending.setdefault(_span(finding), []).append((rules[finding.code](None), finding))  # type: ignore[arg-type]
     module = cst.parse_module(text)
+    # libcst drops a file's final lone "\r" (old Mac line endings): remember it to put it back
+    lost = text[len(module.code):] if text != module.code and text.startswith(module.code) else ""
     fixctx = FixContext(imports)
     rewriter = _Rewriter(pending, fixctx)
     new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)
     if fixctx.needed_imports and rewriter.applied:
         new_module = _add_imports(new_module, sorted(fixctx.needed_imports))
-    return new_module.code, rewriter.applied
+    return new_module.code + lost, rewriter.applied
 
 
 def _add_imports(module: cst.Module, names: list[str]) -> cst.Module:
