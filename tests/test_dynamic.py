@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -220,3 +221,27 @@ def test_merge_marks_confirmed_and_not_observed():
     assert traced.extra == {"dynamic": "not-observed"}
     assert never_run.extra == {} and other_rule.extra == {}
     assert item.to_json()["dynamic"] == "confirmed"
+
+
+def test_break_ids_map_onto_the_static_rules():
+    from ptlint.dynamic.report import related_rule
+
+    assert related_rule(["GB0059"], "trace builtin operator `print` with argument types") == "PTL401"
+    assert related_rule(["GB0059"], "trace builtin operator `getattr` with argument types") is None
+    assert related_rule(["GB0007"], "trace the Python builtin `_warnings.warn`.") == "PTL401"
+    # the example in the explanation of every skipped builtin is not the builtin itself
+    assert related_rule(["GB0007"], "trace the builtin `time.sleep.` ... a Python builtin (e.g. _warnings.warn)") \
+        == "PTL405"
+    assert related_rule(["GB0170", "GB7000"], "") == "PTL403"
+    assert related_rule(["GB0033"], "Operator `aten._local_scalar_dense.default` has a non-Tensor output") == "PTL402"
+    assert related_rule(["GB7000"], "") is None
+
+
+def test_the_mapped_ids_are_the_registrys():
+    import torch
+
+    registry = json.loads((Path(torch.__file__).parent / "_dynamo" / "graph_break_registry.json").read_text())
+    expected = {"GB0124": "Tensor.item()", "GB0059": "builtin operator", "GB0170": "Data-dependent branching",
+                "GB0036": "Dynamic shape operator", "GB0007": "marked as skipped", "GB7000": "graph break in loop"}
+    for gb, words in expected.items():
+        assert words in registry[gb][0]["Gb_type"], (gb, registry[gb][0]["Gb_type"])

@@ -35,6 +35,8 @@ def related_rule(gb_ids: list[str], explanation: str) -> str | None:
         builtin = _BUILTIN.search(explanation)
         if gb in ("GB0059", "GB0007") and builtin and builtin.group("name") in _LOGGING:
             return "PTL401"
+        if gb == "GB0033" and "_local_scalar_dense" in explanation:  # a value read back (.tolist())
+            return "PTL402"
         if gb in GB_RULES:
             return GB_RULES[gb]
     return None
