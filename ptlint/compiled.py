@@ -39,9 +39,10 @@ FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 # -- where torch.compile traces ---------------------------------------------------------------
-def traced_function(ctx: "FileContext") -> ast.AST | None:
-    """The outermost function that torch.compile traces and the node being visited runs in
-    (its `forward`, compiled function, ...), or None when that node is not traced."""
+def traced_function(ctx: "FileContext", node: ast.AST | None = None) -> ast.AST | None:
+    """The outermost function that torch.compile traces and `node` (default: the parent of the
+    node being visited) runs in — its `forward`, compiled function, ... — or None when that
+    node is not traced."""
     functions = ctx.functions
     if not functions:
         return None
@@ -56,15 +57,17 @@ def traced_function(ctx: "FileContext") -> ast.AST | None:
         return None
     if ctx.classes and (_stack_index(ctx, ctx.classes[-1]) or -1) > start:
         return None  # a class body inside the traced function
-    if _guarded_out(ctx, start):
+    path = ctx.stack[start:] + ([node] if node is not None else [])
+    if _guarded_out(ctx, path):
         return None
-    if any(isinstance(node, ast.Raise) for node in ctx.stack[start + 1:]):
+    if any(isinstance(n, ast.Raise) for n in path):
         return None  # building an exception's message: the error path, where a break costs nothing
     return root
 
 
-def is_traced(ctx: "FileContext") -> bool:
-    return traced_function(ctx) is not None
+def is_traced(ctx: "FileContext", node: ast.AST | None = None) -> bool:
+    """Whether `node`, which the traversal is visiting, runs in code torch.compile traces."""
+    return traced_function(ctx, node) is not None
 
 
 def _stack_index(ctx: "FileContext", node: ast.AST) -> int | None:
@@ -174,22 +177,21 @@ def _local_classes(ctx: "FileContext") -> dict[str, ast.ClassDef]:
     return ctx.memo[key]
 
 
-def _guarded_out(ctx: "FileContext", start: int) -> bool:
-    """True when an `if` between the traced function and the node picks a branch that cannot
-    run under Dynamo."""
-    stack = ctx.stack
-    for index in range(start + 1, len(stack)):
-        ancestor = stack[index]
-        if not isinstance(ancestor, (ast.If, ast.IfExp)) or index + 1 >= len(stack):
+def _guarded_out(ctx: "FileContext", path: list[ast.AST]) -> bool:
+    """True when an `if` on the path from the traced function to the node picks a branch that
+    cannot run under Dynamo."""
+    for ancestor, child in zip(path, path[1:]):
+        if not isinstance(ancestor, (ast.If, ast.IfExp)):
             continue
-        child = stack[index + 1]
-        in_body = child is ancestor.body or (isinstance(ancestor.body, list) and any(s is child for s in ancestor.body))
-        in_else = child is ancestor.orelse or (isinstance(ancestor.orelse, list) and any(s is child for s in ancestor.orelse))
-        if in_body and false_when_compiling(ancestor.test, ctx):
+        if _holds(ancestor.body, child) and false_when_compiling(ancestor.test, ctx):
             return True
-        if in_else and true_when_compiling(ancestor.test, ctx):
+        if _holds(ancestor.orelse, child) and true_when_compiling(ancestor.test, ctx):
             return True
     return False
+
+
+def _holds(branch: ast.AST | list, child: ast.AST) -> bool:
+    return branch is child or (isinstance(branch, list) and any(s is child for s in branch))
 
 
 def _check_name(call: ast.AST, ctx: "FileContext") -> str | None:

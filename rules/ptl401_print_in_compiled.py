@@ -50,7 +50,7 @@ class PrintInCompiled(Rule):
         if not self.ctx.functions:
             return
         what = logging_call(node, self.ctx)
-        if what is not None and is_traced(self.ctx):
+        if what is not None and is_traced(self.ctx, node):
             self.report(node, self.message.format(what=what))
 
     docs = """

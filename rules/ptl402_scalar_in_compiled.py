@@ -30,7 +30,7 @@ class ScalarInCompiled(Rule):
             # only on what is visibly a tensor: `int(x.shape[0])`, `float(self.scale)` are fine
             if tensor_kind(node.args[0], self.ctx) == STRONG:
                 what = f"`{func.id}()` of a tensor"
-        if what is not None and is_traced(self.ctx):
+        if what is not None and is_traced(self.ctx, node):
             self.report(node, self.message.format(what=what))
 
     docs = """
@@ -100,6 +100,20 @@ def head(x):
     return x.cpu().numpy().tolist()  # expect: PTL402
 
 fast_head = torch.compile(head)
+""",
+        # a method compiled through `torch.compile(self.method)`
+        """
+import torch
+
+class Stepper:
+    def __init__(self):
+        self._fast = torch.compile(self._step)
+
+    def _step(self, x):
+        return x.sum().item()  # expect: PTL402
+
+    def report(self, x):
+        return x.sum().item()
 """,
     ]
 

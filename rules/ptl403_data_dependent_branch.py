@@ -39,16 +39,13 @@ class DataDependentBranch(Rule):
     triggers = ("if", "while")
 
     def visit_If(self, node: ast.AST) -> None:
-        self._check(node.test)
-
-    visit_While = visit_IfExp = visit_If
-
-    def _check(self, test: ast.AST) -> None:
         if not self.ctx.functions:
             return
-        found = value_test(test, self.ctx)
-        if found is not None and is_traced(self.ctx):
+        found = value_test(node.test, self.ctx)
+        if found is not None and is_traced(self.ctx, node):
             self.report(found)
+
+    visit_While = visit_IfExp = visit_If
 
     docs = """
 ## What it does
@@ -192,6 +189,9 @@ class Net(nn.Module):
     def forward(self, x):
         if not torch.compiler.is_compiling() and torch.isnan(x).any():
             raise ValueError("nan")
+        if not torch.compiler.is_compiling():
+            if x.sum() > 0:
+                print("positive")
         return x
 """,
     ]

@@ -68,7 +68,7 @@ class DynamicShapeOp(Rule):
         elif isinstance(func, ast.Attribute) and func.attr in DYNAMIC_METHODS \
                 and not not_a_tensor(func.value, self.ctx):
             what = f"`.{func.attr}()`"
-        if what is not None and is_traced(self.ctx):
+        if what is not None and is_traced(self.ctx, node):
             self.report(node, self.message.format(what=what))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -78,7 +78,7 @@ class DynamicShapeOp(Rule):
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if not any(is_boolean_mask(part, self.ctx) for part in parts):
             return
-        if not_a_tensor(node.value, self.ctx) or not is_traced(self.ctx):
+        if not_a_tensor(node.value, self.ctx) or not is_traced(self.ctx, node):
             return
         self.report(node, self.message.format(what="boolean-mask indexing"))
 

@@ -42,7 +42,7 @@ class UntraceableCall(Rule):
         if not self.ctx.functions:
             return
         what = untraceable(node, self.ctx)
-        if what is not None and is_traced(self.ctx):
+        if what is not None and is_traced(self.ctx, node):
             self.report(node, self.message.format(what=what))
 
     docs = """
