@@ -181,6 +181,21 @@ def stabilised(ctx, exponent: ast.AST) -> bool:
     return False
 
 
+INTEGER_FACTORIES = {"torch.arange", "torch.randint", "torch.randperm", "torch.tensor", "torch.as_tensor"}
+
+
+def visibly_integer(ctx, node: ast.AST) -> bool:
+    """`torch.arange(5)`, `torch.tensor([1, 2])`, `x.long()`: `exp` promotes an integer tensor to
+    float, `softmax` refuses it, so a rewrite there would raise."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Attribute) and node.func.attr in ("long", "int", "short", "byte"):
+        return True
+    if ctx.qualname(node.func) not in INTEGER_FACTORIES or keyword(node, "dtype") is not None:
+        return False
+    return not any(isinstance(n, ast.Constant) and isinstance(n.value, float) for n in ast.walk(node))
+
+
 def same(a: ast.AST, b: ast.AST) -> bool:
     return ast.dump(a) == ast.dump(b)
 

@@ -6,13 +6,27 @@ import ast
 
 from ptlint.rule import SAFE, Fix, FixExample
 
-from ._numerics import DeferredRule, exp_call, int_literal, is_true, resolve, same, stabilised, sum_call
+from ._numerics import (DeferredRule, Call, exp_call, int_literal, is_true, resolve, same, stabilised, sum_call,
+                        visibly_integer)
+
+
+def masked_exp(ctx, node: ast.AST) -> Call | None:
+    """`exp(x) * mask` (either order): a masked softmax's numerator. No fix is offered for it."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            call = exp_call(ctx, side)
+            if call is not None and exp_call(ctx, other) is None:
+                return Call(node, call.operand, call.method)
+    return None
 
 
 def _denominator(node: ast.AST) -> tuple[ast.AST, bool]:
-    """`s + eps` -> (s, True); anything else -> (node, False)."""
+    """`s + eps`, `s.clamp_min(eps)` -> (s, True); anything else -> (node, False)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return node.left, True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("clamp", "clamp_min", "clip"):
+        return node.func.value, True
     return node, False
 
 
@@ -28,20 +42,25 @@ class UnstableSoftmax(DeferredRule):
             return
         names: set[str] = set()
         numerator, num_direct = resolve(self.ctx, node.left, exp_call, names)
-        if numerator is None:
-            return
+        recogniser = exp_call
+        if numerator is None:  # a masked softmax: `e = x.exp() * mask`
+            recogniser = masked_exp
+            numerator, num_direct = resolve(self.ctx, node.left, masked_exp, names)
+            if numerator is None:
+                return
         denominator, eps = _denominator(node.right)
         total, sum_direct = resolve(self.ctx, denominator, sum_call, names)
         if total is None:
             return
-        summed, exp_direct = resolve(self.ctx, total.operand, exp_call, names)
-        if summed is None or not same(numerator.operand, summed.operand):
+        summed, exp_direct = resolve(self.ctx, total.operand, recogniser, names)
+        if summed is None or not same(numerator.node, summed.node):
             return
         if stabilised(self.ctx, numerator.operand):
             return
         fix = None
-        if num_direct and sum_direct and exp_direct and not eps and int_literal(total.dim) \
-                and is_true(total.keepdim) and _only(total.node, {"dim", "keepdim"}):
+        if recogniser is exp_call and num_direct and sum_direct and exp_direct and not eps and int_literal(total.dim) \
+                and is_true(total.keepdim) and _only(total.node, {"dim", "keepdim"}) \
+                and not visibly_integer(self.ctx, numerator.operand):
             fix = Fix(SAFE, "Use `softmax(x, dim=d)`", data={"dim": ast.unparse(total.dim)})
         self.defer(node, names, fix=fix)
 
@@ -66,7 +85,8 @@ class UnstableSoftmax(DeferredRule):
 ## What it does
 Finds a softmax written by hand as `exp(x) / exp(x).sum(d)` — any spelling of `torch.exp`,
 `x.exp()`, `torch.sum`, `x.sum()`, also through a local variable
-(`e = torch.exp(x)` then `e / e.sum(-1, keepdim=True)`).
+(`e = torch.exp(x)` then `e / e.sum(-1, keepdim=True)`), and the masked form
+(`e = x.exp() * mask` then `e / e.sum(-1, keepdim=True)`).
 
 ## Why is this bad?
 `exp` overflows in float32 once its input passes about 88 (about 11 in float16): the quotient
@@ -94,7 +114,9 @@ Safe, and offered only where the rewrite keeps behaviour: the direct form
 `exp(x) / exp(x).sum(d, keepdim=True)` with `d` an integer literal. Without `keepdim=True` the
 division broadcasts differently from a softmax over `d`; with no `d` the sum runs over all
 elements; through a local variable `x` might change between the two lines; `e / (e.sum() + eps)`
-is a different function. Those are reported without a fix.
+is a different function. Those are reported without a fix. `softmax` refuses integer tensors,
+which `exp` silently promotes to float: no fix where the input is visibly integer
+(`torch.arange(n)`, `x.long()`); logits are floating-point in practice.
 
 ## References
 - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
@@ -128,6 +150,14 @@ from torch import exp
 
 def flat(x):
     return exp(x) / exp(x).sum()  # expect: PTL301
+""",
+        """
+import torch
+
+def masked_softmax(scores, mask):
+    e = scores.exp() * mask
+    safe_div = e / e.sum(-1, keepdim=True).clamp_min(1e-9)  # expect: PTL301
+    return safe_div, e / (e.sum(-1, keepdim=True) + 1e-9)  # expect: PTL301
 """,
     ]
 
@@ -202,6 +232,19 @@ import torch
 
 def attn(scores):
     return scores.softmax(dim=1)
+""",
+        ),
+        # an integer input: `exp` promotes it, `softmax` would raise; reported, not rewritten
+        FixExample(
+            before="""
+import torch
+
+w = torch.exp(torch.arange(4)) / torch.exp(torch.arange(4)).sum(0, keepdim=True)
+""",
+            after="""
+import torch
+
+w = torch.exp(torch.arange(4)) / torch.exp(torch.arange(4)).sum(0, keepdim=True)
 """,
         ),
         # through a local variable: reported, not rewritten

@@ -108,3 +108,15 @@ def test_no_keepdim_softmax_would_have_been_wrong():
     x = torch.randn(3, 3)
     hand = torch.exp(x) / torch.exp(x).sum(1)
     assert not torch.allclose(hand, torch.softmax(x, dim=1))
+
+
+def test_integer_inputs():
+    """`exp` promotes integer tensors to float. `logsumexp` does too, so PTL303's fix holds there;
+    `softmax` raises on them, so PTL301 leaves visibly integer inputs alone."""
+    source = "import torch\n\ndef f(x):\n    return torch.log(torch.exp(x).sum(-1))\n"
+    x = torch.arange(12).reshape(3, 4)
+    assert torch.allclose(_function(source)(x), _function(fix_text(source, ["PTL303"]))(x))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        torch.softmax(x, dim=-1)
+    integer = "import torch\n\nw = torch.exp(torch.arange(4)) / torch.exp(torch.arange(4)).sum(0, keepdim=True)\n"
+    assert check_text(integer, ["PTL301"]) and fix_text(integer, ["PTL301"]) == integer
