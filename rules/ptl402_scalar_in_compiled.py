@@ -1,4 +1,4 @@
-"""PTL402 scalar-in-compiled: `.item()`, `.tolist()`, `float(t)` / `int(t)` / `bool(t)` in traced code."""
+"""PTL402 scalar-in-compiled: `.item()`, `.tolist()`, `.numpy()`, `float(t)` / `int(t)` / `bool(t)` in traced code."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import ast
 from ptlint.compiled import STRONG, is_traced, not_a_tensor, shadowed, tensor_kind
 from ptlint.rule import Rule
 
-SCALAR_METHODS = {"item", "tolist"}
+SCALAR_METHODS = {"item", "tolist", "numpy"}
+# `torch.from_numpy(t.numpy())`: a NumPy round trip that Dynamo traces without a break
+BACK_TO_TORCH = {"torch.from_numpy", "torch.as_tensor", "torch.tensor"}
 CONVERSIONS = {"float", "int", "bool"}
 
 
@@ -15,7 +17,7 @@ class ScalarInCompiled(Rule):
     code = "PTL402"
     name = "scalar-in-compiled"
     message = "{what} in code that torch.compile traces reads a tensor value back to Python: a graph break"
-    triggers = (".item(", ".tolist(", "float(", "int(", "bool(")
+    triggers = (".item(", ".tolist(", ".numpy(", "float(", "int(", "bool(")
 
     def visit_Call(self, node: ast.Call) -> None:
         if not self.ctx.functions:
@@ -23,7 +25,7 @@ class ScalarInCompiled(Rule):
         func = node.func
         what = None
         if isinstance(func, ast.Attribute) and func.attr in SCALAR_METHODS and not node.args and not node.keywords:
-            if not not_a_tensor(func.value, self.ctx):
+            if not not_a_tensor(func.value, self.ctx) and not self._straight_back_to_torch(node):
                 what = f"`.{func.attr}()`"
         elif isinstance(func, ast.Name) and func.id in CONVERSIONS and len(node.args) == 1 and not node.keywords \
                 and not shadowed(func.id, self.ctx):
@@ -33,9 +35,23 @@ class ScalarInCompiled(Rule):
         if what is not None and is_traced(self.ctx, node):
             self.report(node, self.message.format(what=what))
 
+    def _straight_back_to_torch(self, node: ast.Call) -> bool:
+        """For `.numpy()`: True unless its array visibly leaves what Dynamo can trace — passed to
+        a function that is neither NumPy nor torch (SciPy, PIL, a resize helper), or iterated
+        over in Python. NumPy code and a round trip back to torch trace without a break."""
+        if node.func.attr != "numpy":
+            return False
+        parent = self.ctx.parent
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            return False
+        if isinstance(parent, ast.Call) and node in parent.args:
+            target = self.ctx.qualname(parent.func) or ""
+            return target in BACK_TO_TORCH or target.startswith("numpy.")
+        return True
+
     docs = """
 ## What it does
-Finds `.item()` and `.tolist()`, and `float()` / `int()` / `bool()` applied to something that is
+Finds `.item()`, `.tolist()` and `.numpy()`, and `float()` / `int()` / `bool()` applied to something that is
 visibly a tensor (the result of a torch op or a reduction such as `x.sum()`), in code that
 `torch.compile` traces: the `forward` of an `nn.Module` subclass, a function decorated with
 `@torch.compile`, or a function passed to `torch.compile(fn)` in the same module.
@@ -49,10 +65,11 @@ Probes under torch 2.13: `.item()`, `.tolist()` (on float and integer tensors), 
 
 Not reported: conversions of shapes and sizes (`int(x.shape[0])`, `float(x.size(-1))`,
 `len(x)`), of attributes and arguments that may be plain Python numbers (`float(self.scale)`),
-and of values that are visibly NumPy arrays or literals. `.numpy()` itself is not reported:
-Dynamo traces NumPy code since torch 2.1, and `t.numpy()` followed by NumPy operations and
-`torch.from_numpy` compiles without a break in 2.13 (the `.tolist()` of
-`t.cpu().numpy().tolist()` still breaks and is reported).
+and of values that are visibly NumPy arrays or literals. `.numpy()` is reported because what
+follows it in real code (SciPy, OpenCV, a Python loop over the array, `.tolist()`) leaves the
+graph. Dynamo does trace NumPy code since torch 2.1, so `.numpy()` is reported only where its
+array visibly leaves that: passed to a function that is neither NumPy nor torch, or iterated over
+in Python (`torch.from_numpy(np.clip(t.numpy(), 0, 1))` is not reported).
 
 ## Example
 ```python
@@ -115,9 +132,36 @@ class Stepper:
     def report(self, x):
         return x.sum().item()
 """,
+        # NumPy leaves the graph as soon as non-NumPy code uses it
+        """
+import torch.nn as nn
+from scipy.optimize import linear_sum_assignment
+
+class Matcher(nn.Module):
+    def forward(self, cost):
+        rows, cols = linear_sum_assignment(cost.detach().numpy())  # expect: PTL402
+        return rows, cols
+""",
+        """
+import torch.nn as nn
+
+class Buckets(nn.Module):
+    def forward(self, lengths):
+        for n in lengths.cpu().numpy():  # expect: PTL402
+            print(n)
+""",
     ]
 
     good_examples = [
+        # a NumPy round trip straight back to torch traces without a break
+        """
+import torch
+import torch.nn as nn
+
+class Clip(nn.Module):
+    def forward(self, x):
+        return torch.from_numpy(x.numpy())
+""",
         # shapes, sizes, Python attributes, NumPy arrays: not tensor values
         """
 import numpy as np
@@ -148,7 +192,7 @@ class Net(nn.Module):
 def evaluate(model, x):
     return float(model(x).sum())
 """,
-        # `.numpy()` is traced by Dynamo (NumPy interop) and not reported on its own
+        # `.numpy()` into NumPy code and back to torch is traced by Dynamo (NumPy interop)
         """
 import numpy as np
 import torch
