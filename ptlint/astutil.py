@@ -168,6 +168,12 @@ def _is_cpu_device(node: ast.AST, ctx: "FileContext") -> bool:
         and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu"
 
 
+# torch factories: without `device=` they build the tensor in host memory
+HOST_FACTORIES = {f"torch.{name}" for name in (
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+    "eye", "rand", "randn", "randint", "randperm")}
+
+
 def _mentions_cpu(expr: ast.AST, ctx: "FileContext") -> bool:
     """The expression visibly makes or moves a tensor to host memory and never to a device."""
     on_cpu = False
@@ -177,7 +183,7 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileContext") -> bool:
         name = method_name(node)
         if name == "cuda" or (name == "to" and node.args and not _is_cpu_device(node.args[0], ctx)):
             return False
-        if ctx.qualname(node.func) == "torch.from_numpy" or name == "cpu" or \
+        if ctx.qualname(node.func) in HOST_FACTORIES or name == "cpu" or \
                 (name == "to" and node.args and _is_cpu_device(node.args[0], ctx)):
             on_cpu = True
         for kw in node.keywords:
@@ -189,8 +195,8 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileContext") -> bool:
 
 
 def visibly_on_cpu(node: ast.AST, ctx: "FileContext") -> bool:
-    """True when a tensor visibly lives in host memory: built with `device="cpu"`, from
-    `torch.from_numpy`, or moved with `.cpu()` — directly, or through the local name (or loop
+    """True when a tensor visibly lives in host memory: built by a torch factory without a
+    device (or with `device="cpu"`), from `torch.from_numpy`, or moved with `.cpu()` — directly, or through the local name (or loop
     target) it was assigned to. Reading such a tensor back costs no device sync."""
     while isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node, ast.Name):
         node = node.value
@@ -205,3 +211,24 @@ def _root_name(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def type_guarded(node: ast.AST, ctx: "FileContext", modules: tuple[str, ...]) -> bool:
+    """True inside `if isinstance(<node>, <types of one of modules>):` — a value the code itself
+    has checked to be, say, a NumPy scalar — or `if hasattr(<node>, ...):` (duck typing)."""
+    wanted = ast.dump(node)
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if not isinstance(ancestor, ast.If):
+            continue
+        for test in ast.walk(ancestor.test):
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr" \
+                    and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
+                return True  # duck typing: the code itself does not know it holds a tensor
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                    and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
+                types = [t for t in ast.walk(test.args[1]) if isinstance(t, ast.Attribute)]
+                if any((ctx.qualname(t) or "").startswith(tuple(m + "." for m in modules)) for t in types):
+                    return True
+    return False

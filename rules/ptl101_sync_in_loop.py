@@ -5,10 +5,12 @@ from __future__ import annotations
 import ast
 
 from ptlint.astutil import (NUMPY_MODULES, assigned_plain_python, comes_from_module, hot_loop, method_name,
-                            visibly_on_cpu)
+                            type_guarded, visibly_on_cpu)
 from ptlint.rule import Rule
 
 SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
+# Checkpoint conversion code reads tensors that were loaded into host memory.
+CHECKPOINT_NAMES = ("state_dict", "checkpoint", "ckpt")
 
 
 def is_sync_call(node: ast.AST) -> bool:
@@ -16,6 +18,12 @@ def is_sync_call(node: ast.AST) -> bool:
     if name not in SYNC_METHODS:
         return False
     return SYNC_METHODS[name] or not node.args
+
+
+def _is_checkpoint_value(node: ast.AST) -> bool:
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return isinstance(node, ast.Name) and any(word in node.id.lower() for word in CHECKPOINT_NAMES)
 
 
 class SyncInLoop(Rule):
@@ -36,7 +44,8 @@ class SyncInLoop(Rule):
         if not self.ctx.imports_torch():
             return  # a module that never imports torch rarely holds tensors: precision first
         if comes_from_module(value, self.ctx, NUMPY_MODULES) or assigned_plain_python(value, self.ctx) \
-                or visibly_on_cpu(value, self.ctx):
+                or visibly_on_cpu(value, self.ctx) or type_guarded(value, self.ctx, NUMPY_MODULES) \
+                or _is_checkpoint_value(value):
             return
         if hot_loop(self.ctx) is None:
             return
@@ -52,8 +61,10 @@ CUDA runs asynchronously: the Python loop queues kernels and moves on. Reading a
 the host makes the CPU wait until every queued kernel has finished, so the GPU idles while
 Python prepares the next step. Once per iteration, this can halve throughput.
 
-Not reported: a value that is visibly a NumPy array, a plain Python value or a tensor in host
-memory (built with `device="cpu"`, from `torch.from_numpy`, or already moved by `.cpu()`); a call that runs
+Not reported: a value that is visibly a NumPy array or scalar (also one the code checked with
+`isinstance(v, np.generic)`, or duck-typed with `hasattr(v, "tolist")`), a plain Python value, or a tensor in host memory (built by a torch
+factory without a device, from `torch.from_numpy`, or already moved by `.cpu()`), or read from
+a `state_dict` / checkpoint (conversion code that runs on loaded, host-memory tensors); a call that runs
 once per outer iteration (after an inner batch loop, e.g. once per epoch) or is guarded by a
 periodic test such as `if step % 100 == 0`; modules that never import torch.
 
@@ -191,6 +202,23 @@ def scheduler_steps(step, arrays, n):
     host = torch.ones(3).cpu()
     for i in range(3):
         print(host.tolist())
+""",
+        # NumPy scalars the code has type-checked; checkpoint tensors loaded in host memory;
+        # a factory without device= builds in host memory
+        """
+import numpy as np
+import torch
+
+def clean(params, state_dict):
+    for k in params:
+        if isinstance(params[k], (np.integer, np.floating)):
+            params[k] = params[k].item()
+    for key in list(state_dict):
+        alpha = state_dict.pop(key).item()
+    for row in params["ids"]:
+        if hasattr(row, "tolist"):
+            row = row.tolist()
+    rates = [x.item() for x in torch.linspace(0, 0.1, 12)]
 """,
         # a function defined in a loop body is not run per iteration by the loop
         """
