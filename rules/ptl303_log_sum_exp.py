@@ -205,7 +205,6 @@ lse = torch.log(torch.exp(scores).sum())
     ]
 
 
-
 def _operand(call, method: bool):
     """`x.f(...)` -> x; `torch.f(x, ...)` -> x."""
     if method:

@@ -7,6 +7,8 @@ something — and the fixed code gives the finite value a float64 reference comp
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ptlint.api import check_text, fix_text
 
@@ -40,7 +42,8 @@ CASES = [
      lambda x: softmax64(x * 2, 1), (3, 5, 2)),
     ("PTL301", "from torch import exp, sum\n\ndef f(x):\n    return exp(x) / sum(exp(x), 0, keepdim=True)\n",
      lambda x: softmax64(x, 0), (6, 3)),
-    ("PTL302", "import torch\nimport torch.nn.functional as F\n\ndef f(x):\n    return torch.log(F.softmax(x, dim=-1))\n",
+    ("PTL302",
+     "import torch\nimport torch.nn.functional as F\n\ndef f(x):\n    return torch.log(F.softmax(x, dim=-1))\n",
      lambda x: log_softmax64(x, -1), (4, 9)),
     ("PTL302", "import torch\n\ndef f(x):\n    return x.softmax(1).log()\n",
      lambda x: log_softmax64(x, 1), (2, 8, 3)),
@@ -71,6 +74,7 @@ def test_fix_agrees_on_ordinary_inputs(case):
     torch.manual_seed(0)
     for _ in range(5):
         x = torch.randn(shape)
+        assert original(x).shape == fixed(x).shape  # allclose alone would broadcast
         assert torch.allclose(original(x), fixed(x), rtol=1e-5, atol=1e-6)
         assert torch.allclose(fixed(x).double(), reference(x), rtol=1e-5, atol=1e-6)
 
@@ -84,6 +88,7 @@ def test_fix_is_finite_where_original_overflows(case):
     before = original(x)
     assert not torch.isfinite(before).all(), "the original must break here, or this test proves nothing"
     after = fixed(x)
+    assert after.shape == before.shape
     assert torch.isfinite(after).all()
     assert torch.allclose(after.double(), reference(x), rtol=1e-4, atol=1e-4)
 
@@ -120,3 +125,30 @@ def test_integer_inputs():
         torch.softmax(x, dim=-1)
     integer = "import torch\n\nw = torch.exp(torch.arange(4)) / torch.exp(torch.arange(4)).sum(0, keepdim=True)\n"
     assert check_text(integer, ["PTL301"]) and fix_text(integer, ["PTL301"]) == integer
+
+
+SPELLINGS = {
+    "PTL301": ["torch.exp(x) / torch.exp(x).sum({d}, keepdim=True)",
+               "x.exp() / x.exp().sum(dim={d}, keepdim=True)",
+               "torch.exp(x) / torch.sum(torch.exp(x), {d}, keepdim=True)"],
+    "PTL302": ["torch.log(F.softmax(x, {d}))", "x.softmax({d}).log()", "torch.log(torch.softmax(x, dim={d}))",
+               "F.softmax(x, dim={d}).log()"],
+    "PTL303": ["torch.log(torch.exp(x).sum({d}{k}))", "x.exp().sum({d}{k}).log()",
+               "torch.log(torch.sum(torch.exp(x), dim={d}{k}))"],
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(code=st.sampled_from(sorted(SPELLINGS)), data=st.data())
+def test_fixes_keep_behaviour_for_any_shape_and_dim(code, data):
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4), label="shape"))
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    keepdim = data.draw(st.sampled_from(["", ", keepdim=True", ", keepdim=False"]), label="keepdim")
+    expression = data.draw(st.sampled_from(SPELLINGS[code]), label="spelling").format(d=dim, k=keepdim)
+    source = f"import torch\nimport torch.nn.functional as F\n\ndef f(x):\n    return {expression}\n"
+    fixed_source = fix_text(source, [code])
+    assert fixed_source != source
+    x = torch.randn(shape)
+    before, after = _function(source)(x), _function(fixed_source)(x)
+    assert before.shape == after.shape
+    assert torch.allclose(before, after, rtol=1e-5, atol=1e-6)
