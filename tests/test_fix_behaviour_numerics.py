@@ -152,3 +152,17 @@ def test_fixes_keep_behaviour_for_any_shape_and_dim(code, data):
     before, after = _function(source)(x), _function(fixed_source)(x)
     assert before.shape == after.shape
     assert torch.allclose(before, after, rtol=1e-5, atol=1e-6)
+
+
+def test_ptl304_pattern_really_broadcasts_to_a_matrix():
+    """The PTL304 premise: `(N, 1) - (N,)` silently gives `(N, N)`, and the mean is a different
+    number from the residual mean the code meant; the good example's shapes do not."""
+    source = "import torch\n\ndef f(pred, target):\n    return (pred.view(-1, 1) - target.view(-1)).pow(2).mean()\n"
+    assert [f.code for f in check_text(source, ["PTL304"])] == ["PTL304"]
+    pred, target = torch.randn(5, 1), torch.randn(5)
+    assert (pred.view(-1, 1) - target.view(-1)).shape == (5, 5)
+    assert not torch.allclose(_function(source)(pred, target), (pred.view(-1) - target).pow(2).mean())
+    quiet = "import torch\n\ndef f(x):\n    return (x - x.mean(0)).pow(2).mean()\n"
+    assert check_text(quiet, ["PTL304"]) == []
+    x = torch.randn(4, 3)
+    assert (x - x.mean(0)).shape == x.shape
