@@ -7,6 +7,7 @@ libcst tree is built only by the fixer, for files that have something to fix.
 from __future__ import annotations
 
 import ast
+import bisect
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -338,6 +339,11 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]]) -> list[
     except (RecursionError, MemoryError):
         return [Finding("PTL001", "syntax-error", "the expression nesting is too deep for Python's parser",
                         source.path, 1, 1, 1, 2, severity="error")]
+    except UnicodeEncodeError as exc:  # a lone surrogate (an editor can send one; no file decodes to it)
+        line = bisect.bisect_right(source.line_starts, exc.start)
+        column = exc.start - source.line_starts[line - 1] + 1
+        return [Finding("PTL001", "syntax-error", f"a character Python cannot read ({exc.reason})",
+                        source.path, line, column, line, column + 1, severity="error")]
     if not active:
         return []
     ctx = FileContext(source, tree)
