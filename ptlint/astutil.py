@@ -102,6 +102,20 @@ def assigned_plain_python(node: ast.AST, ctx: "FileContext") -> bool:
 
 
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
+SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def body_nodes(statements: list[ast.stmt], stop_at: tuple[type, ...] = SCOPE_NODES) -> list[ast.AST]:
+    """Every node under `statements`; nodes of the `stop_at` types are listed but not entered
+    (by default nested functions and classes, whose bodies do not run here)."""
+    out: list[ast.AST] = []
+    pending: list[ast.AST] = list(statements)
+    while pending:
+        node = pending.pop()
+        out.append(node)
+        if not isinstance(node, stop_at):
+            pending.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def hot_loop(ctx: "FileContext") -> ast.AST | None:

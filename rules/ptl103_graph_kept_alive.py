@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ptlint.astutil import LOOP_NODES, SCOPE_NODES, body_nodes
 from ptlint.rule import UNSAFE, Fix, FixExample, Rule
 
 BACKWARD_FUNCTIONS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
@@ -28,20 +29,6 @@ def _backward_name(node: ast.Call) -> str | None:
     return value.id if isinstance(value, ast.Name) else None
 
 
-def _loop_statements(loop: ast.AST) -> list[ast.AST]:
-    """Every node in the loop's body, not entering nested loops, functions or classes."""
-    out: list[ast.AST] = []
-    pending = list(loop.body)
-    while pending:
-        node = pending.pop()
-        out.append(node)
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
-                             ast.ClassDef, ast.Lambda)):
-            continue
-        pending.extend(ast.iter_child_nodes(node))
-    return out
-
-
 class GraphKeptAlive(Rule):
     code = "PTL103"
     name = "graph-kept-alive"
@@ -55,7 +42,8 @@ class GraphKeptAlive(Rule):
     visit_AsyncFor = visit_While = visit_For
 
     def _check_loop(self, loop: ast.AST) -> None:
-        nodes = _loop_statements(loop)
+        # nested loops are checked on their own visit
+        nodes = body_nodes(loop.body, stop_at=SCOPE_NODES + LOOP_NODES)
         losses = {name for n in nodes if isinstance(n, ast.Call) and (name := _backward_name(n))}
         if not losses:
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ptlint.astutil import body_nodes
 from ptlint.rule import UNSAFE, Fix, FixExample, Rule
 
 # Names that clearly hold a list of parameters when nothing else tells us what they are.
@@ -79,18 +80,6 @@ def _second_name(target: ast.AST) -> set[str]:
     if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
         return {target.elts[1].id}
     return set()
-
-
-def body_nodes(loop: ast.For) -> list[ast.AST]:
-    """Every node of the loop body, not entering nested functions or classes."""
-    out: list[ast.AST] = []
-    pending: list[ast.AST] = list(loop.body)
-    while pending:
-        node = pending.pop()
-        out.append(node)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            pending.extend(ast.iter_child_nodes(node))
-    return out
 
 
 def tensor_kind(node: ast.AST, names: set[str]) -> tuple[str, str] | None:
@@ -333,7 +322,7 @@ class PerParameterUpdate(Rule):
         names = param_names(node.iter, node.target, self.ctx)
         if not names or in_one_off_code(self.ctx):
             return
-        if not any(self._is_update(n, names) for n in body_nodes(node)):
+        if not any(self._is_update(n, names) for n in body_nodes(node.body)):
             return
         data = self._translate(node, names)
         fix = Fix(UNSAFE, "Update all parameters with one `torch._foreach_*` call", data) if data else None

@@ -30,7 +30,7 @@ class PerParameterZeroGrad(Rule):
 
     def visit_For(self, node: ast.For) -> None:
         names = param_names(node.iter, node.target, self.ctx)
-        if not names or not any(_zeroed_grad(n, names) is not None for n in body_nodes(node)):
+        if not names or not any(_zeroed_grad(n, names) is not None for n in body_nodes(node.body)):
             return
         data = self._translate(node, names)
         fix = Fix(SAFE, "Zero all gradients with one `torch._foreach_zero_` call", data) if data else None
