@@ -13,7 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .registry import all_rules, known_codes
+from .registry import DYNAMIC_CODES, all_rules, known_codes
 
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules")
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
@@ -188,7 +188,7 @@ def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None
     In each layer `select` replaces the set, `extend-select` adds, `ignore` removes.
     """
     rules = all_rules()
-    enabled = {code for code, cls in rules.items() if cls.default}
+    enabled = {code for code, cls in rules.items() if cls.default} | set(DYNAMIC_CODES)
     for select, extend, ignore, label in ((file_select, file_extend, file_ignore, config_label),
                                           (cli_select, cli_extend, cli_ignore, "--select/--ignore")):
         if select is not None:
@@ -197,7 +197,7 @@ def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None
             enabled |= expand(extend, label)
         if ignore:
             enabled -= expand(ignore, label)
-    # Only traversal rules run in the engine; dynamic codes are matched when the dynamic pass reports.
+    # The engine runs only the traversal rules; `check --dynamic` keeps the enabled dynamic codes.
     return tuple(sorted(enabled))
 
 

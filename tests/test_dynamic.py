@@ -194,6 +194,10 @@ def test_check_dynamic_runs_the_configured_targets(tmp_path):
     if "PTL402" in all_rules():  # once the static rule exists, its finding there is confirmed
         static = [f for f in findings if f["code"] == "PTL402" and f["line"] == dynamic[0][2]]
         assert static and static[0]["dynamic"] == "confirmed"
+    # --ignore applies to the dynamic codes like to any other
+    ignored = run_ptlint("check", "--dynamic", "--no-cache", "--ignore", "PTL450", "--output-format", "json", ".",
+                         cwd=project)
+    assert not [f for f in json.loads(ignored.stdout) if f["code"] == "PTL450"]
 
 
 def test_check_dynamic_without_targets_is_an_error(tmp_path):

@@ -34,6 +34,7 @@ def run_configured_targets(settings: Settings, static_findings: list[Finding]) -
     if run.fatal:
         return [], [f"dynamic pass: {run.fatal}"]
     findings, summary = findings_from(run)
+    findings = [f for f in findings if f.code in settings.enabled]  # --select / --ignore apply here too
     mark_static(static_findings, run.events)
     click.echo(summary.line("check --dynamic"), err=True)
     errors = [f"dynamic pass: {summary.failed} target(s) failed (PTL459)"] if summary.failed else []
