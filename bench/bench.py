@@ -121,9 +121,7 @@ def print_table(rows: list[dict]) -> None:
 def scaling(folder: Path, sizes: list[int], repeat: int, jobs: int | None) -> None:
     files = sorted(folder.rglob("*.py"))
     print(f"{'files':>7}{'lines':>10}{'cold s':>9}{'us/line':>9}")
-    for size in sizes:
-        if size > len(files):
-            break
+    for size in sorted({min(size, len(files)) for size in sizes}):
         with tempfile.TemporaryDirectory(prefix="ptlint-scaling-") as temporary:
             for index, path in enumerate(files[:size]):
                 shutil.copyfile(path, Path(temporary) / f"f{index}.py")
