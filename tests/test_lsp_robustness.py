@@ -47,6 +47,7 @@ class Server:
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         self.messages: queue.Queue = queue.Queue()
         self.published: dict[str, dict] = {}
+        self.seen: list[str] = []  # the last messages, for failure reports
         self.next_id = 0
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -97,13 +98,15 @@ class Server:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"no matching message in {timeout} s; stderr: {self.stderr_text()[-2000:]}")
+                raise AssertionError(f"no matching message in {timeout} s; last seen: {self.seen}; "
+                                     f"stderr: {self.stderr_text()[-2000:]}")
             try:
                 message = self.messages.get(timeout=remaining)
             except queue.Empty:
                 continue
             if message is None:
                 raise AssertionError(f"the server closed its output; stderr: {self.stderr_text()[-2000:]}")
+            self.seen = (self.seen + [json.dumps(message)[:300]])[-8:]
             if message.get("method") == "textDocument/publishDiagnostics":
                 self.published[message["params"]["uri"]] = message["params"]
             if "id" in message and "method" in message:  # a request from the server: answer it
