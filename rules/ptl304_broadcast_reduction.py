@@ -28,9 +28,12 @@ class Rank:
     base: str | None
     value: int
     trailing_one: bool = False  # the last dimension was visibly made of size 1 (`[..., None]`, `view(-1, 1)`)
+    # every dim it gained is leading (`unsqueeze(0)`, `x[None]`): broadcasting aligns from the
+    # right, so leading size-1 dims change nothing
+    leading: bool = False
 
-    def shifted(self, by: int, trailing_one: bool = False) -> "Rank":
-        return Rank(self.base, self.value + by, trailing_one)
+    def shifted(self, by: int, trailing_one: bool = False, leading: bool = False) -> "Rank":
+        return Rank(self.base, self.value + by, trailing_one, leading and (self.leading or self.value == 0))
 
 
 def _literal_rank(node: ast.AST) -> Rank | None:
@@ -191,7 +194,8 @@ class BroadcastReduction(DeferredRule):
         if not trailing and len(items) == 2 and isinstance(items[0], ast.Slice) and change == 1 \
                 and items[0].lower is None and items[0].upper is None:
             trailing = True
-        return base.shifted(change, trailing)
+        leading = isinstance(items[0], ast.Constant) and items[0].value is None and change == 1 and not trailing
+        return base.shifted(change, trailing, leading)
 
     def _call_rank(self, node: ast.Call, depth: int) -> Rank | None:
         qualname = self.ctx.qualname(node.func)
@@ -213,7 +217,8 @@ class BroadcastReduction(DeferredRule):
             dim = node.args[0]
             trailing = isinstance(dim, ast.UnaryOp) and isinstance(dim.op, ast.USub) and \
                 isinstance(dim.operand, ast.Constant) and dim.operand.value == 1
-            return base.shifted(1, trailing) if base is not None else None
+            leading = isinstance(dim, ast.Constant) and dim.value == 0
+            return base.shifted(1, trailing, leading) if base is not None else None
         if method in ("view", "reshape"):
             length = _shape_length(node)
             return Rank(None, length, _ends_with_one(node)) if length is not None else None
@@ -251,6 +256,11 @@ def _blows_up(left: Rank, right: Rank) -> bool:
         if low.base is None and low.value == 1 and high.trailing_one and high.value >= 1 \
                 and not (high.base is None and high.value < 2):
             return True
+        # one side visibly gained a dim that is not leading (`a.unsqueeze(1)`, `a[:, None]`)
+        # against an operand of unknown rank: `(N,)` and `(N,)` become `(N, N)`
+        if high.base is not None and high.value > 0 and not high.leading \
+                and low.base is not None and low.value == 0:
+            return True
     return False
 
 
@@ -286,9 +296,15 @@ the last dim with `keepdim=True`, or literal tensors of different rank in the sa
 residuals — the model trains, badly, and nothing points at the line. Reducing to a scalar hides
 the shape that would have given it away.
 
+Also reported: one side visibly gains a dimension that is not leading (`a.unsqueeze(1) - b`,
+`a[:, None] * b`) against an operand whose rank is not visible: if `b` has `a`'s old rank, the
+result is the outer product. Where that is the intended shape fix (`pred` already `(N, 1)`), make
+it visible (`pred.view(-1, 1) - target.unsqueeze(1)`) or reduce over a named `dim`.
+
 Not reported: operands whose ranks are not visible (`(a - b).pow(2).mean()`), operands of the
-same visible rank (`x[:, None] - x[None, :]`), right-aligned broadcasting of a lower-rank operand
-without a trailing size-1 dimension (`x - x.mean(0)`, adding a bias), and scalars.
+same visible rank (`x[:, None] - x[None, :]`), leading dims (`p.unsqueeze(0) * q`, `x[None]`),
+which broadcasting adds anyway, right-aligned broadcasting of a lower-rank operand without a
+trailing size-1 dimension (`x - x.mean(0)`, adding a bias), and scalars.
 
 ## Example
 ```python
@@ -309,6 +325,14 @@ No automatic fix: which shape was intended is not visible.
 """
 
 BroadcastReduction.bad_examples = [
+    # one side visibly gains a non-leading dim against an operand of unknown rank
+    """
+import torch
+
+def f(pred, target, a, b):
+    first = (pred - target.unsqueeze(1)).pow(2).mean()  # expect: PTL304
+    return first + (a[:, None] * b).sum()  # expect: PTL304
+""",
     """
 import torch
 
@@ -367,11 +391,12 @@ import torch
 def per_row(p, t):
     return (p.view(-1, 1) - t).pow(2).mean(dim=1)
 """,
-    # the unsqueezed side is compared with an operand of unknown rank
+    # a leading size-1 dim changes nothing: broadcasting aligns shapes from the right
+    # (an MoE load-balancing loss: counts per expert times mean probability per expert)
     """
 import torch
 
-def f(pred, target):
-    return (pred - target.unsqueeze(1)).pow(2).mean()
+def balance_loss(tokens_per_expert, prob_per_expert, probs):
+    return torch.sum(tokens_per_expert * prob_per_expert.unsqueeze(0)) + (probs * probs[None]).mean()
 """,
 ]
