@@ -83,7 +83,7 @@ class Server:
     def notify(self, method: str, params) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method: str, params=None, timeout: float = 30) -> dict:
+    def request(self, method: str, params=None, timeout: float = 90) -> dict:
         self.next_id += 1
         ident = self.next_id
         message = {"jsonrpc": "2.0", "id": ident, "method": method}
@@ -93,7 +93,7 @@ class Server:
         return self.wait(lambda m: m.get("id") == ident and "method" not in m, timeout)
 
     # -- receiving --------------------------------------------------------------------------------
-    def wait(self, predicate, timeout: float = 30) -> dict:
+    def wait(self, predicate, timeout: float = 90) -> dict:
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -114,7 +114,7 @@ class Server:
             if predicate(message):
                 return message
 
-    def diagnostics(self, uri: str, version: int | None = None, timeout: float = 30) -> dict:
+    def diagnostics(self, uri: str, version: int | None = None, timeout: float = 90) -> dict:
         return self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
                          and m["params"]["uri"] == uri
                          and (version is None or m["params"].get("version") == version), timeout)["params"]
