@@ -105,7 +105,7 @@ def gather(paths: tuple[str, ...], settings: Settings, no_cache: bool, cache_dir
     from .progress import Progress
 
     found = discover(list(paths), settings)
-    errors = [f"{path}: no such file or directory" for path in found.missing]
+    errors = list(found.missing)
     errors += found.errors
     cache = open_cache(settings, no_cache, cache_dir)
     with Progress(len(found.files)) as progress:

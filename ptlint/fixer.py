@@ -197,12 +197,18 @@ def _try_rewrite(text: str, chosen: list[Finding], imports: ImportMap, dropped: 
     """Rewrite with all chosen fixes; if that fails or does not parse, keep only the rules whose
     fixes work on their own, and drop the others with a message naming the rule."""
 
+    reasons: dict[str, str] = {}
+
     def attempt(group: list[Finding]) -> tuple[str, list[Finding]] | None:
         try:
             new_text, applied = _rewrite(text, group, imports)
-        except Exception:  # a rule's fix that libcst rejects must not cost the file
+        except Exception as exc:  # a rule's fix that libcst rejects must not cost the file
+            reasons[group[0].code] = f"libcst could not apply it ({type(exc).__name__})"
             return None
-        return (new_text, applied) if _parses(new_text) else None
+        if _parses(new_text):
+            return new_text, applied
+        reasons[group[0].code] = "the result would not parse"
+        return None
 
     everything = attempt(chosen)
     if everything is not None:
@@ -214,7 +220,7 @@ def _try_rewrite(text: str, chosen: list[Finding], imports: ImportMap, dropped: 
             good.extend(group)
         else:
             dropped.update((f.code, _span(f)) for f in group)
-            messages.append(f"{chosen[0].path}: dropped {len(group)} {code} fix(es): the result would not parse")
+            messages.append(f"{chosen[0].path}: dropped {len(group)} {code} fix(es): {reasons.get(code, 'failed')}")
     together = attempt(good) if good else None
     if together is not None:
         return together

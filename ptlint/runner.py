@@ -19,7 +19,7 @@ from .source import SourceError, read_source
 class Discovery:
     files: list[str] = field(default_factory=list)  # display paths, as the user gave them
     errors: list[str] = field(default_factory=list)  # one-line messages: unreadable, loops
-    missing: list[str] = field(default_factory=list)  # paths that do not exist
+    missing: list[str] = field(default_factory=list)  # one-line messages for named paths that do not exist
 
 
 def discover(paths: list[str], settings: Settings) -> Discovery:
@@ -34,10 +34,10 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
 
     for given in paths:
         if not os.path.lexists(given):
-            found.missing.append(given)
+            found.missing.append(f"{given}: no such file or directory")
             continue
-        if not os.path.exists(given):
-            found.errors.append(f"{given}: broken symbolic link")
+        if not os.path.exists(given):  # named by the user, so as missing as a path that never was
+            found.missing.append(f"{given}: broken symbolic link")
             continue
         if os.path.isdir(given):
             for path in _walk(given, settings, found.errors):
