@@ -92,7 +92,7 @@ def _compute_root(function: ast.AST, ctx: "FileContext") -> bool:
     index = _stack_index(ctx, function)
     owner = ctx.stack[index - 1] if index else None
     in_class = isinstance(owner, ast.ClassDef)
-    if in_class and function.name == "forward" and is_module_class(owner, ctx):
+    if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx):
         return True
     names, methods = _compile_targets(ctx)
     return function.name in (methods if in_class else names)
@@ -106,6 +106,20 @@ def _decorator_in(decorator: ast.AST, ctx: "FileContext", names: set[str]) -> bo
 
 def _disabled(function: ast.AST, ctx: "FileContext") -> bool:
     return isinstance(function, FUNCTION_DEFS) and any(_decorator_in(d, ctx, DISABLE) for d in function.decorator_list)
+
+
+# Modules of data-augmentation code: their nn.Module "transforms" run on PIL images and CPU tensors
+# in the data pipeline, where nothing is compiled (the only PTL405 hits on the corpus were these).
+IMAGE_PIPELINE_MODULES = ("PIL", "torchvision.transforms", "cv2")
+
+
+def _image_pipeline(ctx: "FileContext") -> bool:
+    """The module imports PIL, OpenCV or torchvision.transforms: its `forward`s are not assumed
+    to be compiled (an explicit `torch.compile` still counts)."""
+    key = "image-pipeline"
+    if key not in ctx.memo:
+        ctx.memo[key] = any(ctx.imports.imports_module(m) for m in IMAGE_PIPELINE_MODULES)
+    return ctx.memo[key]
 
 
 def _compile_targets(ctx: "FileContext") -> tuple[set[str], set[str]]:

@@ -76,6 +76,12 @@ graph break made Dynamo run the rest of the function eagerly), `copy.deepcopy` o
 dataclass) also traces; it is reported unless the argument is visibly a literal, since in a
 `forward` it almost always copies tensors or modules.
 
+Also not reported, as for every PTL40x rule: the `forward` of an `nn.Module` in a module that
+imports PIL, OpenCV or `torchvision.transforms`. Such modules hold data-augmentation transforms
+that run on PIL images in the data pipeline, where nothing is compiled (the only two corpus hits
+of this rule, in timm, were such transforms). A function passed to `torch.compile` there still
+counts.
+
 ## Example
 ```python
 class Dropin(nn.Module):
@@ -138,6 +144,24 @@ def permute_rows(x):
     ]
 
     good_examples = [
+        # an image-augmentation transform: an nn.Module that runs in the data pipeline on PIL
+        # images, never under torch.compile (modules importing PIL/torchvision.transforms/cv2)
+        """
+import random
+
+import torch
+from PIL import Image
+
+
+class RandomInterpolationResize(torch.nn.Module):
+    def __init__(self, size, modes):
+        super().__init__()
+        self.size, self.modes = size, modes
+
+    def forward(self, img):
+        mode = random.choice(self.modes)
+        return img.resize(self.size, mode)
+""",
         # traced alternatives, and random functions Dynamo traces
         """
 import copy
