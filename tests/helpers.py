@@ -11,6 +11,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+# A PTL101 finding on line 8 (`loss.item()` in the loop), used by the editor tests.
+SYNC_LOSS_ITEM = """import torch
+
+
+def train(model, loader):
+    total = 0.0
+    for x in loader:
+        loss = model(x).mean()
+        total += loss.item()
+    return total
+"""
+# A PTL101 finding on line 7, spanning `model(x).mean().item()`, used by the CI-output tests.
+SYNC_INLINE_ITEM = """import torch
+
+
+def train(model, loader):
+    total = 0.0
+    for x in loader:
+        total += model(x).mean().item()
+    return total
+"""
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>PTL\d{3}(?:\s*,\s*PTL\d{3})*)")
 
 

@@ -20,6 +20,8 @@ from ptlint.lsp import Positions, add_noqa, text_edits  # noqa: E402
 from ptlint.registry import all_rules  # noqa: E402
 from ptlint.rule import UNSAFE  # noqa: E402
 
+from helpers import SYNC_LOSS_ITEM  # noqa: E402
+
 # A `torch` that leaves a mark when imported: the server must never import it.
 FAKE_TORCH = Path(tempfile.mkdtemp(prefix="ptlint-fake-torch-"))
 TORCH_MARK = FAKE_TORCH / "torch-was-imported"
@@ -31,16 +33,7 @@ SERVER_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAKE_TORCH), os.en
 SERVER_ENV.pop("PTLINT_LSP_DEBOUNCE", None)
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
-BAD = """import torch
-
-
-def train(model, loader):
-    total = 0.0
-    for x in loader:
-        loss = model(x).mean()
-        total += loss.item()
-    return total
-"""
+BAD = SYNC_LOSS_ITEM
 GOOD = BAD.replace("        total += loss.item()\n", "        total += loss.detach()\n")
 
 

@@ -22,16 +22,9 @@ pytest.importorskip("pygls")
 
 from ptlint.api import check_text  # noqa: E402
 
-BAD = """import torch
+from helpers import SYNC_LOSS_ITEM  # noqa: E402
 
-
-def train(model, loader):
-    total = 0.0
-    for x in loader:
-        loss = model(x).mean()
-        total += loss.item()
-    return total
-"""
+BAD = SYNC_LOSS_ITEM
 
 
 class Server:

@@ -14,17 +14,9 @@ from ptlint.registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
 from ptlint.rule import Finding
 from ptlint.sarif import format_github
 
-from helpers import run_ptlint
+from helpers import SYNC_INLINE_ITEM, run_ptlint
 
-BAD = """import torch
-
-
-def train(model, loader):
-    total = 0.0
-    for x in loader:
-        total += model(x).mean().item()
-    return total
-"""
+BAD = SYNC_INLINE_ITEM
 LINE = 7
 COLUMN = BAD.splitlines()[LINE - 1].index("model(x)") + 1
 END_COLUMN = BAD.splitlines()[LINE - 1].index(".item()") + len(".item()") + 1

@@ -18,17 +18,9 @@ import pytest
 from ptlint.api import check_text, fix_text
 from ptlint.registry import all_rules
 
-from helpers import REPO
+from helpers import REPO, SYNC_INLINE_ITEM
 
-BAD = """import torch
-
-
-def train(model, loader):
-    total = 0.0
-    for x in loader:
-        total += model(x).mean().item()
-    return total
-"""
+BAD = SYNC_INLINE_ITEM
 
 
 def _pre_commit() -> list[str] | None:
