@@ -145,15 +145,9 @@ def hot_loop(ctx: "FileContext") -> ast.AST | None:
 def _has_nested_loop(loop: ast.AST, ctx: "FileContext") -> bool:
     key = ("nested-loop", id(loop))
     if key not in ctx.memo:
-        found = False
-        pending = list(loop.body)
-        while pending and not found:
-            node = pending.pop()
-            if isinstance(node, LOOP_NODES):
-                found = True
-            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.expr)):
-                pending.extend(ast.iter_child_nodes(node))
-        ctx.memo[key] = found
+        # comprehensions inside expressions do not count: only statement loops make an outer loop
+        nodes = body_nodes(loop.body, stop_at=SCOPE_NODES + LOOP_NODES + (ast.expr,))
+        ctx.memo[key] = any(isinstance(node, LOOP_NODES) for node in nodes)
     return ctx.memo[key]
 
 

@@ -6,7 +6,6 @@ error, or a path that does not exist.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Callable
 
@@ -14,7 +13,7 @@ import click
 
 from . import __version__
 from .config import ConfigError, Settings, build_settings
-from .output import FORMATS, format_concise, formatter, statistics, summary
+from .output import FORMATS, formatter, statistics, summary
 from .rule import Finding
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

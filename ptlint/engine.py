@@ -19,10 +19,6 @@ from .rule import Finding, Fix, Rule
 from .source import SourceFile
 from .suppress import Suppressions
 
-LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
-FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-COMPREHENSION_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_CONTEXT_TYPES = (ast.Load, ast.Store, ast.Del)
 
 # Deeply nested expressions: ast.parse itself copes with a few thousand levels; so must we.
 _RECURSION_LIMIT = 20000

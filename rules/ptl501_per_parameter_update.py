@@ -137,15 +137,20 @@ def target_names(target: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
+def _grad_none_test(test: ast.AST, op: type) -> str | None:
+    """`p.grad is None` (op ast.Is) or `p.grad is not None` (ast.IsNot) -> "p"."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
+            and isinstance(test.left, ast.Attribute) and test.left.attr == "grad" \
+            and isinstance(test.left.value, ast.Name):
+        return test.left.value.id
+    return None
+
+
 def grad_guard(stmt: ast.AST) -> str | None:
     """`if p.grad is not None:` with no else -> "p"."""
     if isinstance(stmt, ast.If) and not stmt.orelse:
-        test = stmt.test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
-                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
-                and isinstance(test.left, ast.Attribute) and test.left.attr == "grad" \
-                and isinstance(test.left.value, ast.Name):
-            return test.left.value.id
+        return _grad_none_test(stmt.test, ast.IsNot)
     return None
 
 
@@ -153,12 +158,7 @@ def skip_if_no_grad(stmt: ast.AST) -> str | None:
     """`if p.grad is None: continue` -> "p"."""
     if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 \
             and isinstance(stmt.body[0], ast.Continue):
-        test = stmt.test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
-                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
-                and isinstance(test.left, ast.Attribute) and test.left.attr == "grad" \
-                and isinstance(test.left.value, ast.Name):
-            return test.left.value.id
+        return _grad_none_test(stmt.test, ast.Is)
     return None
 
 
