@@ -24,7 +24,7 @@ from .engine import lint_source
 from .names import ImportMap, collect_module_imports
 from .registry import all_rules
 from .rule import SAFE, Finding, Rule
-from .source import SourceError, SourceFile, encode_source, read_source
+from .source import SourceError, SourceFile, decode_source, encode_source
 
 MAX_PASSES = 10
 
@@ -297,7 +297,7 @@ def fix_paths(findings: list[Finding], settings: Settings, write: bool) -> FixOu
         try:
             with open(path, "rb") as handle:
                 original_bytes = handle.read()
-            source = read_source(path)
+            source = decode_source(original_bytes, path)  # the very bytes the write will compare against
         except (OSError, SourceError) as exc:
             outcome.errors.append(f"{path}: cannot read: {exc}")
             outcome.remaining.extend(file_findings)
