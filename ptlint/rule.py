@@ -1,6 +1,6 @@
 """The rule API: what a rule declares, and what it reports.
 
-A rule is a class in its own module under `rules/` (installed as `ptlint.rules`). It declares its
+A rule is a class in its own module under `ptlint/rules/`. It declares its
 code, name, whether it is on by default, its documentation and examples, and `visit_<NodeType>`
 methods that the engine calls during its single traversal of the module's `ast` tree.
 A fixable rule also implements `fix()`, which rewrites the libcst node found at a finding's span.

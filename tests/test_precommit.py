@@ -37,7 +37,7 @@ def _safe_fix_example(source: Path) -> tuple[str, str] | None:
     module is committed as it is here, since the hook runs the committed code."""
     for code, cls in all_rules().items():
         module = Path(inspect.getfile(cls))
-        committed = source / "rules" / module.name
+        committed = source / "ptlint" / "rules" / module.name
         if not committed.is_file() or committed.read_bytes() != module.read_bytes():
             continue
         for example in cls.fix_examples:
