@@ -17,7 +17,10 @@ from .registry import DYNAMIC_CODES, all_rules, known_codes
 
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules")
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-              "unsafe-fixes", "dynamic", "cache-dir"}
+              "unsafe-fixes", "dynamic", "cache-dir", "test-code"}
+# Files where performance and compile rules stay silent (DESIGN.md, "Where code runs"). A pattern
+# `dir/**` whose dir has no slash matches a folder of that name anywhere, like `tests/` in git.
+DEFAULT_TEST_CODE = ("tests/**", "test_*.py", "*_test.py", "conftest.py")
 DYNAMIC_KEYS = {"targets", "timeout", "device", "script"}
 
 
@@ -37,9 +40,15 @@ class Settings:
     unsafe_fixes: bool = False
     dynamic: dict[str, Any] = field(default_factory=dict)
     cache_dir: str | None = None
+    test_code: tuple[str, ...] = DEFAULT_TEST_CODE
 
     def cache_key(self) -> str:
-        return repr((self.enabled, self.per_file_ignores))
+        return repr((self.enabled, self.per_file_ignores, self.test_code))
+
+    def is_test_code(self, path: str) -> bool:
+        """True when the file matches a `test-code` pattern: test suites, fixtures, conftest."""
+        relative = _relative(path, self.root)
+        return any(_matches(relative, pattern) for pattern in self.test_code)
 
     def codes_for(self, path: str) -> tuple[str, ...]:
         """Enabled codes for one file, after per-file-ignores."""
@@ -68,6 +77,8 @@ def _relative(path: str, root: str) -> str:
 def _matches(relative: str, pattern: str) -> bool:
     """gitignore-like: a pattern without a slash matches any path component or the file name."""
     pattern = pattern.rstrip("/")
+    if pattern.endswith("/**") and "/" not in pattern[:-3]:
+        pattern = pattern[:-3]  # `tests/**`: everything under any folder called tests
     if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern + "/*"):
         return True
     if "/" not in pattern:
@@ -152,7 +163,7 @@ def validate(table: dict[str, Any], path: str) -> None:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [tool.ptlint]: {', '.join(unknown)} "
                           f"(known: {', '.join(sorted(KNOWN_KEYS))})")
-    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "test-code"):
         _str_list(table, key, path)
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict) or not all(
@@ -226,4 +237,5 @@ def build_settings(paths: list[str], config_file: str | None = None, select: str
         enabled=enabled, root=root, config_path=path, exclude=exclude, per_file_ignores=pfi,
         unsafe_fixes=bool(table.get("unsafe-fixes", False)) if unsafe_fixes is None else unsafe_fixes,
         dynamic=dict(table.get("dynamic", {})), cache_dir=table.get("cache-dir"),
+        test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)),
     )

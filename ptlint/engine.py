@@ -32,8 +32,9 @@ class FileContext:
     `functions` / `classes` (enclosing definitions) up to date during the traversal.
     """
 
-    def __init__(self, source: SourceFile, tree: ast.Module) -> None:
+    def __init__(self, source: SourceFile, tree: ast.Module, test_code: bool = False) -> None:
         self.source = source
+        self.test_code = test_code  # the file matches `test-code`: performance rules stay silent
         self.path = source.path
         self.tree = tree
         self.imports = ImportMap()
@@ -324,8 +325,9 @@ def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
     return Finding("PTL001", name, message, source.path, line, column, end_line, end_column, severity="error")
 
 
-def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]]) -> list[Finding]:
-    """All findings for one decoded file: suppressions applied, sorted, deduplicated."""
+def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False) -> list[Finding]:
+    """All findings for one decoded file: suppressions applied, sorted, deduplicated.
+    `test_code`: the file is test code (Settings.is_test_code)."""
     text = source.text
     active = [cls for cls in rule_classes if not cls.triggers or any(t in text for t in cls.triggers)]
     try:
@@ -342,7 +344,7 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]]) -> list[
                         source.path, line, column, line, column + 1, severity="error")]
     if not active:
         return []
-    ctx = FileContext(source, tree)
+    ctx = FileContext(source, tree, test_code)
     rules = [cls(ctx) for cls in active]
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))

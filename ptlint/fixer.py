@@ -158,7 +158,7 @@ def _parses(text: str) -> bool:
         return False
 
 
-def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool) -> FileFix:
+def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_code: bool = False) -> FileFix:
     """Fix one file's text until stable; never returns text that does not parse."""
     rules = all_rules()
     rule_classes = [rules[code] for code in codes if code in rules]
@@ -167,7 +167,7 @@ def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool) -> File
     dropped: set[tuple] = set()  # (code, span) of fixes that broke the file: not tried again
     findings: list[Finding] = []
     for _ in range(MAX_PASSES):
-        findings = lint_source(SourceFile(source.path, current, source.encoding, source.bom), rule_classes)
+        findings = lint_source(SourceFile(source.path, current, source.encoding, source.bom), rule_classes, test_code)
         fixable = [f for f in findings if applicable(f, unsafe) and (f.code, _span(f)) not in dropped]
         if not fixable:
             break
@@ -183,7 +183,7 @@ def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool) -> File
         result.applied.extend(applied)
         current = new_text
     else:
-        findings = lint_source(SourceFile(source.path, current, source.encoding, source.bom), rule_classes)
+        findings = lint_source(SourceFile(source.path, current, source.encoding, source.bom), rule_classes, test_code)
         if any(applicable(f, unsafe) and (f.code, _span(f)) not in dropped for f in findings):
             result.messages.append(f"{source.path}: fixes did not converge after {MAX_PASSES} passes; "
                                    "the last parsing result is kept")
@@ -302,7 +302,7 @@ def fix_paths(findings: list[Finding], settings: Settings, write: bool) -> FixOu
             outcome.errors.append(f"{path}: cannot read: {exc}")
             outcome.remaining.extend(file_findings)
             continue
-        result = fix_source(source, settings.codes_for(path), unsafe)
+        result = fix_source(source, settings.codes_for(path), unsafe, settings.is_test_code(path))
         outcome.messages.extend(result.messages)
         if not result.changed:
             outcome.remaining.extend(result.remaining)

@@ -70,7 +70,8 @@ class Flake8Plugin:
             codes = set(settings.codes_for(self.filename))
         codes |= self._explicit
         source = SourceFile(self.filename, "".join(self.lines))
-        for finding in lint_source(source, [rules[code] for code in sorted(codes) if code in rules]):
+        test_code = (settings or Settings(enabled=())).is_test_code(self.filename)
+        for finding in lint_source(source, [rules[code] for code in sorted(codes) if code in rules], test_code):
             if finding.code == "PTL001":  # flake8 reports syntax errors itself (E999)
                 continue
             # flake8 columns are 0-based; ours are 1-based characters

@@ -272,7 +272,8 @@ class PtlintServer(LanguageServer):
             rules = all_rules()
             try:
                 findings = lint_source(SourceFile(path, text),
-                                       [rules[code] for code in settings.codes_for(path) if code in rules])
+                                       [rules[code] for code in settings.codes_for(path) if code in rules],
+                                       settings.is_test_code(path))
             except Exception as exc:  # a rule's bug: log it, keep serving
                 logger.exception("ptlint failed on %s", path)
                 self.window_log_message(types.LogMessageParams(
@@ -412,7 +413,8 @@ class PtlintServer(LanguageServer):
                     break
         elif data.get("action") == "fixAll":
             codes = state.settings.codes_for(state.path)
-            result = fix_source(SourceFile(state.path, state.text), codes, state.settings.unsafe_fixes)
+            result = fix_source(SourceFile(state.path, state.text), codes, state.settings.unsafe_fixes,
+                                state.settings.is_test_code(state.path))
             new_text = result.fixed if result.changed else None
         if new_text is not None:
             action.edit = self.workspace_edit(uri, state.version, state.text, new_text)

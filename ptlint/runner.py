@@ -102,13 +102,14 @@ def check_file(path: str, settings: Settings, cache: Cache | None = None) -> Fil
     codes = settings.codes_for(path)
     key = None
     if cache is not None:
-        key = cache.key(source.text, codes)
+        key = cache.key(source.text, codes + (("test-code",) if settings.is_test_code(path) else ()))
         cached = cache.get(key, path)
         if cached is not None:
             return FileResult(path, cached)
     rules = all_rules()
     try:
-        findings = lint_source(source, [rules[code] for code in codes if code in rules])
+        findings = lint_source(source, [rules[code] for code in codes if code in rules],
+                               settings.is_test_code(path))
     except RecursionError:
         return FileResult(path, error=f"{path}: code nested too deeply to analyse, skipped")
     except Exception as exc:  # a bug in a rule must not cost the user the other files

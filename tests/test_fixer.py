@@ -149,7 +149,7 @@ def test_fix_that_does_not_parse_is_dropped_others_kept(test_rules):
     text = "target = 1\n" + KEPT_LOSS
     source = SourceFile("a.py", text)
     original = fixer.lint_source
-    fixer.lint_source = lambda src, classes: lint_source(
+    fixer.lint_source = lambda src, classes, test_code=False: lint_source(
         src, [test_rules["PTL101"], test_rules["PTL103"]])
     try:
         result = fixer.fix_source(source, ("PTL101", "PTL103"), unsafe=True)
@@ -165,7 +165,7 @@ def test_fixes_that_never_converge_stop_at_the_cap(test_rules):
     from ptlint.source import SourceFile
 
     original = fixer.lint_source
-    fixer.lint_source = lambda src, classes: lint_source(src, [test_rules["PTL102"]])
+    fixer.lint_source = lambda src, classes, test_code=False: lint_source(src, [test_rules["PTL102"]])
     try:
         result = fixer.fix_source(SourceFile("a.py", "target\n"), ("PTL102",), unsafe=False)
     finally:
