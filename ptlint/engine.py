@@ -269,7 +269,9 @@ class Traversal:
         if isinstance(node, ast.Lambda):
             self.visit(node.body)
         else:
+            ctx.imports.push()  # imports inside a function bind names of that function only
             self.visit_all(node.body)
+            ctx.imports.pop()
         ctx.functions.pop()
         ctx.loops = saved_loops
 

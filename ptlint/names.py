@@ -9,36 +9,69 @@ from __future__ import annotations
 import ast
 
 
+_SHADOWED = ""  # in a function scope: a relative import hides a module-level name
+
+
 class ImportMap:
-    """Local name -> fully qualified name, for every import seen so far in a module."""
+    """Local name -> fully qualified name, for the imports in scope.
+
+    Module-level imports live in `names`. An import inside a function binds a local name of that
+    function only, so the engine opens a scope when it enters a function (`push`) and drops it
+    when it leaves (`pop`): `import numpy as torch` in one function changes nothing elsewhere.
+    """
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.local_defs: set[str] = set()  # classes/functions defined in this file
+        self.scopes: list[dict[str, str]] = []
+
+    def push(self) -> None:
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        self.scopes.pop()
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        table = self.scopes[-1] if self.scopes else self.names
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    self.names[alias.asname] = alias.name
+                    table[alias.asname] = alias.name
                 else:
                     top = alias.name.split(".")[0]
-                    self.names[top] = top
+                    table[top] = top
         else:
             if node.level:  # relative import: a project module, never torch
                 for alias in node.names:
-                    self.names.pop(alias.asname or alias.name, None)
+                    if self.scopes:
+                        table[alias.asname or alias.name] = _SHADOWED
+                    else:
+                        table.pop(alias.asname or alias.name, None)
                 return
             module = node.module or ""
             for alias in node.names:
                 if alias.name == "*":
                     continue
-                self.names[alias.asname or alias.name] = f"{module}.{alias.name}"
+                table[alias.asname or alias.name] = f"{module}.{alias.name}"
+
+    def lookup(self, name: str) -> str | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name] or None
+        return self.names.get(name)
+
+    def visible(self) -> dict[str, str]:
+        """Every imported name in scope here, inner scopes winning."""
+        out = dict(self.names)
+        for scope in self.scopes:
+            out.update(scope)
+        return {name: target for name, target in out.items() if target}
 
     def imports_module(self, prefix: str) -> bool:
-        """True when some import brings in `prefix` or something under it."""
+        """True when some import in scope brings in `prefix` or something under it."""
         dotted = prefix + "."
-        return any(q == prefix or q.startswith(dotted) for q in self.names.values())
+        return any(q == prefix or q.startswith(dotted)
+                   for table in (self.names, *self.scopes) for q in table.values())
 
     def qualname(self, node: ast.AST) -> str | None:
         """`T.nn.DataParallel` -> `torch.nn.DataParallel`; None when the head is not imported."""
@@ -48,7 +81,7 @@ class ImportMap:
             node = node.value
         if not isinstance(node, ast.Name):
             return None
-        head = self.names.get(node.id)
+        head = self.lookup(node.id)
         if head is None:
             return None
         parts.append(head)
