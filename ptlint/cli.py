@@ -165,7 +165,7 @@ def fix(paths, select, extend_select, ignore, output_format, config_file, no_cac
     paths = paths or (".",)
     settings = load_settings(list(paths), config_file, select, ignore, extend_select, unsafe_fixes)
     findings, errors, failed = gather(paths, settings, no_cache, cache_dir, jobs)
-    outcome = fix_paths(findings, settings, write=apply_fixes)
+    outcome = fix_paths(findings, settings, write=apply_fixes, cache=open_cache(settings, no_cache, cache_dir))
     errors += outcome.errors
     failed = failed or bool(outcome.errors)
     report_errors(errors)

@@ -1,7 +1,8 @@
 """The static engine: one `ast` parse and one traversal per file, every enabled rule at once.
 
-Detection runs on the stdlib `ast` (about ten times cheaper to build than a libcst tree); the
-libcst tree is built only by the fixer, for files that have something to fix.
+Detection runs on the stdlib `ast` (about ten times cheaper to build than a libcst tree). Fixes
+are text edits that rules compute where they find the problem (ptlint.edits); where code runs
+(per step, once, ...) is decided after the traversal, for reported nodes only (ptlint.context).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class FileContext:
         self.functions: list[ast.AST] = []
         self.classes: list[ast.ClassDef] = []
         self.findings: list[Finding] = []
+        self._reported: list[tuple[Finding, type[Rule], ast.AST]] = []  # kept by `finish` if in context
+        self._edits = None
+        self._model = None
         self._assignments: dict[int, dict[str, list[ast.AST]]] = {}
         self._qualnames: dict[int, str | None] = {}
         self.memo: dict = {}  # per-file answers rules share (e.g. "does this loop hold a loop?")
@@ -57,6 +61,29 @@ class FileContext:
             return self._qualnames[key]
         answer = self._qualnames[key] = self.imports.qualname(node)
         return answer
+
+    # -- shared analyses, built on first use ---------------------------------------------------
+    @property
+    def edits(self):
+        """Fix building for this file (ptlint.edits.Edits)."""
+        if self._edits is None:
+            from .edits import Edits
+
+            self._edits = Edits(self.source, self.tree, self.imports)
+        return self._edits
+
+    @property
+    def model(self):
+        """Where code runs (ptlint.context.ExecutionModel), built once, on first use."""
+        if self._model is None:
+            from .context import ExecutionModel
+
+            self._model = ExecutionModel(self)
+        return self._model
+
+    def where(self, node: ast.AST):
+        """Where `node` runs: context, cold, innermost loop and function (ptlint.context.Where)."""
+        return self.model.where(node)
 
     def imports_torch(self) -> bool:
         return self.imports.imports_module("torch")
@@ -94,11 +121,22 @@ class FileContext:
         end_line = end_node.end_lineno or line
         column = self.source.char_column(line, node.col_offset)
         end_column = self.source.char_column(end_line, end_node.end_col_offset or 0)
-        self.findings.append(Finding(
+        finding = Finding(
             code=rule.code, name=rule.name, message=message, path=self.path,
             line=line, column=column + 1, end_line=end_line, end_column=end_column + 1,
             severity=rule.severity, fix=fix,
-        ))
+        )
+        self._reported.append((finding, type(rule), node))
+
+    def finish(self) -> list[Finding]:
+        """The reported findings whose code runs where their rule looks, each with its context."""
+        for finding, rule, node in self._reported:
+            where = self.where(node)
+            if where.context in rule.contexts and (rule.cold or not where.cold):
+                finding.context = where.context
+                self.findings.append(finding)
+        self._reported = []
+        return self.findings
 
 
 @dataclass
@@ -327,11 +365,17 @@ def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
     return Finding("PTL001", name, message, source.path, line, column, end_line, end_column, severity="error")
 
 
+# Rule families that stay silent in test code (DESIGN.md): performance and compile rules.
+# Numerics rules (PTL3) still report there: a wrong formula is wrong in a test too.
+SILENT_IN_TESTS = ("PTL1", "PTL2", "PTL4", "PTL5", "PTL6")
+
+
 def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False) -> list[Finding]:
     """All findings for one decoded file: suppressions applied, sorted, deduplicated.
     `test_code`: the file is test code (Settings.is_test_code)."""
     text = source.text
-    active = [cls for cls in rule_classes if not cls.triggers or any(t in text for t in cls.triggers)]
+    active = [cls for cls in rule_classes if (not cls.triggers or any(t in text for t in cls.triggers))
+              and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
     try:
         tree = parse(source)
     except SyntaxError as exc:
@@ -354,9 +398,10 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
         Traversal(ctx, rules).run()
         for rule in rules:
             rule.end_file()
+        findings = ctx.finish()
     finally:
         sys.setrecursionlimit(limit)
-    return finalize(source, ctx.findings)
+    return finalize(source, findings)
 
 
 def finalize(source: SourceFile, findings: list[Finding]) -> list[Finding]:

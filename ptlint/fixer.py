@@ -1,9 +1,11 @@
-"""Applying fixes as edits of the libcst concrete syntax tree, so that every byte a fix does not
-touch (comments, formatting, quotes, CRLF, BOM, encoding) stays as it was.
+"""Applying fixes: the text edits rules attached to their findings (see ptlint.edits).
 
-A pass lints the text, picks non-overlapping fixable findings, asks each rule to rewrite the
-libcst node at its finding's span, and checks that the result parses. Passes repeat until
-nothing changes (at most MAX_PASSES). Writes are atomic and skip files that changed meanwhile.
+A pass takes the fixable findings, chooses those whose edits do not overlap (in file order),
+applies them, and checks that the result parses; a rule whose edits break the file is dropped
+with a message naming it. The next pass lints the new text, since one fix can reveal another.
+Passes repeat until nothing changes (at most MAX_PASSES). The first pass uses the findings the
+check already made (from the cache when it had them): a file is linted once per pass.
+Writes are atomic and skip files that changed meanwhile.
 """
 
 from __future__ import annotations
@@ -15,45 +17,19 @@ import stat
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from typing import TYPE_CHECKING
 
 from .config import Settings
+from .edits import apply_edits, overlaps
 from .engine import lint_source
-from .names import ImportMap, collect_module_imports
 from .registry import all_rules
-from .rule import SAFE, Finding, Rule
+from .rule import SAFE, Edit, Finding
 from .source import SourceError, SourceFile, decode_source, encode_source
 
+if TYPE_CHECKING:
+    from .cache import Cache
+
 MAX_PASSES = 10
-
-
-@dataclass
-class FixContext:
-    """What a rule's fix() may ask: how the module spells an imported name, and adding imports."""
-
-    imports: ImportMap
-    needed_imports: set[str] = field(default_factory=set)
-
-    def local_name(self, qualified: str) -> str | None:
-        """The expression this module uses for `qualified` (`torch.nn.functional` -> `F`), if any."""
-        best: str | None = None
-        for local, target in self.imports.names.items():
-            if target == qualified:
-                return local
-            if qualified.startswith(target + ".") and best is None:
-                best = local + qualified[len(target):]
-        return best
-
-    def reference(self, qualified: str) -> cst.BaseExpression:
-        """An expression for `qualified`; adds `import <top>` when the module has no spelling for it."""
-        spelled = self.local_name(qualified)
-        if spelled is None:
-            top = qualified.split(".")[0]
-            self.needed_imports.add(top)
-            spelled = qualified
-        return cst.parse_expression(spelled)
 
 
 @dataclass
@@ -73,79 +49,24 @@ class FileFix:
 
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
-    return finding.fix is not None and (finding.fix.applicability == SAFE or unsafe)
+    return finding.fix is not None and bool(finding.fix.edits) and (finding.fix.applicability == SAFE or unsafe)
 
 
-def _span(finding: Finding) -> tuple[int, int, int, int]:
-    return (finding.line, finding.column - 1, finding.end_line, finding.end_column - 1)
+def _key(finding: Finding) -> tuple:
+    return (finding.code, finding.line, finding.column, finding.end_line, finding.end_column)
 
 
-def _non_overlapping(findings: list[Finding]) -> list[Finding]:
+def choose(findings: list[Finding]) -> list[Finding]:
+    """Fixes whose edits overlap no edit chosen before them, in file order."""
     chosen: list[Finding] = []
-    last_end = (0, -1)
-    for finding in sorted(findings, key=lambda f: (f.line, f.column, -f.end_line, -f.end_column)):
-        start = (finding.line, finding.column)
-        if start >= last_end:
-            chosen.append(finding)
-            last_end = (finding.end_line, finding.end_column)
+    taken: list[Edit] = []
+    for finding in sorted(findings, key=Finding.sort_key):
+        edits = finding.fix.edits
+        if any(overlaps(edit, other) for edit in edits for other in taken):
+            continue
+        chosen.append(finding)
+        taken.extend(edits)
     return chosen
-
-
-class _Rewriter(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, pending: dict[tuple, list[tuple[Rule, Finding]]], fixctx: FixContext) -> None:
-        super().__init__()
-        self.pending = pending
-        self.fixctx = fixctx
-        self.applied: list[Finding] = []
-
-    def on_leave(self, original, updated):
-        if not self.pending:
-            return updated
-        try:
-            position = self.get_metadata(PositionProvider, original)
-        except KeyError:
-            return updated
-        key = (position.start.line, position.start.column, position.end.line, position.end.column)
-        candidates = self.pending.get(key)
-        if not candidates:
-            return updated
-        for index, (rule, finding) in enumerate(candidates):
-            replacement = rule.fix(updated, finding, self.fixctx)
-            if replacement is not None:
-                self.applied.append(finding)
-                del candidates[index]
-                if not candidates:
-                    del self.pending[key]
-                return replacement
-        return updated
-
-
-def _rewrite(text: str, chosen: list[Finding], imports: ImportMap) -> tuple[str, list[Finding]]:
-    rules = all_rules()
-    pending: dict[tuple, list[tuple[Rule, Finding]]] = {}
-    for finding in chosen:
-        pending.setdefault(_span(finding), []).append((rules[finding.code](None), finding))  # type: ignore[arg-type]
-    module = cst.parse_module(text)
-    # libcst drops a file's final lone "\r" (old Mac line endings): remember it to put it back
-    lost = text[len(module.code):] if text != module.code and text.startswith(module.code) else ""
-    fixctx = FixContext(imports)
-    rewriter = _Rewriter(pending, fixctx)
-    new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)
-    if fixctx.needed_imports and rewriter.applied:
-        new_module = _add_imports(new_module, sorted(fixctx.needed_imports))
-    return new_module.code + lost, rewriter.applied
-
-
-def _add_imports(module: cst.Module, names: list[str]) -> cst.Module:
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
-
-    context = CodemodContext()
-    for name in names:
-        AddImportsVisitor.add_needed_import(context, name)
-    return AddImportsVisitor(context).transform_module(module)
 
 
 def _parses(text: str) -> bool:
@@ -158,76 +79,77 @@ def _parses(text: str) -> bool:
         return False
 
 
-def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_code: bool = False) -> FileFix:
-    """Fix one file's text until stable; never returns text that does not parse."""
-    rules = all_rules()
-    rule_classes = [rules[code] for code in codes if code in rules]
-    current = source.text
-    result = FileFix(source.path, source.text, source.text)
-    dropped: set[tuple] = set()  # (code, span) of fixes that broke the file: not tried again
-    findings: list[Finding] = []
-    for _ in range(MAX_PASSES):
-        findings = lint_source(SourceFile(source.path, current, source.encoding, source.bom), rule_classes, test_code)
-        fixable = [f for f in findings if applicable(f, unsafe) and (f.code, _span(f)) not in dropped]
-        if not fixable:
-            break
-        try:
-            tree = ast.parse(current)
-        except SyntaxError:
-            break
-        imports = ImportMap()
-        collect_module_imports(tree, imports)
-        new_text, applied = _try_rewrite(current, _non_overlapping(fixable), imports, dropped, result.messages)
-        if not applied or new_text == current:
-            break
-        result.applied.extend(applied)
-        current = new_text
-    else:
-        findings = lint_source(SourceFile(source.path, current, source.encoding, source.bom), rule_classes, test_code)
-        if any(applicable(f, unsafe) and (f.code, _span(f)) not in dropped for f in findings):
-            result.messages.append(f"{source.path}: fixes did not converge after {MAX_PASSES} passes; "
-                                   "the last parsing result is kept")
-    result.fixed = current
-    result.remaining = findings
-    return result
+def apply_fixes(source: SourceFile, findings: list[Finding]) -> str | None:
+    """The text with these findings' (non-overlapping) edits applied, or None if it would not parse."""
+    text = apply_edits(source, [edit for finding in findings for edit in finding.fix.edits])
+    return text if _parses(text) else None
 
 
-def _try_rewrite(text: str, chosen: list[Finding], imports: ImportMap, dropped: set[tuple],
-                 messages: list[str]) -> tuple[str, list[Finding]]:
-    """Rewrite with all chosen fixes; if that fails or does not parse, keep only the rules whose
-    fixes work on their own, and drop the others with a message naming the rule."""
-
-    reasons: dict[str, str] = {}
-
-    def attempt(group: list[Finding]) -> tuple[str, list[Finding]] | None:
-        try:
-            new_text, applied = _rewrite(text, group, imports)
-        except Exception as exc:  # a rule's fix that libcst rejects must not cost the file
-            reasons[group[0].code] = f"libcst could not apply it ({type(exc).__name__})"
-            return None
-        if _parses(new_text):
-            return new_text, applied
-        reasons[group[0].code] = "the result would not parse"
-        return None
-
-    everything = attempt(chosen)
-    if everything is not None:
-        return everything
+def _one_pass(source: SourceFile, fixable: list[Finding], dropped: set[tuple],
+              messages: list[str]) -> tuple[str, list[Finding]]:
+    """Apply the chosen fixes; if the result does not parse, keep only the rules whose fixes
+    parse on their own, and drop the others with a message naming the rule."""
+    chosen = choose(fixable)
+    text = apply_fixes(source, chosen)
+    if text is not None:
+        return text, chosen
     good: list[Finding] = []
     for code in sorted({f.code for f in chosen}):
         group = [f for f in chosen if f.code == code]
-        if attempt(group) is not None:
+        if apply_fixes(source, group) is not None:
             good.extend(group)
         else:
-            dropped.update((f.code, _span(f)) for f in group)
-            messages.append(f"{chosen[0].path}: dropped {len(group)} {code} fix(es): {reasons.get(code, 'failed')}")
-    together = attempt(good) if good else None
-    if together is not None:
-        return together
+            dropped.update(_key(f) for f in group)
+            messages.append(f"{source.path}: dropped {len(group)} {code} fix(es): the result would not parse")
+    text = apply_fixes(source, good) if good else None
+    if text is not None:
+        return text, good
     if good:
-        dropped.update((f.code, _span(f)) for f in good)
-        messages.append(f"{chosen[0].path}: dropped fixes that do not parse together")
-    return text, []
+        dropped.update(_key(f) for f in good)
+        messages.append(f"{source.path}: dropped fixes that do not parse together")
+    return source.text, []
+
+
+def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_code: bool = False,
+               findings: list[Finding] | None = None, cache: "Cache | None" = None) -> FileFix:
+    """Fix one file's text until stable; never returns text that does not parse. `findings`:
+    what a check of this very text found (saves the first lint)."""
+    rules = all_rules()
+    rule_classes = [rules[code] for code in codes if code in rules]
+
+    def lint(current: SourceFile) -> list[Finding]:
+        key = cache.key(current.text, codes + (("test-code",) if test_code else ())) if cache else None
+        cached = cache.get(key, current.path) if cache else None
+        if cached is not None:
+            return cached
+        found = lint_source(current, rule_classes, test_code)
+        if cache:
+            cache.put(key, found)
+        return found
+
+    current = source
+    result = FileFix(source.path, source.text, source.text)
+    dropped: set[tuple] = set()  # fixes that broke the file: not tried again
+    for _ in range(MAX_PASSES):
+        if findings is None:
+            findings = lint(current)
+        fixable = [f for f in findings if applicable(f, unsafe) and _key(f) not in dropped]
+        if not fixable:
+            break
+        new_text, applied = _one_pass(current, fixable, dropped, result.messages)
+        if not applied or new_text == current.text:
+            break
+        result.applied.extend(applied)
+        current = SourceFile(source.path, new_text, source.encoding, source.bom)
+        findings = None
+    else:
+        findings = lint(current)
+        if any(applicable(f, unsafe) and _key(f) not in dropped for f in findings):
+            result.messages.append(f"{source.path}: fixes did not converge after {MAX_PASSES} passes; "
+                                   "the last parsing result is kept")
+    result.fixed = current.text
+    result.remaining = findings if findings is not None else lint(current)
+    return result
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -283,7 +205,7 @@ def unified_diff(path: str, before: str, after: str) -> str:
     return "".join(out)
 
 
-def fix_paths(findings: list[Finding], settings: Settings, write: bool) -> FixOutcome:
+def fix_paths(findings: list[Finding], settings: Settings, write: bool, cache: "Cache | None" = None) -> FixOutcome:
     """Fix every file that has an applicable finding; other findings pass through as remaining."""
     outcome = FixOutcome()
     unsafe = settings.unsafe_fixes
@@ -302,7 +224,8 @@ def fix_paths(findings: list[Finding], settings: Settings, write: bool) -> FixOu
             outcome.errors.append(f"{path}: cannot read: {exc}")
             outcome.remaining.extend(file_findings)
             continue
-        result = fix_source(source, settings.codes_for(path), unsafe, settings.is_test_code(path))
+        # the first pass reads the check's findings back from the cache, keyed by this very text
+        result = fix_source(source, settings.codes_for(path), unsafe, settings.is_test_code(path), cache=cache)
         outcome.messages.extend(result.messages)
         if not result.changed:
             outcome.remaining.extend(result.remaining)

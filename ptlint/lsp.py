@@ -13,7 +13,6 @@ server asks for whole-document sync and converts positions itself.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import difflib
 import io
@@ -21,7 +20,6 @@ import logging
 import os
 import re
 import tokenize
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,23 +144,16 @@ def _split_lines(text: str) -> list[str]:
 
 def fix_one(text: str, path: str, finding: Finding) -> str | None:
     """The text with only this finding's fix applied, or None when it cannot be applied cleanly."""
-    # The fixer's single-pass rewrite, restricted to one finding (fix_source fixes a whole file).
-    from .fixer import _parses, _rewrite
-    from .names import ImportMap, collect_module_imports
+    from .fixer import apply_fixes
 
+    if finding.fix is None or not finding.fix.edits:
+        return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-        imports = ImportMap()
-        collect_module_imports(tree, imports)
-        new_text, applied = _rewrite(text, [finding], imports)
+        new_text = apply_fixes(SourceFile(path, text), [finding])
     except Exception as exc:  # a failing fix must not take the server down
         logger.warning("fix of %s at %s:%s failed: %s", finding.code, path, finding.line, exc)
         return None
-    if not applied or new_text == text or not _parses(new_text):
-        return None
-    return new_text
+    return new_text if new_text is not None and new_text != text else None
 
 
 def add_noqa(text: str, path: str, finding: Finding) -> str | None:
@@ -385,7 +376,7 @@ class PtlintServer(LanguageServer):
                         title=f"Suppress with `# noqa: {finding.code}`", kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
                         edit=self.workspace_edit(uri, state.version, state.text, suppressed)))
-        # Without resolve support the edit is computed now (a libcst pass): on a plain request at
+        # Without resolve support the edit is computed now (a fix-all pass): on a plain request at
         # the cursor, only when a fixable finding is there.
         eager_ok = lazy or bool(only) or any(action.kind == types.CodeActionKind.QuickFix and action.data
                                              for action in actions)
@@ -399,7 +390,7 @@ class PtlintServer(LanguageServer):
         return actions
 
     def resolve(self, action: types.CodeAction) -> types.CodeAction:
-        """Fill in the edit of a fix action (lazily, as fixes build a libcst tree)."""
+        """Fill in the edit of a fix action (lazily: fix-all re-lints the file until stable)."""
         data = action.data if isinstance(action.data, dict) else {}
         uri = data.get("uri")
         state = self.current(uri) if uri else None

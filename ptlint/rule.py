@@ -1,9 +1,10 @@
 """The rule API: what a rule declares, and what it reports.
 
-A rule is a class in its own module under `ptlint/rules/`. It declares its
-code, name, whether it is on by default, its documentation and examples, and `visit_<NodeType>`
-methods that the engine calls during its single traversal of the module's `ast` tree.
-A fixable rule also implements `fix()`, which rewrites the libcst node found at a finding's span.
+A rule is a class in its own module under `ptlint/rules/`. It declares its code, name, whether it
+is on by default, where code must run for it to report (`contexts`), its documentation and
+examples, and `visit_<NodeType>` methods that the engine calls during its single traversal of the
+module's `ast` tree. A fixable rule attaches a `Fix` to the finding where it finds the problem:
+text edits computed from the same nodes (see `ptlint.edits`), never re-derived later.
 """
 
 from __future__ import annotations
@@ -12,24 +13,55 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-if TYPE_CHECKING:  # the static pass imports libcst only when a fix is written
-    import libcst
-
+if TYPE_CHECKING:
     from .engine import FileContext
-    from .fixer import FixContext
 
 SAFE = "safe"
 UNSAFE = "unsafe"
+
+# Where a statement runs (DESIGN.md, "Where code runs"); ptlint.context decides.
+PER_STEP = "per-step"
+PER_OUTER = "per-outer-iteration"
+ONCE = "once"
+CALLED = "called"
+EVERYWHERE = frozenset({PER_STEP, PER_OUTER, ONCE, CALLED})
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, column) up to (end_line, end_column) with `content`.
+    Lines are 1-based; columns are 1-based characters, the end one past the span (like findings).
+    An insertion has an empty span."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_json(self) -> dict[str, Any]:  # ruff's shape
+        return {"content": self.content, "location": {"row": self.line, "column": self.column},
+                "end_location": {"row": self.end_line, "column": self.end_column}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Edit":
+        return cls(data["location"]["row"], data["location"]["column"], data["end_location"]["row"],
+                   data["end_location"]["column"], data["content"])
 
 
 @dataclass
 class Fix:
     applicability: str  # SAFE or UNSAFE
     message: str
-    data: dict[str, Any] = field(default_factory=dict)  # what the rule's fix() needs; JSON-able
+    edits: tuple[Edit, ...] = ()  # applied together or not at all
 
     def to_json(self) -> dict[str, Any]:
-        return {"applicability": self.applicability, "message": self.message}
+        return {"applicability": self.applicability, "message": self.message,
+                "edits": [edit.to_json() for edit in self.edits]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Fix":
+        return cls(data["applicability"], data["message"], tuple(Edit.from_json(e) for e in data.get("edits", [])))
 
 
 @dataclass
@@ -45,6 +77,7 @@ class Finding:
     severity: str = "warning"
     fix: Fix | None = None
     source: str = "static"
+    context: str | None = None  # where the reported code runs (static findings)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the dynamic pass's "confirmed"
 
     def sort_key(self) -> tuple:
@@ -64,14 +97,14 @@ class Finding:
             "fix": self.fix.to_json() if self.fix else None,
             "source": self.source,
         }
+        if self.context is not None:
+            out["context"] = self.context
         out.update(self.extra)
         return out
 
     def to_cache(self) -> dict[str, Any]:
         out = self.to_json()
         out["extra"] = self.extra
-        if self.fix:
-            out["fix"]["data"] = self.fix.data
         return out
 
     @classmethod
@@ -81,8 +114,8 @@ class Finding:
             code=data["code"], name=data["name"], message=data["message"], path=data["path"],
             line=data["line"], column=data["column"], end_line=data["end_line"],
             end_column=data["end_column"], severity=data["severity"],
-            fix=Fix(fix["applicability"], fix["message"], fix.get("data", {})) if fix else None,
-            source=data["source"], extra=data.get("extra", {}),
+            fix=Fix.from_json(fix) if fix else None,
+            source=data["source"], context=data.get("context"), extra=data.get("extra", {}),
         )
 
 
@@ -102,6 +135,11 @@ class Rule:
     default: ClassVar[bool] = True  # on unless the user deselects it
     severity: ClassVar[str] = "warning"
     fixable: ClassVar[str | None] = None  # None, SAFE, UNSAFE or "sometimes" (catalogue column)
+    # Where the reported code must run for a finding to count (DESIGN.md, "Where code runs").
+    # Rules about the cost of one execution leave out once-code; rules about how something is
+    # built report everywhere. `cold`: whether to report in branches that only run on misuse.
+    contexts: ClassVar[frozenset[str]] = EVERYWHERE
+    cold: ClassVar[bool] = True
     # Substrings of the source text of which at least one must occur for the rule to be able to
     # fire. The engine skips the rule (and the whole traversal, when no rule is left) otherwise.
     triggers: ClassVar[tuple[str, ...]] = ()
@@ -111,21 +149,21 @@ class Rule:
     bad_examples: ClassVar[list[str]] = []
     good_examples: ClassVar[list[str]] = []
     fix_examples: ClassVar[list[FixExample]] = []
+    # Code that triggers the rule on its `# expect:` lines but must get no fix, even an unsafe
+    # one (the rewrite would change behaviour or lose a comment).
+    unfixable_examples: ClassVar[list[str]] = []
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
 
     def report(self, node: ast.AST, message: str | None = None, fix: Fix | None = None,
                end_node: ast.AST | None = None) -> None:
-        """Report a finding spanning `node` (to the end of `end_node` when given)."""
+        """Report a finding spanning `node` (to the end of `end_node` when given). The engine
+        keeps it only if `node` runs in one of the rule's `contexts`."""
         self.ctx.add_finding(self, node, end_node or node, message or self.message, fix)
 
     def end_file(self) -> None:
         """Called after the traversal: rules that need the whole module report here."""
-
-    def fix(self, node: "libcst.CSTNode", finding: Finding, fixctx: "FixContext") -> "libcst.CSTNode | None":
-        """Return the replacement of `node` (the libcst node at the finding's span) or None."""
-        return None
 
     @classmethod
     def summary(cls) -> str:

@@ -44,7 +44,7 @@ class SourceFile:
         return self.text[start:end].rstrip("\r\n")
 
     def char_column(self, lineno: int, byte_col: int) -> int:
-        """`ast` gives columns as UTF-8 byte offsets; users and libcst count characters."""
+        """`ast` gives columns as UTF-8 byte offsets; users and editors count characters."""
         line = self.line(lineno)
         if line.isascii():
             return byte_col

@@ -55,7 +55,7 @@ def test_json_shape_matches_design(tmp_path):
     assert finding == {
         "code": "PTL101", "name": "sync-in-loop", "message": finding["message"],
         "path": os.path.join("src", "train.py"), "line": 6, "column": 18, "end_line": 6, "end_column": 32,
-        "severity": "warning", "fix": None, "source": "static",
+        "severity": "warning", "fix": None, "source": "static", "context": "per-step",
     }
     assert "item" in finding["message"]
 

@@ -54,6 +54,16 @@ def test_fix_example(code, example):
         assert fix_text(example.before, [code], unsafe=False) == example.before
 
 
+@pytest.mark.parametrize("code,example", list(_cases("unfixable_examples")))
+def test_unfixable_example_is_reported_without_a_fix(code, example):
+    expected = expected_lines(example, code)
+    assert expected, "an unfixable example must mark its expected lines with `# expect: CODE`"
+    findings = [f for f in check_text(example, [code]) if f.code == code]
+    assert sorted(f.line for f in findings) == expected
+    assert all(f.fix is None for f in findings)
+    assert fix_text(example, [code], unsafe=True) == example
+
+
 @pytest.mark.parametrize("code", list(RULES))
 def test_rule_is_documented_with_examples(code):
     cls = RULES[code]

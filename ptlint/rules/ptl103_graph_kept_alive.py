@@ -60,8 +60,9 @@ class GraphKeptAlive(Rule):
         for n in nodes:
             kept = self._kept_value(n, losses, assigned_in_loop)
             if kept is not None:
+                detach = self.ctx.edits.insert_at(self.ctx.edits.end(kept), ".detach()")
                 self.report(kept, self.message.format(name=kept.id),
-                            fix=Fix(UNSAFE, f"Keep `{kept.id}.detach()` instead"))
+                            fix=Fix(UNSAFE, f"Keep `{kept.id}.detach()` instead", (detach,)))
 
     @staticmethod
     def _kept_value(node: ast.AST, losses: set[str], assigned_in_loop: set[str]) -> ast.Name | None:
@@ -87,13 +88,6 @@ class GraphKeptAlive(Rule):
             if isinstance(left, ast.Name) and left.id == target and isinstance(right, ast.Name) \
                     and right.id in losses and target not in losses:
                 return right
-        return None
-
-    def fix(self, node, finding, fixctx):
-        import libcst as cst
-
-        if isinstance(node, cst.Name):
-            return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("detach")))
         return None
 
     docs = """

@@ -6,7 +6,7 @@ import ast
 import re
 
 from ptlint.astutil import dotted, keyword
-from ptlint.rule import SAFE, UNSAFE, Fix, FixExample, Rule
+from ptlint.rule import CALLED, PER_STEP, SAFE, UNSAFE, Fix, FixExample, Rule
 
 # torch factories that take `device=` and build their values from their arguments alone.
 DETERMINISTIC = {
@@ -107,6 +107,8 @@ class MoveAfterCreate(Rule):
     name = "move-after-create"
     message = "`{factory}(...)` builds the tensor on the CPU and then copies it: create it with `device=`"
     fixable = "sometimes"
+    contexts = frozenset({PER_STEP, CALLED})  # a factory moved once at set-up costs nothing worth a change
+    cold = False
     triggers = (".cuda(", ".to(")
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -133,43 +135,40 @@ class MoveAfterCreate(Rule):
                 unsafe_reasons.append("values computed in the new dtype may round differently")
             if keyword(inner, "requires_grad") is not None:
                 unsafe_reasons.append("the result becomes a leaf tensor")
-            if unsafe_reasons:
-                fix = Fix(UNSAFE, f"Create it on the device with `device=` ({'; '.join(unsafe_reasons)})")
+            edits = self._edits(node, inner)
+            if edits is None:
+                fix = None
+            elif unsafe_reasons:
+                fix = Fix(UNSAFE, f"Create it on the device with `device=` ({'; '.join(unsafe_reasons)})", edits)
             else:
-                fix = Fix(SAFE, "Create it on the device with `device=`")
+                fix = Fix(SAFE, "Create it on the device with `device=`", edits)
         self.report(node, self.message.format(factory=f"torch.{factory}"), fix=fix)
 
-    def fix(self, node, finding, fixctx):
-        import libcst as cst
-
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                and isinstance(node.func.value, cst.Call)):
-            return None
-        inner = node.func.value
-        empty = cst.Module([])
-        outer_code = empty.code_for_node(node)
-        if "#" in outer_code.replace(empty.code_for_node(inner), "", 1):
+    def _edits(self, move: ast.Call, factory: ast.Call) -> tuple | None:
+        """`torch.zeros(n).to(d, dtype)` -> `torch.zeros(n, dtype=dtype, device=d)`; `.cuda(1)` ->
+        `device="cuda:1"`. `non_blocking=` goes: the factory fills the tensor where it lives."""
+        edits = self.ctx.edits
+        if edits.has_comment_after(factory, move):
             return None  # a comment inside `.to(...)` would be lost
-        method = node.func.attr.value
-        positional = [a for a in node.args if a.keyword is None]
-        kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        kwargs = {k.arg: k.value for k in move.keywords}
+        device = move.args[0] if move.args else kwargs.get("device")
         dtype = None
-        if method == "cuda":
-            device = positional[0].value if positional else kwargs.get("device")
+        if move.func.attr == "cuda":
             if device is None:
-                device = cst.SimpleString('"cuda"')
-            elif isinstance(device, cst.Integer):
-                device = cst.SimpleString(f'"cuda:{device.value}"')
-            elif not isinstance(device, cst.SimpleString):
+                spelled_device = '"cuda"'
+            elif isinstance(device, ast.Constant) and type(device.value) is int:
+                spelled_device = f'"cuda:{device.value}"'
+            elif isinstance(device, ast.Constant) and isinstance(device.value, str):
+                spelled_device = edits.text(device)
+            else:
                 return None
         else:
-            device = positional[0].value if positional else kwargs.get("device")
-            dtype = positional[1].value if len(positional) > 1 else kwargs.get("dtype")
             if device is None:
                 return None
-        new_args = [("dtype", dtype), ("device", device)]
-        return _with_keywords(inner, [(k, v) for k, v in new_args if v is not None]).with_changes(
-            lpar=node.lpar, rpar=node.rpar)
+            spelled_device = edits.text(device)
+            dtype = move.args[1] if len(move.args) > 1 else kwargs.get("dtype")
+        arguments = ([f"dtype={edits.text(dtype)}"] if dtype is not None else []) + [f"device={spelled_device}"]
+        return (edits.replace(move, edits.call_with_keywords(factory, arguments)),)
 
     docs = """
 ## What it does
@@ -321,7 +320,7 @@ def cdf(values, reference):
             before="""
 import torch
 
-def setup(n, device):
+def make_inputs(n, device):
     ids = torch.arange(n).to(device, non_blocking=True)
     mask = torch.ones(n, n).cuda()
     one = torch.eye(n).cuda(1)
@@ -331,7 +330,7 @@ def setup(n, device):
             after="""
 import torch
 
-def setup(n, device):
+def make_inputs(n, device):
     ids = torch.arange(n, device=device)
     mask = torch.ones(n, n, device="cuda")
     one = torch.eye(n, device="cuda:1")
@@ -355,31 +354,3 @@ def noise(b, d, device):
             unsafe=True,
         ),
     ]
-
-
-def _with_keywords(call, pairs):
-    """`call` with `name=value` arguments appended, following the call's own layout."""
-    import libcst as cst
-
-    args = list(call.args)
-    new = [cst.Arg(value=value, keyword=cst.Name(name),
-                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                         whitespace_after=cst.SimpleWhitespace("")))
-           for name, value in pairs]
-    if not args:
-        return call.with_changes(args=new)
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma):  # a trailing comma: one argument per line, keep it so
-        separator = args[-2].comma.whitespace_after if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) \
-            else call.whitespace_before_args
-        if isinstance(separator, cst.SimpleWhitespace) and not separator.value:
-            separator = cst.SimpleWhitespace(" ")
-        between = cst.Comma(whitespace_after=separator)
-        args[-1] = last.with_changes(comma=between)
-        new = [arg.with_changes(comma=between) for arg in new[:-1]] + [new[-1].with_changes(comma=last.comma)]
-    else:  # the space before `)` (a newline in a wrapped call) moves behind the new arguments
-        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
-        new = [arg.with_changes(comma=comma) for arg in new[:-1]] + [
-            new[-1].with_changes(whitespace_after_arg=last.whitespace_after_arg)]
-    return call.with_changes(args=args + new)

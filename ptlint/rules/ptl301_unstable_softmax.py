@@ -61,25 +61,21 @@ class UnstableSoftmax(DeferredRule):
         if recogniser is exp_call and num_direct and sum_direct and exp_direct and not eps and int_literal(total.dim) \
                 and is_true(total.keepdim) and _only(total.node, {"dim", "keepdim"}) \
                 and not visibly_integer(self.ctx, numerator.operand):
-            fix = Fix(SAFE, "Use `softmax(x, dim=d)`", data={"dim": ast.unparse(total.dim)})
+            edits = self._edits(node, numerator, total.dim)
+            fix = Fix(SAFE, "Use `softmax(x, dim=d)`", edits) if edits else None
         self.defer(node, names, fix=fix)
 
-    def fix(self, node, finding, fixctx):
-        import libcst as cst
-
-        if not isinstance(node, cst.BinaryOperation) or not isinstance(node.left, cst.Call):
+    def _edits(self, quotient: ast.BinOp, exp: Call, dim: ast.AST) -> tuple | None:
+        """`exp(x) / exp(x).sum(d, keepdim=True)` -> `torch.softmax(x, dim=d)` (`x.softmax(dim=d)`
+        when the code wrote `x.exp()`)."""
+        edits = self.ctx.edits
+        if edits.has_comment(quotient):
             return None
-        exp = node.left
-        dim = cst.Arg(cst.parse_expression(finding.fix.data["dim"]), keyword=cst.Name("dim"),
-                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-        if isinstance(exp.func, cst.Attribute) and exp.func.attr.value == "exp" and not exp.args:
-            method = exp.func.with_changes(attr=cst.Name("softmax"))
-            return cst.Call(func=method, args=[dim], lpar=node.lpar, rpar=node.rpar)
-        if len(exp.args) != 1:
-            return None
-        x = exp.args[0].value
-        return cst.Call(func=fixctx.reference("torch.softmax"), args=[cst.Arg(x), dim],
-                        lpar=node.lpar, rpar=node.rpar)
+        x, d = edits.text(exp.operand), edits.text(dim)
+        if exp.method:
+            return (edits.replace(quotient, f"{edits.expression(exp.operand)}.softmax(dim={d})"),)
+        spelled, imports = edits.reference("torch.softmax")
+        return (edits.replace(quotient, f"{spelled}({x}, dim={d})"), *imports)
 
     docs = """
 ## What it does

@@ -26,35 +26,23 @@ class LogOfSoftmax(DeferredRule):
             return
         fix = None
         if direct:
-            qualname = self.ctx.qualname(softmax.node.func)
-            fix = Fix(SAFE, "Use `log_softmax`", data={"qualname": qualname})
+            edits = self._edits(node, softmax.node)
+            fix = Fix(SAFE, "Use `log_softmax`", edits) if edits else None
         self.defer(node, names, fix=fix)
 
-    def fix(self, node, finding, fixctx):
-        import libcst as cst
-
-        if not isinstance(node, cst.Call):
-            return None
-        # torch.log(S) or S.log(): find S
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "log" and not node.args:
-            softmax = node.func.value
-        elif len(node.args) == 1:
-            softmax = node.args[0].value
-        else:
-            return None
-        if not isinstance(softmax, cst.Call):
-            return None
+    def _edits(self, log: ast.Call, softmax: ast.Call) -> tuple | None:
+        """`log(softmax(x, d))` / `softmax(x, d).log()` -> `log_softmax(x, d)`, in the namespace
+        (or as the method) the code used, with the softmax's own arguments."""
+        edits = self.ctx.edits
+        if edits.has_comment(log, softmax.func) or edits.has_comment_after(softmax, log):
+            return None  # only the softmax's arguments are kept verbatim
+        arguments = edits.text_between(softmax.func, softmax)  # "(x, dim=-1)"
         func = softmax.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "softmax":
-            new_func = func.with_changes(attr=cst.Name("log_softmax"))  # same namespace / method
-        elif isinstance(func, cst.Name) and finding.fix.data.get("qualname"):
-            module = finding.fix.data["qualname"].rsplit(".", 1)[0]
-            spelled = fixctx.local_name(module)  # `F` when the module has `import ... as F`
-            new_func = cst.parse_expression(f"{spelled}.log_softmax") if spelled \
-                else fixctx.reference(f"{module}.log_softmax")
-        else:
-            return None
-        return softmax.with_changes(func=new_func, lpar=node.lpar, rpar=node.rpar)
+        if isinstance(func, ast.Attribute):  # F.softmax / torch.softmax / x.softmax: same receiver
+            return (edits.replace(log, f"{edits.expression(func.value)}.log_softmax{arguments}"),)
+        qualname = self.ctx.qualname(func)  # `from torch.nn.functional import softmax`
+        spelled, imports = edits.reference(qualname.rsplit(".", 1)[0] + ".log_softmax")
+        return (edits.replace(log, f"{spelled}{arguments}"), *imports)
 
     docs = """
 ## What it does

@@ -40,33 +40,21 @@ class LogSumExp(DeferredRule):
         keepdim_ok = total.keepdim is None or isinstance(total.keepdim, ast.Constant)
         if sum_direct and exp_direct and _plain_dim(total.dim) and keepdim_ok \
                 and all(kw.arg in {"dim", "keepdim"} for kw in call.keywords) and len(call.args) <= positional:
-            data = {"dim": ast.unparse(total.dim), "keepdim": is_true(total.keepdim),
-                    "log_method": log.method, "sum_method": total.method}
-            fix = Fix(SAFE, "Use `logsumexp(x, dim)`", data=data)
+            edits = self._edits(node, exp, total)
+            fix = Fix(SAFE, "Use `logsumexp(x, dim)`", edits) if edits else None
         self.defer(node, names, fix=fix)
 
-    def fix(self, node, finding, fixctx):
-        import libcst as cst
-
-        if not isinstance(node, cst.Call):
+    def _edits(self, log: ast.Call, exp, total) -> tuple | None:
+        """`log(sum(exp(x), d))` -> `torch.logsumexp(x, d)` (`x.logsumexp(d)` when the code wrote
+        `x.exp()`), keeping `keepdim=True`."""
+        edits = self.ctx.edits
+        if edits.has_comment(log):
             return None
-        # log(S) / S.log(), S = sum(E, d) / E.sum(d), E = exp(x) / x.exp()
-        data = finding.fix.data
-        total = _operand(node, data["log_method"])
-        exp = _operand(total, data["sum_method"]) if isinstance(total, cst.Call) else None
-        if not isinstance(exp, cst.Call):
-            return None
-        args = [cst.Arg(cst.parse_expression(finding.fix.data["dim"]))]
-        if finding.fix.data["keepdim"]:
-            args.append(cst.Arg(cst.Name("True"), keyword=cst.Name("keepdim"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-        if isinstance(exp.func, cst.Attribute) and exp.func.attr.value == "exp" and not exp.args:
-            func = exp.func.with_changes(attr=cst.Name("logsumexp"))
-            return cst.Call(func=func, args=args, lpar=node.lpar, rpar=node.rpar)
-        if len(exp.args) != 1:
-            return None
-        return cst.Call(func=fixctx.reference("torch.logsumexp"), args=[cst.Arg(exp.args[0].value), *args],
-                        lpar=node.lpar, rpar=node.rpar)
+        arguments = edits.text(total.dim) + (", keepdim=True" if is_true(total.keepdim) else "")
+        if exp.method:
+            return (edits.replace(log, f"{edits.expression(exp.operand)}.logsumexp({arguments})"),)
+        spelled, imports = edits.reference("torch.logsumexp")
+        return (edits.replace(log, f"{spelled}({edits.text(exp.operand)}, {arguments})"), *imports)
 
     docs = """
 ## What it does

@@ -1,331 +1,42 @@
-"""PTL501 per-parameter-update: a loop over parameters doing one in-place update per tensor.
-
-Also holds what PTL502 shares with it: recognising a loop over parameters, and writing the
-`torch._foreach_*` replacement of such a loop.
-"""
+"""PTL501 per-parameter-update: a loop over parameters doing one in-place update per tensor."""
 
 from __future__ import annotations
 
 import ast
-import re
 
-from ptlint.astutil import body_nodes
-from ptlint.rule import UNSAFE, Fix, FixExample, Rule
+from ptlint.rule import CALLED, PER_OUTER, PER_STEP, UNSAFE, Fix, FixExample, Rule
 
-# Names that clearly hold a list of parameters when nothing else tells us what they are.
-PARAM_LIST_NAMES = {"params", "parameters", "param_list", "params_list", "parameter_list", "model_params",
-                    "model_parameters", "trainable_params", "params_with_grad"}
-# Calls that pass an iterable of parameters through unchanged (element for element).
-PASS_THROUGH = {"list", "tuple", "filter", "reversed", "sorted"}
+from ._optim import (Call, ForeachWriter, Unsupported, body_nodes, fixable_loop, in_place_base, param_names,
+                     tensor_kind, unguarded_body)
+
 # In-place arithmetic on a parameter: an optimizer step, an EMA, weight clipping.
 UPDATE_METHODS = {"add_", "sub_", "mul_", "div_", "lerp_", "addcdiv_", "addcmul_", "clamp_", "clamp_min_",
                   "clamp_max_"}
 UPDATE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
 
-# -- which loops run over parameters --------------------------------------------------------------
+def _single_tensor_fallback(ctx) -> bool:
+    """The `_single_tensor_*` functions of foreach optimizers are per-tensor on purpose."""
+    return any("single_tensor" in getattr(function, "name", "") for function in ctx.functions)
 
-def param_names(iterable: ast.AST, target: ast.AST, ctx, depth: int = 0) -> set[str]:
-    """The names in a `for` target that are bound to parameter tensors; empty when the iterable
-    is not visibly an iterable of parameters."""
-    if depth > 4:
-        return set()
-    if isinstance(iterable, ast.Call):
-        func = iterable.func
-        if isinstance(func, ast.Attribute) and func.attr == "parameters" and not iterable.args:
-            return {target.id} if isinstance(target, ast.Name) else set()
-        if isinstance(func, ast.Attribute) and func.attr == "named_parameters":
-            return _second_name(target)
-        if isinstance(func, ast.Name) and func.id in PASS_THROUGH and iterable.args:
-            source = iterable.args[1] if func.id == "filter" and len(iterable.args) == 2 else iterable.args[0]
-            return param_names(source, target, ctx, depth + 1)
-        if isinstance(func, ast.Name) and func.id == "enumerate" and iterable.args \
-                and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
-            return param_names(iterable.args[0], target.elts[1], ctx, depth + 1)
-        if isinstance(func, ast.Name) and func.id == "zip" and not iterable.keywords \
-                and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(iterable.args):
-            found: set[str] = set()
-            for arg, element in zip(iterable.args, target.elts):
-                found |= param_names(arg, element, ctx, depth + 1)
-            return found
-        return set()
-    if isinstance(iterable, ast.Subscript) and _is_params_key(iterable.slice):  # group["params"]
-        return {target.id} if isinstance(target, ast.Name) else set()
-    if isinstance(iterable, ast.Attribute) and iterable.attr in PARAM_LIST_NAMES:  # self.params
-        return {target.id} if isinstance(target, ast.Name) else set()
-    if isinstance(iterable, ast.Name):
-        if iterable.id in PARAM_LIST_NAMES:
-            return {target.id} if isinstance(target, ast.Name) else set()
-        values = ctx.assignments(iterable.id)
-        if values and all(_is_param_list(v, ctx, depth + 1) for v in values):
-            return {target.id} if isinstance(target, ast.Name) else set()
-    return set()
-
-
-def _is_param_list(value: ast.AST, ctx, depth: int) -> bool:
-    """`params = list(model.parameters())`, `[p for p in model.parameters() if ...]`."""
-    probe = ast.Name("p")
-    if isinstance(value, ast.ListComp) and len(value.generators) == 1:
-        generator = value.generators[0]
-        return isinstance(value.elt, ast.Name) and value.elt.id in param_names(generator.iter, generator.target,
-                                                                              ctx, depth)
-    return bool(param_names(value, probe, ctx, depth))
-
-
-def _is_params_key(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value == "params"
-
-
-def _second_name(target: ast.AST) -> set[str]:
-    if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
-        return {target.elts[1].id}
-    return set()
-
-
-def tensor_kind(node: ast.AST, names: set[str]) -> tuple[str, str] | None:
-    """("param", p) for `p` / `p.data`, ("grad", p) for `p.grad` / `p.grad.data`, where p is a
-    parameter name of the loop."""
-    if isinstance(node, ast.Name) and node.id in names:
-        return ("param", node.id)
-    if isinstance(node, ast.Attribute):
-        inner = tensor_kind(node.value, names)
-        if inner is None:
-            return None
-        if node.attr == "data":
-            return inner
-        if node.attr == "grad" and inner[0] == "param" and isinstance(node.value, ast.Name):
-            return ("grad", inner[1])
-    return None
-
-
-def in_place_base(call: ast.Call) -> ast.AST:
-    """`p.mul_(d).add_(x)` -> `p`: the tensor a chain of in-place calls writes to."""
-    node: ast.AST = call
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_"):
-        node = node.func.value
-    return node
-
-
-def in_one_off_code(ctx) -> bool:
-    """Initialisation runs once: a per-parameter loop there costs nothing worth a finding.
-    The `_single_tensor_*` fallbacks of foreach optimizers are per-tensor on purpose."""
-    for function in ctx.functions:
-        name = getattr(function, "name", "")
-        if "init" in name or "single_tensor" in name:
-            return True
-    return False
-
-
-# -- writing the replacement ----------------------------------------------------------------------
-
-_LOOP_INVARIANT = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.UnaryOp, ast.BinOp, ast.Load,
-                   ast.unaryop, ast.operator, ast.Slice)
-
-
-def loop_invariant(node: ast.AST, loop_names: set[str]) -> bool:
-    """A side-effect-free expression that does not depend on the loop: evaluating it once gives
-    the value every iteration saw."""
-    for child in ast.walk(node):
-        if not isinstance(child, _LOOP_INVARIANT):
-            return False
-        if isinstance(child, ast.Name) and child.id in loop_names:
-            return False
-    return True
-
-
-def target_names(target: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-
-
-def _grad_none_test(test: ast.AST, op: type) -> str | None:
-    """`p.grad is None` (op ast.Is) or `p.grad is not None` (ast.IsNot) -> "p"."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op) \
-            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
-            and isinstance(test.left, ast.Attribute) and test.left.attr == "grad" \
-            and isinstance(test.left.value, ast.Name):
-        return test.left.value.id
-    return None
-
-
-def grad_guard(stmt: ast.AST) -> str | None:
-    """`if p.grad is not None:` with no else -> "p"."""
-    if isinstance(stmt, ast.If) and not stmt.orelse:
-        return _grad_none_test(stmt.test, ast.IsNot)
-    return None
-
-
-def skip_if_no_grad(stmt: ast.AST) -> str | None:
-    """`if p.grad is None: continue` -> "p"."""
-    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 \
-            and isinstance(stmt.body[0], ast.Continue):
-        return _grad_none_test(stmt.test, ast.Is)
-    return None
-
-
-def unguarded_body(loop: ast.For) -> tuple[list[ast.stmt], set[str]]:
-    """The loop's statements inside an optional `p.grad is not None` guard, and the guarded names."""
-    body = list(loop.body)
-    guarded: set[str] = set()
-    if len(body) == 1 and (name := grad_guard(body[0])):
-        guarded.add(name)
-        body = list(body[0].body)
-    elif len(body) >= 2 and (name := skip_if_no_grad(body[0])):
-        guarded.add(name)
-        body = body[1:]
-    return body, guarded
-
-
-def fixable_loop(loop: ast.For, ctx) -> bool:
-    """A loop the fixes may replace: no `else`, no comment the rewrite would drop, and no code
-    after it reading the loop variable (a comprehension does not leave it bound)."""
-    lines = ctx.source.text.splitlines()[loop.lineno - 1:loop.end_lineno]  # whole lines: trailing comments too
-    return not loop.orelse and not any("#" in line for line in lines) and not target_used_after(loop, ctx)
-
-
-def target_used_after(loop: ast.For, ctx) -> bool:
-    """Whether code after the loop may read a loop variable (a comprehension would not leave it
-    bound): the first later mention of the name is a read."""
-    names = target_names(loop.target)
-    scope = ctx.function or ctx.tree
-    end = (loop.end_lineno, loop.end_col_offset)
-    first: dict[str, tuple[tuple[int, int], bool]] = {}
-    pending: list[ast.AST] = list(scope.body) if isinstance(scope.body, list) else [scope.body]
-    while pending:
-        node = pending.pop()  # nested functions included: a closure may read the name later
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            bound = set().union(*(target_names(g.target) for g in node.generators))
-            pending.extend(g.iter for g in node.generators[:1])
-            if bound & names:
-                continue  # its own scope
-        if isinstance(node, ast.Name) and node.id in names:
-            where = (node.lineno, node.col_offset)
-            if where > end and (node.id not in first or where < first[node.id][0]):
-                first[node.id] = (where, isinstance(node.ctx, ast.Load))
-        pending.extend(ast.iter_child_nodes(node))
-    return any(is_read for _, is_read in first.values())
-
-
-class Unsupported(Exception):
-    """A loop body the fix cannot translate exactly."""
-
-
-MARK = "\x02"  # around a qualified torch name in fix data: fix() writes the module's spelling of it
-
-
-class ForeachWriter:
-    """Turns per-parameter statements into `torch._foreach_*` calls over lists built by one
-    comprehension per tensor expression, e.g. `[p.grad for p in params_with_grad]`."""
-
-    def __init__(self, loop: ast.For, text: str, guarded: set[str]) -> None:
-        self.loop = loop
-        self.text = text
-        self.loop_names = target_names(loop.target)
-        self.guarded = guarded
-        self.calls: list[str] = []  # each with list placeholders \x00N\x00
-        self.lists: list[str] = []  # the per-tensor expressions, e.g. "p.data"
-        self.grad_names: set[str] = set()
-        self.owners: set[str] = set(guarded)  # the loop names the lists are built from
-
-    def code(self, node: ast.AST) -> str:
-        segment = ast.get_source_segment(self.text, node)
-        if segment is None:
-            raise Unsupported
-        return segment if "\n" not in segment else f"({segment})"
-
-    def tensor(self, node: ast.AST, names: set[str]) -> str:
-        kind = tensor_kind(node, names)
-        if kind is None:
-            raise Unsupported
-        self.owners.add(kind[1])
-        if any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in ast.walk(node)):
-            self.grad_names.add(kind[1])
-        expression = self.code(node)
-        if expression not in self.lists:
-            self.lists.append(expression)
-        return f"\x00{self.lists.index(expression)}\x00"
-
-    def scalar(self, node: ast.AST) -> str:
-        if not loop_invariant(node, self.loop_names):
-            raise Unsupported
-        return self.code(node)
-
-    def add(self, function: str, *args: str) -> None:
-        self.calls.append(f"{MARK}{function}{MARK}(" + ", ".join(args) + ")")
-
-    def finish(self) -> dict:
-        """The fix data: the statements to write, with the lists spelled out."""
-        # the comprehensions keep the loop's own guard, and skip parameters without a gradient
-        # where the body reads one (the loop would have raised there)
-        condition = " and ".join(f"{n}.grad is not None" for n in sorted(self.grad_names | self.guarded))
-        target = self.code(self.loop.target)
-        iterable = self.code(self.loop.iter)
-        uses = sum(call.count("\x00") // 2 for call in self.calls)
-        statements: list[str] = []
-        if uses == 1:  # one list: the comprehension can iterate the original iterable itself
-            lists = [f"[{e} for {target} in {iterable}" + (f" if {condition}]" if condition else "]")
-                     for e in self.lists]
-        else:  # several lists: iterate the original once, into a list, in the same order
-            # keep only the loop name the lists use (`param` of `name, param`), else the tuples
-            single = isinstance(self.loop.target, ast.Name) or len(self.owners) == 1
-            element = next(iter(self.owners)) if single else f"({target})"
-            fresh = fresh_name(self.text, "params_with_grad" if condition else "param_list" if single
-                               else "param_pairs")
-            if condition or (single and element != target):
-                statements.append(f"{fresh} = [{element} for {target} in {iterable}"
-                                  + (f" if {condition}]" if condition else "]"))
-            else:
-                statements.append(f"{fresh} = list({iterable})")
-            inner = element if single else target
-            lists = [fresh if e == element else f"[{e} for {inner} in {fresh}]" for e in self.lists]
-        for call in self.calls:
-            statements.append(re.sub("\x00(\\d+)\x00", lambda m: lists[int(m.group(1))], call))
-        return {"statements": statements}
-
-
-def fresh_name(text: str, base: str) -> str:
-    name, index = base, 1
-    while re.search(rf"\b{name}\b", text):
-        index += 1
-        name = f"{base}_{index}"
-    return name
-
-
-def build_fix_statements(node, statements: list[str], fixctx):
-    """The libcst replacement of a `for` node by the statements of ForeachWriter.finish."""
-    import libcst as cst
-
-    if not isinstance(node, cst.For) or node.asynchronous is not None or node.orelse is not None:
-        return None
-    empty = cst.Module([])
-    if "#" in empty.code_for_node(node.body):  # a comment in or after the body would be lost
-        return None
-    out = []
-    for statement in statements:
-        parts = statement.split(MARK)  # odd parts are qualified torch names
-        for index in range(1, len(parts), 2):
-            parts[index] = empty.code_for_node(fixctx.reference(parts[index]))
-        out.append(cst.parse_statement("".join(parts) + "\n"))
-    out[0] = out[0].with_changes(leading_lines=node.leading_lines)
-    return out[0] if len(out) == 1 else cst.FlattenSentinel(out)
-
-
-# -- the rule ------------------------------------------------------------------------------------
 
 class PerParameterUpdate(Rule):
     code = "PTL501"
     name = "per-parameter-update"
     message = "this loop updates each parameter in place, one kernel launch per tensor; use `torch._foreach_*`"
     fixable = UNSAFE
+    contexts = frozenset({PER_STEP, PER_OUTER, CALLED})  # not set-up code: it runs once
+    cold = False
     triggers = ("parameters", "params")
 
     def visit_For(self, node: ast.For) -> None:
         names = param_names(node.iter, node.target, self.ctx)
-        if not names or in_one_off_code(self.ctx):
+        if not names or _single_tensor_fallback(self.ctx):
             return
         if not any(self._is_update(n, names) for n in body_nodes(node.body)):
             return
-        data = self._translate(node, names)
-        fix = Fix(UNSAFE, "Update all parameters with one `torch._foreach_*` call", data) if data else None
+        edits = self._translate(node, names)
+        fix = Fix(UNSAFE, "Update all parameters with `torch._foreach_*` calls", edits) if edits else None
         self.report(node, fix=fix)
 
     @staticmethod
@@ -344,17 +55,17 @@ class PerParameterUpdate(Rule):
                 and kind[0] == "param"
         return False
 
-    def _translate(self, loop: ast.For, names: set[str]) -> dict | None:
+    def _translate(self, loop: ast.For, names: set[str]) -> tuple | None:
         if not fixable_loop(loop, self.ctx):
             return None
         body, guarded = unguarded_body(loop)
-        writer = ForeachWriter(loop, self.ctx.source.text, guarded)
+        writer = ForeachWriter(loop, self.ctx, guarded)
         try:
             for stmt in body:
                 self._statement(stmt, names, writer)
-            return writer.finish() if writer.calls else None
         except Unsupported:
             return None
+        return writer.fix_edits() if writer.calls else None
 
     @staticmethod
     def _statement(stmt: ast.stmt, names: set[str], w: ForeachWriter) -> None:
@@ -376,7 +87,7 @@ class PerParameterUpdate(Rule):
                 if tensor_kind(scale, names):
                     scale, tensor = tensor, scale
                 # the product first, as the loop computes it, then the in-place subtraction
-                product = f"{MARK}torch._foreach_mul{MARK}({w.tensor(tensor, names)}, {w.scalar(scale)})"
+                product = Call("torch._foreach_mul", [w.tensor(tensor, names), w.scalar(scale)])
                 w.add(function, w.tensor(stmt.target, names), product)
                 return
             raise Unsupported
@@ -418,10 +129,6 @@ class PerParameterUpdate(Rule):
             else:
                 raise Unsupported
 
-    def fix(self, node, finding, fixctx):
-        statements = finding.fix.data.get("statements") if finding.fix else None
-        return build_fix_statements(node, statements, fixctx) if statements else None
-
     docs = """
 ## What it does
 Finds a loop over a model's parameters (`model.parameters()`, `named_parameters()`,
@@ -458,11 +165,20 @@ with torch.no_grad():
 a `torch.optim` optimizer.
 
 ## Fix safety
-Unsafe: `torch._foreach_*` is a private API, and parameters without a gradient are skipped
-where the loop would have raised. The fix is offered only for bodies it can translate
-operation for operation: `add_`/`sub_` (with `alpha=`), `mul_`/`div_` by a loop-invariant
-value, `lerp_`, chains of these, and `+=`/`-=`/`*=` of a gradient (times a loop-invariant value),
-optionally guarded by `if p.grad is not None:`.
+Unsafe: `torch._foreach_*` is a private API; parameters without a gradient are skipped where
+an unguarded loop would have raised; and a hand-made list holding one tensor twice is updated
+once per occurrence by the loop but may race in a fused CUDA kernel (`model.parameters()` never
+repeats a tensor). The fix is offered only for bodies it can translate operation for operation:
+`add_`/`sub_` (with `alpha=`), `mul_`/`div_` by a loop-invariant value, `lerp_`, chains of
+these, and `+=`/`-=`/`*=` of a gradient (times a loop-invariant value), optionally guarded by
+`if p.grad is not None:` or `if p.grad is None: continue`.
+
+States checked by the behaviour tests (original and fixed code side by side): gradients on every
+parameter; no gradients yet (the list is empty: the calls sit under `if params_with_grad:`,
+because foreach functions raise on an empty list); frozen parameters; some gradients `None`; a
+model with no parameters; mixed float32/float16/bfloat16 parameters; sparse gradients; a
+generator as the iterable (read once). No fix where the loop variable is read after the loop,
+or where a comment in the loop would be lost.
 
 ## References
 - https://pytorch.org/docs/stable/optim.html#algorithms (foreach and fused implementations)
@@ -574,7 +290,8 @@ import torch
 def sgd_step(model, lr):
     with torch.no_grad():
         params_with_grad = [p for p in model.parameters() if p.grad is not None]
-        torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
+        if params_with_grad:
+            torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
 """,
             unsafe=True,
         ),
@@ -593,7 +310,8 @@ import torch as T
 @T.no_grad()
 def update_ema(ema, model, decay):
     param_pairs = list(zip(ema.parameters(), model.parameters()))
-    T._foreach_lerp_([ema_p for ema_p, p in param_pairs], [p for ema_p, p in param_pairs], 1 - decay)
+    if param_pairs:
+        T._foreach_lerp_([ema_p for ema_p, p in param_pairs], [p for ema_p, p in param_pairs], 1 - decay)
 """,
             unsafe=True,
         ),
@@ -603,42 +321,35 @@ def scale_down(model, factor):
     for p in model.parameters():
         p.data.mul_(factor)
 """,
-            after="""
-import torch
+            after="""import torch
 
 def scale_down(model, factor):
-    torch._foreach_mul_([p.data for p in model.parameters()], factor)
+    param_list = list(model.parameters())
+    if param_list:
+        torch._foreach_mul_([p.data for p in param_list], factor)
 """,
             unsafe=True,
         ),
-        # no fix where the rewrite would lose something: a comment, or the loop variable a
-        # closure reads after the loop
-        FixExample(
-            before="""
+    ]
+
+    unfixable_examples = [
+        # a comment would be lost
+        """
 def sgd(model, lr):
-    for p in model.parameters():
+    for p in model.parameters():  # expect: PTL501
         p.add_(p.grad, alpha=-lr)  # plain SGD
 """,
-            after="""
+        # a closure reads the loop variable after the loop
+        """
 def sgd(model, lr):
-    for p in model.parameters():
-        p.add_(p.grad, alpha=-lr)  # plain SGD
-""",
-            unsafe=True,
-        ),
-        FixExample(
-            before="""
-def sgd(model, lr):
-    for p in model.parameters():
+    for p in model.parameters():  # expect: PTL501
         p.add_(p.grad, alpha=-lr)
     return lambda: p.shape
 """,
-            after="""
-def sgd(model, lr):
-    for p in model.parameters():
-        p.add_(p.grad, alpha=-lr)
-    return lambda: p.shape
+        # the scalar changes per parameter: no foreach call takes it
+        """
+def sgd(model, lrs):
+    for i, p in enumerate(model.parameters()):  # expect: PTL501
+        p.add_(p.grad, alpha=-lrs[i])
 """,
-            unsafe=True,
-        ),
     ]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.rule import SAFE, Fix, FixExample, Rule
-from ptlint.rules.ptl501_per_parameter_update import (
-    MARK, body_nodes, build_fix_statements, fixable_loop, param_names, tensor_kind, unguarded_body,
-)
+from ptlint.rule import CALLED, PER_OUTER, PER_STEP, SAFE, UNSAFE, Fix, FixExample, Rule
+
+from ._optim import ForeachWriter, body_nodes, fixable_loop, param_names, tensor_kind, unguarded_body
 
 
 def _zeroed_grad(node: ast.AST, names: set[str]) -> ast.AST | None:
@@ -25,19 +24,19 @@ class PerParameterZeroGrad(Rule):
     name = "per-parameter-zero-grad"
     message = "this loop zeroes each gradient separately, one kernel launch per tensor; " \
               "use `optimizer.zero_grad()` (sets them to None) or one `torch._foreach_zero_`"
-    fixable = SAFE
+    fixable = "sometimes"
+    contexts = frozenset({PER_STEP, PER_OUTER, CALLED})
+    cold = False
     triggers = ("zero_(",)
 
     def visit_For(self, node: ast.For) -> None:
         names = param_names(node.iter, node.target, self.ctx)
         if not names or not any(_zeroed_grad(n, names) is not None for n in body_nodes(node.body)):
             return
-        data = self._translate(node, names)
-        fix = Fix(SAFE, "Zero all gradients with one `torch._foreach_zero_` call", data) if data else None
-        self.report(node, fix=fix)
+        self.report(node, fix=self._fix(node, names))
 
-    def _translate(self, loop: ast.For, names: set[str]) -> dict | None:
-        """Only a body that is exactly the zeroing, inside an optional `p.grad is not None` guard."""
+    def _fix(self, loop: ast.For, names: set[str]) -> Fix | None:
+        """Only a body that is exactly the zeroing, optionally under a `p.grad` None test."""
         if not fixable_loop(loop, self.ctx):
             return None
         body, guarded = unguarded_body(loop)
@@ -49,18 +48,13 @@ class PerParameterZeroGrad(Rule):
         owner = tensor_kind(zeroed, names)[1]
         if guarded - {owner}:
             return None
-        text = self.ctx.source.text
-        segments = [ast.get_source_segment(text, n) for n in (zeroed, loop.target, loop.iter)]
-        if any(s is None for s in segments):
-            return None
-        expression, target, iterable = [s if "\n" not in s else f"({s})" for s in segments]
-        statement = f"{MARK}torch._foreach_zero_{MARK}([{expression} for {target} in {iterable} " \
-                    f"if {owner}.grad is not None])"
-        return {"statements": [statement]}
-
-    def fix(self, node, finding, fixctx):
-        statements = finding.fix.data.get("statements") if finding.fix else None
-        return build_fix_statements(node, statements, fixctx) if statements else None
+        writer = ForeachWriter(loop, self.ctx, guarded)
+        writer.add("torch._foreach_zero_", writer.tensor(zeroed, names))
+        if guarded:
+            return Fix(SAFE, "Zero all gradients with one `torch._foreach_zero_` call", writer.fix_edits())
+        # the loop raises on a parameter without a gradient; the fix skips it
+        return Fix(UNSAFE, "Zero all gradients with one `torch._foreach_zero_` call (parameters without a "
+                           "gradient are skipped, where the loop raised)", writer.fix_edits())
 
     docs = """
 ## What it does
@@ -85,14 +79,29 @@ for p in model.parameters():
 
 ## Use instead
 ```python
-torch._foreach_zero_([p.grad for p in model.parameters() if p.grad is not None])
+params_with_grad = [p for p in model.parameters() if p.grad is not None]
+if params_with_grad:
+    torch._foreach_zero_([p.grad for p in params_with_grad])
 ```
 or `model.zero_grad()` / `optimizer.zero_grad()`, which set the gradients to `None`.
 
 ## Fix safety
-Safe: the fix zeroes exactly the same gradient tensors, in one call, iterating the loop's
-iterable once. It is offered only when the loop body is the zeroing alone (with an optional
-`if p.grad is not None:` guard); parameters without a gradient are skipped.
+Safe when the loop skips parameters without a gradient (`if p.grad is not None:` around the
+zeroing, or `if p.grad is None: continue` before it): the fix zeroes exactly the same gradient
+tensors, in place, iterating the loop's iterable once. Unsafe without that guard: the loop
+raises on the first parameter without a gradient, the fix skips it. Offered only when the body
+is the zeroing alone, the loop has no comment, and the loop variable is not read afterwards.
+
+`optimizer.zero_grad(set_to_none=False)` would be the natural rewrite of a loop over
+`optimizer.param_groups`, but the object is not visibly a `torch.optim` optimizer (a subclass
+may override `zero_grad`), and `model.zero_grad(set_to_none=False)` is itself a loop of
+`zero_()` calls; so the fix writes the foreach call.
+
+States checked by the behaviour tests (original and fixed code side by side): gradients on every
+parameter; no gradients yet (the list is empty: the call sits under `if params_with_grad:`,
+because `torch._foreach_zero_` raises on an empty list); frozen parameters; some gradients
+`None`; a model with no parameters; mixed float32/float16/bfloat16 gradients; sparse
+gradients; gradients that require grad (`backward(create_graph=True)`).
 
 ## References
 - https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
@@ -155,7 +164,9 @@ def zero_grads(model):
 import torch
 
 def zero_grads(model):
-    torch._foreach_zero_([p.grad for p in model.parameters() if p.grad is not None])
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_zero_([p.grad for p in params_with_grad])
 """,
         ),
         FixExample(
@@ -165,12 +176,58 @@ def zero_grad(optimizer):
         for p in group["params"]:
             p.grad.data.zero_()
 """,
-            after="""
-import torch
+            after="""import torch
 
 def zero_grad(optimizer):
     for group in optimizer.param_groups:
-        torch._foreach_zero_([p.grad.data for p in group["params"] if p.grad is not None])
+        params_with_grad = [p for p in group["params"] if p.grad is not None]
+        if params_with_grad:
+            torch._foreach_zero_([p.grad.data for p in params_with_grad])
+""",
+            unsafe=True,
+        ),
+        FixExample(  # `if p.grad is None: continue` guards it too: safe
+            before="""
+import torch as T
+
+def zero_grad(params):
+    for p in params:
+        if p.grad is None:
+            continue
+        p.grad.zero_()
+""",
+            after="""
+import torch as T
+
+def zero_grad(params):
+    params_with_grad = [p for p in params if p.grad is not None]
+    if params_with_grad:
+        T._foreach_zero_([p.grad for p in params_with_grad])
 """,
         ),
+    ]
+
+    unfixable_examples = [
+        # the loop variable is read after the loop; a comment would be lost
+        """
+import torch
+
+def zero_grad(model):
+    for p in model.parameters():  # expect: PTL502
+        if p.grad is not None:
+            p.grad.zero_()  # reset
+    for q in model.parameters():  # expect: PTL502
+        if q.grad is not None:
+            q.grad.zero_()
+    return q
+""",
+        # more than the zeroing in the body
+        """
+def zero_grad(optimizer):
+    for group in optimizer.param_groups:
+        for p in group["params"]:  # expect: PTL502
+            if p.grad is not None:
+                p.grad.detach_()
+                p.grad.zero_()
+""",
     ]

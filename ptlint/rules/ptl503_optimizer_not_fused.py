@@ -49,34 +49,16 @@ class OptimizerNotFused(Rule):
             message = self.message.format(name=name)
         else:
             return  # an explicit foreach choice (True or computed) is deliberate
-        fix = Fix(UNSAFE, "Build it with `fused=True`") if name in FUSED else None
+        fix = Fix(UNSAFE, "Build it with `fused=True`", self._edits(node, foreach)) if name in FUSED else None
         self.report(node, message, fix=fix)
 
-    def fix(self, node, finding, fixctx):
-        import libcst as cst
-
-        if not isinstance(node, cst.Call) or any(arg.star for arg in node.args):
-            return None
-        args = list(node.args)
-        if any(arg.keyword and arg.keyword.value == "fused" for arg in args):
-            return None
-        fused = cst.Arg(keyword=cst.Name("fused"), value=cst.Name("True"),
-                        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                              whitespace_after=cst.SimpleWhitespace("")))
-        for index, arg in enumerate(args):
-            if arg.keyword and arg.keyword.value == "foreach":  # replaced where it stands
-                args[index] = fused.with_changes(comma=arg.comma)
-                return node.with_changes(args=args)
-        if not args:
-            return node.with_changes(args=[fused])
-        last = args[-1]
-        if last.comma is cst.MaybeSentinel.DEFAULT:
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        else:  # a trailing comma: keep one argument per line if the call is laid out so
-            between = args[-2].comma if len(args) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-            args[-1] = last.with_changes(comma=between)
-            fused = fused.with_changes(comma=last.comma)
-        return node.with_changes(args=args + [fused])
+    def _edits(self, call: ast.Call, foreach: ast.AST | None) -> tuple:
+        """`foreach=False` becomes `fused=True` where it stands; else `fused=True` goes last."""
+        edits = self.ctx.edits
+        if foreach is not None:
+            keyword_node = next(k for k in call.keywords if k.arg == "foreach")
+            return (edits.replace(keyword_node, "fused=True"),)
+        return (edits.add_keyword(call, "fused=True"),)
 
     docs = """
 ## What it does
