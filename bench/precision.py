@@ -309,8 +309,8 @@ def markdown_table(rows: list[dict], packages: dict[str, str], seed: int, per_ru
 
 # --- showing a finding ------------------------------------------------------------------------------
 
-def enclosing_headers(tree: ast.AST, line: int) -> list[int]:
-    """First lines of the blocks (def, class, for, while, with, if, try, except) around `line`."""
+def enclosing_headers(tree: ast.AST, lines: list[str], line: int) -> list[int]:
+    """First lines of the blocks (def, class, for, while, with, if, else, try, except) around `line`."""
     headers: list[int] = []
     node = tree
     while True:
@@ -322,6 +322,13 @@ def enclosing_headers(tree: ast.AST, line: int) -> list[int]:
         node = inner[0]
         if isinstance(getattr(node, "body", None), list):
             headers.append(node.lineno)
+        orelse = getattr(node, "orelse", None)
+        if orelse and orelse[0].lineno <= line:  # inside the `else:` part: show that line too
+            number = orelse[0].lineno - 1
+            while number > node.lineno and not lines[number - 1].lstrip().startswith("else"):
+                number -= 1
+            if number > node.lineno:  # an `elif` is itself an If, and shows as its own header
+                headers.append(number)
 
 
 def show(root: Path, finding: Finding, window: int = WINDOW) -> str:
@@ -333,7 +340,7 @@ def show(root: Path, finding: Finding, window: int = WINDOW) -> str:
     lines = source.splitlines()
     first, last = max(1, finding.line - window), min(len(lines), finding.line + window)
     try:
-        headers = [h for h in enclosing_headers(ast.parse(source), finding.line) if h < first]
+        headers = [h for h in enclosing_headers(ast.parse(source), lines, finding.line) if h < first]
     except SyntaxError:
         headers = []
     out = [f"{number:>6}  {lines[number - 1]}" for number in headers]

@@ -138,12 +138,13 @@ def test_vanished_verdicts_are_listed_not_dropped():
 def test_show_marks_the_line_and_keeps_the_enclosing_headers(tmp_path):
     body = "\n".join(f"        x{i} = {i}" for i in range(30))
     (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "m.py").write_text(f"class Trainer:\n    def fit(self, loader):\n      for b in loader:\n{body}\n")
-    text = precision.show(tmp_path, Finding("pkg", "1.0", "m.py", 25, "PTL101"))
+    (tmp_path / "pkg" / "m.py").write_text("class Trainer:\n    def fit(self, loader):\n      if loader:\n"
+                                           "        pass\n      else:\n       for b in loader:\n" + body + "\n")
+    text = precision.show(tmp_path, Finding("pkg", "1.0", "m.py", 28, "PTL101"))
     lines = text.splitlines()
-    assert [line.split()[0] for line in lines[:3]] == ["1", "2", "3"] and lines[3].strip() == "..."
-    assert lines[4].startswith("    18") and lines[-1].startswith("    32")
-    assert [line for line in lines if ">>" in line] == ["    25>>        x21 = 21"]
+    assert [line.split()[0] for line in lines[:5]] == ["1", "2", "3", "5", "6"] and lines[5].strip() == "..."
+    assert lines[6].startswith("    21") and lines[-1].startswith("    35")
+    assert [line for line in lines if ">>" in line] == ["    28>>        x21 = 21"]
 
 
 TRAIN = """import torch
