@@ -300,11 +300,19 @@ def markdown_table(rows: list[dict], packages: dict[str, str], seed: int, per_ru
              "",
              "| rule | findings | judged | true | false | debatable | precision |",
              "|---|---|---|---|---|---|---|"]
+    silent = [row["rule"] for row in rows if row["rule"] != "pooled" and not row["findings"] and not row["judged"]]
     for row in rows:
+        if row["rule"] in silent:
+            continue
         name = "**pooled**" if row["rule"] == "pooled" else row["rule"]
         lines.append(f"| {name} | {row['findings']} | {row['judged']} | {row['true']} | {row['false']} | "
                      f"{row['debatable']} | {row['precision']} |")
-    return "\n".join(lines)
+    notes = ["Findings count distinct lines per rule"]
+    if rows[-1]["repeated"]:
+        notes[0] += f" ({rows[-1]['repeated']} more findings repeat a line already reported)"
+    if silent:
+        notes.append(f"no findings: {', '.join(silent)}")
+    return "\n".join(lines) + "\n\n" + "; ".join(notes) + "."
 
 
 # --- showing a finding ------------------------------------------------------------------------------

@@ -123,6 +123,7 @@ def test_report_counts_the_sample_and_computes_precision():
     assert "pkg 1.0" in table and "2026-01-02" in table
     assert "| PTL101 | 12 | 9 | 6 | 2 | 1 | 75% |" in table
     assert "| **pooled** | 17 | 11 | 6 | 3 | 2 | 67% |" in table
+    assert "| PTL501 |" not in table and "no findings: PTL501." in table
 
 
 def test_vanished_verdicts_are_listed_not_dropped():
