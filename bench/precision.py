@@ -109,9 +109,10 @@ def present_packages(root: Path, wanted: dict[str, str], pins: dict[str, dict[st
     present = {name: version for name, version in wanted.items() if (root / name).is_dir()}
     missing = sorted(set(wanted) - set(present))
     if missing:
-        flag = " --training" if any(name in pins["training"] for name in missing) else ""
+        commands = [f"bash ../shared/tools/corpus.sh{flag}" for flag, kind in (("", "libraries"), (" --training", "training"))
+                    if any(name in pins[kind] for name in missing)]
         print(f"precision: not unpacked under {root}: {', '.join(missing)}; "
-              f"get them with: bash ../shared/tools/corpus.sh{flag}", file=sys.stderr)
+              f"get them with: {' and '.join(commands)}", file=sys.stderr)
     if not present:
         raise HarnessError(f"no corpus package found under {root}")
     return present
