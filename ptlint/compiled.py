@@ -1,4 +1,4 @@
-"""Is this code traced by `torch.compile`? And is this expression visibly a tensor?
+"""Is this code traced by `torch.compile`?
 
 Shared by the torch.compile rules PTL401-PTL405 so that they agree on where they look:
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from .astutil import NUMPY_MODULES, comes_from_module, is_plain_python_value
 
 if TYPE_CHECKING:
     from .engine import FileContext
@@ -238,120 +237,6 @@ def true_when_compiling(test: ast.AST, ctx: "FileContext") -> bool:
         check = all if isinstance(test.op, ast.And) else any
         return check(true_when_compiling(v, ctx) for v in test.values)
     return _check_name(test, ctx) == "compiling"
-
-
-# -- is this visibly a tensor? ----------------------------------------------------------------
-# WEAK: may be a tensor (an argument of the traced function: `forward(self, x, scale=1.0)` takes
-# tensors and Python numbers alike). STRONG: certainly a tensor (a torch op's result, a reduction).
-NONE, WEAK, STRONG = 0, 1, 2
-
-TORCH_OP_MODULES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
-# lower-case functions of those modules that return no tensor (capitalised names are classes)
-NOT_TENSOR_FUNCTIONS = {
-    "numel", "promote_types", "result_type", "can_cast", "broadcast_shapes", "finfo", "iinfo", "typename",
-    "compile", "no_grad", "enable_grad", "inference_mode", "autocast", "manual_seed", "initial_seed", "seed",
-    "load", "save", "use_deterministic_algorithms", "cond", "vmap", "equal", "allclose",
-}
-REDUCTIONS = {
-    "any", "all", "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "count_nonzero",
-    "median", "nansum", "nanmean", "logsumexp",
-}
-# methods that return a tensor like their receiver
-TENSOR_METHODS = {
-    "abs", "float", "double", "half", "bfloat16", "bool", "long", "int", "to", "type", "clone", "detach", "view",
-    "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "cpu", "cuda", "eq", "ne", "gt", "ge", "lt", "le",
-    "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor", "sqrt", "exp",
-    "log", "sigmoid", "softmax", "clamp", "transpose", "permute", "expand", "masked_fill", "argmax", "argmin",
-    "cumsum", "diff", "round", "floor", "ceil", "neg", "sign", "square", "pow", "mul", "add", "sub", "div",
-}
-KEPT_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
-SELF_NAMES = ("self", "cls")
-
-
-def is_torch_op(qual: str | None) -> bool:
-    """`torch.sum`, `torch.nn.functional.relu`, ... : a function returning a tensor."""
-    if qual is None:
-        return False
-    module, _, name = qual.rpartition(".")
-    return module in TORCH_OP_MODULES and name[:1].islower() and not name.startswith(("is_", "get_", "set_", "_")) \
-        and name not in NOT_TENSOR_FUNCTIONS
-
-
-def tensor_kind(node: ast.AST, ctx: "FileContext", _seen: dict | None = None) -> int:
-    """NONE, WEAK or STRONG: how visibly `node` is a tensor in the traced function."""
-    _seen = _seen or {}
-    if len(_seen) > 8:
-        return NONE
-    if isinstance(node, ast.Name):
-        return _name_kind(node.id, ctx, _seen)
-    if isinstance(node, ast.Call):
-        func = node.func
-        if is_torch_op(ctx.qualname(func)):
-            return STRONG
-        if isinstance(func, ast.Attribute) and ctx.qualname(func) is None:
-            if func.attr in REDUCTIONS or func.attr in TENSOR_METHODS:
-                receiver = tensor_kind(func.value, ctx, _seen)
-                if receiver == NONE:
-                    return NONE
-                return STRONG if func.attr in REDUCTIONS else receiver
-        return NONE
-    if isinstance(node, ast.Compare):
-        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
-            return NONE
-        return max(tensor_kind(side, ctx, _seen) for side in (node.left, *node.comparators))
-    if isinstance(node, ast.BinOp):
-        return max(tensor_kind(node.left, ctx, _seen), tensor_kind(node.right, ctx, _seen))
-    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
-        return tensor_kind(node.operand, ctx, _seen)
-    if isinstance(node, ast.Subscript):
-        return tensor_kind(node.value, ctx, _seen)
-    if isinstance(node, ast.Attribute) and node.attr in KEPT_ATTRIBUTES:
-        return tensor_kind(node.value, ctx, _seen)
-    return NONE
-
-
-def _name_kind(name: str, ctx: "FileContext", seen: dict) -> int:
-    """A parameter of the traced function is WEAK; a local is what all its assignments are
-    (`s = s / s.sum()` keeps what `s` was)."""
-    if name in seen:
-        return seen[name]
-    if name in SELF_NAMES:
-        return NONE
-    root = traced_function(ctx)
-    if root is not None:
-        for function in ctx.functions[ctx.functions.index(root):]:
-            if name in _params(function):
-                return WEAK
-    values = [v for v in ctx.assignments(name) if not isinstance(v, ast.AugAssign)]
-    fresh = [v for v in values if not _mentions(v, name)]
-    if not fresh:
-        return NONE
-    kind = min(tensor_kind(v, ctx, {**seen, name: NONE}) for v in fresh)
-    updates = [v for v in values if _mentions(v, name)]
-    if kind and updates:
-        kind = min([kind] + [tensor_kind(v, ctx, {**seen, name: kind}) for v in updates])
-    return kind
-
-
-def _mentions(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
-
-
-def _params(function: ast.AST) -> set[str]:
-    args = function.args
-    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    return names - set(SELF_NAMES)
-
-
-def not_a_tensor(node: ast.AST, ctx: "FileContext") -> bool:
-    """Visibly a NumPy value or a plain Python literal / display."""
-    if is_plain_python_value(node):
-        return True
-    if isinstance(node, ast.Name):
-        values = ctx.assignments(node.id)
-        if values and all(is_plain_python_value(v) for v in values):
-            return True
-    return comes_from_module(node, ctx, NUMPY_MODULES)
 
 
 def shadowed(name: str, ctx: "FileContext") -> bool:

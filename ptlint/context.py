@@ -8,9 +8,10 @@ One analysis per file, shared by every rule, answers for any node:
   this module that per-step code calls (transitively);
 - **per-outer-iteration**: in a loop, but visibly less often than its steps — outside an inner
   loop over a data source (once per epoch), or under a periodic test (`if step % 100 == 0`);
-- **once**: module top level outside loops, `__init__` and other set-up, and functions that only
-  once-code of this module calls (`main()`); a loop there repeats per step only when it is a loop
-  over data (a training loop), not a loop over layers or config entries;
+- **once**: module top level outside loops, `__init__` and other set-up (`setup`,
+  `configure_*`, `init_weights`: loops there too), and functions that only once-code of this
+  module calls (`main()`); a loop over a literal list of settings repeats no step either, nor
+  does one over a model's parts or a mapping (`.named_parameters()`, `.items()`) in once-code;
 - **called**: any other function body: it runs as often as callers this file does not show.
 
 Independently, a node is **cold** when it sits in a branch that only runs on misuse: an `except`
@@ -43,7 +44,8 @@ COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # Framework hooks that run once per batch (Lightning and friends).
 STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "training_step_end",
               "validation_step_end", "test_step_end", "on_before_backward", "on_after_backward",
-              "on_before_optimizer_step", "on_before_zero_grad", "optimizer_step", "train_step", "eval_step"}
+              "on_before_optimizer_step", "on_before_zero_grad", "optimizer_step", "train_step", "eval_step",
+              "compute_loss", "prediction_step"}  # the last two: Hugging Face Trainer overrides
 STEP_HOOK_SUFFIXES = ("_batch_end", "_batch_start")
 # Set-up that runs once per run (unless a per-step caller in this module says otherwise).
 ONCE_NAMES = {"__init__", "__post_init__", "__new__", "__init_subclass__", "__set_name__", "main", "setup",
@@ -90,11 +92,12 @@ def _data_words(words: set[str]) -> bool:
 
 
 def iterable_is_data(loop: ast.AST) -> bool:
-    """The loop's iterable (a `while` loop's test) names a data source: `train_loader`,
-    `enumerate(tqdm(batches))`, `range(max_steps)`; not `model.parameters()` or `d.items()`."""
+    """The loop's iterable names a data source: `train_loader`, `enumerate(tqdm(batches))`,
+    `range(max_steps)`; not `model.parameters()` or `d.items()`. A `while` loop's test names
+    its step counter (`while step < max_steps:`)."""
     if isinstance(loop, ast.While):
-        source = loop.test
-    elif isinstance(loop, COMPREHENSIONS):
+        return _data_words(_words(loop.test))
+    if isinstance(loop, COMPREHENSIONS):
         source = loop.generators[0].iter
     else:
         source = loop.iter
@@ -105,6 +108,26 @@ def iterable_is_data(loop: ast.AST) -> bool:
     return _data_words(_words(source))
 
 
+def _set_up_name(name: str) -> bool:
+    return name in ONCE_NAMES and name != "main" or bool(ONCE_NAME.search(name))
+
+
+def _over_literal(loop: ast.AST) -> bool:
+    """`for name in ("train", "val"):`: a loop over a literal display of constants."""
+    source = loop.generators[0].iter if isinstance(loop, COMPREHENSIONS) else getattr(loop, "iter", None)
+    return isinstance(source, (ast.List, ast.Tuple, ast.Set)) and all(
+        isinstance(element, ast.Constant) for element in source.elts)
+
+
+def _over_structure(loop: ast.AST) -> bool:
+    """`for name, p in model.named_parameters():`, `for k, v in d.items():`: a loop over a
+    model's parts or a mapping."""
+    source = loop.generators[0].iter if isinstance(loop, COMPREHENSIONS) else getattr(loop, "iter", None)
+    return source is not None and any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STRUCTURE_METHODS
+        for node in ast.walk(source))
+
+
 def is_sub_step_loop(loop: ast.AST) -> bool:
     source = loop.test if isinstance(loop, ast.While) else getattr(loop, "iter", None)
     return source is not None and bool(_words(source) & SUB_STEP_WORDS)
@@ -113,7 +136,24 @@ def is_sub_step_loop(loop: ast.AST) -> bool:
 def _body_trains(loop: ast.AST) -> bool:
     """The loop body runs a training or environment step: `.backward()`, `zero_grad()`,
     `optimizer.step()`, `env.step(a)`, `next(it)`."""
-    pending = list(loop.body) if isinstance(loop, STATEMENT_LOOPS) else []
+    return _trains(list(loop.body) if isinstance(loop, STATEMENT_LOOPS) else [])
+
+
+def _steps_optimizer(block: list[ast.stmt]) -> bool:
+    """`if (i + 1) % accumulation == 0: optimizer.step(); ...`: a modulo test that marks the
+    optimizer step of gradient accumulation, which is the training step itself, not a logging
+    interval."""
+    for statement in block:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    node.func.attr in ("backward", "zero_grad") or node.func.attr == "step"
+                    and _words(node.func.value) & {"optimizer", "optim", "opt", "scaler"}):
+                return True
+    return False
+
+
+def _trains(statements: list[ast.AST]) -> bool:
+    pending = list(statements)
     while pending:
         node = pending.pop()
         if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
@@ -361,7 +401,8 @@ class ExecutionModel:
                     parent.orelse if _contains(parent.orelse, child) else None
                 if branch is not None:
                     cold = cold or is_cold_branch(branch)
-                    if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)):
+                    if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)) \
+                            and not _steps_optimizer(branch):
                         periodic = True
             elif isinstance(parent, ast.IfExp) and child is not parent.test:
                 if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)):
@@ -385,14 +426,13 @@ class ExecutionModel:
             context = base
         elif base == PER_STEP:
             context = PER_STEP
+        elif (base == ONCE and function is not None and _set_up_name(function.name)) \
+                or all(_over_literal(loop) or (base in (ONCE, PER_OUTER) and _over_structure(loop)) for loop in loops):
+            context = base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
+        elif periodic or self._per_outer(loops[0]):
+            context = PER_OUTER
         else:
-            data = any(iterable_is_data(loop) or _body_trains(loop) for loop in loops)
-            if base in (ONCE, PER_OUTER) and not data:
-                context = base  # a loop over layers or settings in set-up code
-            elif periodic or self._per_outer(loops[0]):
-                context = PER_OUTER
-            else:
-                context = PER_STEP
+            context = PER_STEP
         return Where(context, cold, loops[0] if loops else None, function)
 
     def _innermost_loop(self, node: ast.AST) -> ast.AST | None:
@@ -405,8 +445,10 @@ class ExecutionModel:
         """Code in `loop` outside its inner loops runs once per outer iteration: the loop is not
         itself over data, and holds an inner loop over data (a batch loop, not a loop over
         parameter groups or gradient-accumulation micro-steps)."""
-        if not isinstance(loop, STATEMENT_LOOPS) or iterable_is_data(loop):
+        if not isinstance(loop, STATEMENT_LOOPS):
             return False
+        if iterable_is_data(loop):
+            return False  # `while step < max_steps:`, `for batch in loader:`: the step loop itself
         key = ("per-outer", id(loop))
         memo = self.ctx.memo
         if key not in memo:

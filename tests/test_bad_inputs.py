@@ -258,7 +258,7 @@ def test_pyproject_without_a_ptlint_table(tmp_path, config):
 
 def _in_loop(expression: str) -> str:
     """An expression inside a loop, next to a `.item()` the check must still find when it parses."""
-    return f"import torch\nfor x in xs:\n    y = {expression}\n    v = x.item()\n"
+    return f"import torch\nfor x in loader:\n    y = {expression}\n    v = x.item()\n"
 
 
 NESTED = {
@@ -276,7 +276,7 @@ NESTED = {
     "unary-minus-50000": _in_loop("-" * 50_000 + "a"),
     "lambdas-300": _in_loop("lambda: " * 300 + "x"),
     "ifs-99": "import torch\n" + "".join("    " * i + f"if c{i}:\n" for i in range(99))
-              + "    " * 99 + "for x in xs:\n" + "    " * 100 + "v = x.item()\n",
+              + "    " * 99 + "for x in loader:\n" + "    " * 100 + "v = x.item()\n",
     "ifs-101": "".join(" " * i + f"if c{i}:\n" for i in range(101)) + " " * 101 + "pass\n",
     "fstrings-nested": _in_loop('f"{' * 4 + "x" + '}"' * 4),
 }

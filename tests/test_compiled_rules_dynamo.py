@@ -198,4 +198,7 @@ def test_fixture_model_reports_match_dynamo(monkeypatch):
     loss = module.contrastive_loss._torchdynamo_orig_callable
     breaks |= _break_lines(path, loss, (torch.randn(4, 8), torch.randn(4, 8)))
     breaks |= _break_lines(path, module.ema_update, (torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)))
-    assert _reported_lines(path) == breaks
+    # a branch that only warns runs on rare inputs (taken here on purpose): not reported
+    cold = {n for n, line in enumerate(path.read_text().splitlines(), 1) if "# cold:" in line}
+    assert cold and cold <= breaks
+    assert _reported_lines(path) == breaks - cold

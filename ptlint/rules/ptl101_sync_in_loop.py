@@ -1,12 +1,13 @@
-"""PTL101 sync-in-loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()` on a tensor in a loop."""
+"""PTL101 sync-in-loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()` on a tensor in code that runs every step."""
 
 from __future__ import annotations
 
 import ast
 
-from ptlint.astutil import (NUMPY_MODULES, assigned_plain_python, comes_from_module, hot_loop, method_name,
-                            type_guarded, visibly_on_cpu)
-from ptlint.rule import Rule
+from ptlint.astutil import NUMPY_MODULES, assigned_plain_python, comes_from_module, method_name
+from ptlint.compiled import is_traced
+from ptlint.rule import PER_STEP, Rule
+from ptlint.tensors import STRONG, loop_trains, tensor_kind, type_guarded, visibly_on_host
 
 SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
 # Checkpoint conversion code reads tensors that were loaded into host memory.
@@ -30,10 +31,12 @@ class SyncInLoop(Rule):
     code = "PTL101"
     name = "sync-in-loop"
     message = "`.{method}()` in a loop waits for the GPU every iteration (device-to-host sync)"
+    contexts = frozenset({PER_STEP})  # not once, not once per epoch, not on the error path
+    cold = False
     triggers = (".item(", ".cpu(", ".numpy(", ".tolist(")
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not is_sync_call(node) or not self.ctx.loops:
+        if not is_sync_call(node):
             return
         value = node.func.value
         chain = value
@@ -41,32 +44,52 @@ class SyncInLoop(Rule):
             if is_sync_call(chain):  # `x.cpu().numpy()`: one sync, reported at the first call
                 return
             chain = chain.func if isinstance(chain, ast.Call) else chain.value
-        if not self.ctx.imports_torch():
-            return  # a module that never imports torch rarely holds tensors: precision first
+        if not self._holds_a_tensor(value):
+            return
         if comes_from_module(value, self.ctx, NUMPY_MODULES) or assigned_plain_python(value, self.ctx) \
-                or visibly_on_cpu(value, self.ctx) or type_guarded(value, self.ctx, NUMPY_MODULES) \
+                or visibly_on_host(value, self.ctx) or type_guarded(value, self.ctx, NUMPY_MODULES) \
                 or _is_checkpoint_value(value):
             return
-        if hot_loop(self.ctx) is None:
-            return
-        self.report(node, self.message.format(method=node.func.attr))
+        if is_traced(self.ctx, node):
+            return  # in a forward or a compiled function PTL402 reports it (a graph break too)
+        method = node.func.attr
+        message = self.message.format(method=method) if self.ctx.loops else \
+            f"`.{method}()` in code that runs every step waits for the GPU (device-to-host sync)"
+        self.report(node, message)
+
+    def _holds_a_tensor(self, value: ast.AST) -> bool:
+        """Visibly a tensor (a torch op's or a submodule's result, a loss), or in a module that
+        works with torch, or in a loop that backpropagates."""
+        return tensor_kind(value, self.ctx) == STRONG or self.ctx.imports_torch() \
+            or any(loop_trains(loop) for loop in self.ctx.loops)
 
     docs = """
 ## What it does
-Finds `.item()`, `.cpu()`, `.numpy()` and `.tolist()` called on a tensor inside a loop or a
-comprehension.
+Finds `.item()`, `.cpu()`, `.numpy()` and `.tolist()` called on a tensor in code that runs every
+step: inside a loop or a comprehension, in a framework step hook (`training_step`,
+`*_batch_end`, `compute_loss`), or in a helper of the same module that such code calls.
 
 ## Why is this bad?
 CUDA runs asynchronously: the Python loop queues kernels and moves on. Reading a value back to
 the host makes the CPU wait until every queued kernel has finished, so the GPU idles while
 Python prepares the next step. Once per iteration, this can halve throughput.
 
-Not reported: a value that is visibly a NumPy array or scalar (also one the code checked with
-`isinstance(v, np.generic)`, or duck-typed with `hasattr(v, "tolist")`), a plain Python value, or a tensor in host memory (built by a torch
-factory without a device, from `torch.from_numpy`, or already moved by `.cpu()`), or read from
-a `state_dict` / checkpoint (conversion code that runs on loaded, host-memory tensors); a call that runs
-once per outer iteration (after an inner batch loop, e.g. once per epoch) or is guarded by a
-periodic test such as `if step % 100 == 0`; modules that never import torch.
+Not reported:
+- where the code does not run every step: once-code (module top level, `if __name__ ==
+  "__main__":`, `__init__`, set-up only `main()` calls, and loops there over layers or settings
+  rather than data), once per outer iteration (outside an inner batch loop, e.g. once per
+  epoch, or under a periodic test such as `if step % 100 == 0` — but the optimizer step of
+  gradient accumulation, `if (i + 1) % k == 0: opt.step()`, is the step itself), a branch that
+  only raises, warns or logs, and test code;
+- a value that is visibly a NumPy array or scalar (also one the code checked with
+  `isinstance(v, np.generic)`, or duck-typed with `hasattr(v, "tolist")`), a plain Python value;
+- a tensor in host memory: built by a torch factory without a device, from
+  `torch.from_numpy`, already moved by `.cpu()` (also through names and loop variables, and
+  names like `labels_cpu`), returned by a tokenizer or processor called with
+  `return_tensors=`, or read from a `state_dict` / checkpoint;
+- in `forward` and compiled functions, where PTL402 reports it;
+- modules that never import torch, unless the loop backpropagates or the value is visibly a
+  tensor.
 
 ## Example
 ```python
@@ -135,6 +158,62 @@ import torch
 
 for step, batch in enumerate(loader):
     ids = batch["ids"].tolist()  # expect: PTL101
+""",
+        # an inner loop over parameter groups does not make the outer loop an epoch loop
+        """
+import torch
+
+def train(model, loader, opt, lr_at):
+    total = 0.0
+    for step, (x, y) in enumerate(loader):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        total += loss.item()  # expect: PTL101
+    return total
+""",
+        # a helper the batch loop calls runs every step too; so does a framework step hook
+        """
+import torch
+
+def log_loss(loss, history):
+    history.append(loss.item())  # expect: PTL101
+
+def train(model, loader, history):
+    for batch in loader:
+        loss = model(batch).mean()
+        loss.backward()
+        log_loss(loss, history)
+
+class Lit:
+    def training_step(self, batch, batch_idx):
+        loss = self.model(batch).mean()
+        self.log("loss", loss.item())  # expect: PTL101
+        return loss
+""",
+        # the optimizer step of gradient accumulation is the training step, not a log interval
+        """
+import torch
+
+def train(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        loss = model(x).mean() / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+            opt.zero_grad()
+            running = loss.item()  # expect: PTL101
+""",
+        # no torch import, but a loop that backpropagates holds tensors
+        """
+def train(model, loader, opt):
+    for x, y in loader:
+        loss = model.loss(x, y)
+        loss.backward()
+        opt.step()
+        print(loss.item())  # expect: PTL101
 """,
     ]
 
@@ -227,5 +306,62 @@ import torch
 for name in ["a", "b"]:
     def read(t):
         return t.item()
+""",
+        # once: after training in __main__, a loop over layers in __init__, set-up main() calls
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self, blocks):
+        super().__init__()
+        self.scales = [b.weight.norm().item() for b in blocks]
+
+def report(model):
+    for name, p in model.named_parameters():
+        print(name, p.norm().item())
+
+def main():
+    model = Net([])
+    report(model)
+
+if __name__ == "__main__":
+    main()
+    print(torch.ones(3).cuda().sum().item())
+""",
+        # cold: the error path, a warning branch
+        """
+import torch
+import warnings
+
+def train(model, loader):
+    for x in loader:
+        loss = model(x).mean()
+        if torch.isnan(loss):
+            raise FloatingPointError(f"nan loss after {loss.item()}")
+        loss.backward()
+""",
+        # already in host memory: moved with .cpu() earlier, named so, or a processor's output
+        """
+import torch
+
+def decode(labels, processor, images):
+    labels_cpu = labels.detach().cpu()
+    rows = []
+    for row in labels_cpu:
+        rows.append(row[row != -100].tolist())
+    inputs = processor(images=images, return_tensors="pt")
+    for key in inputs:
+        print(inputs[key].tolist())
+    return rows
+""",
+        # in a forward, PTL402 reports it (it is also a graph break)
+        """
+import torch
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        for t in x:
+            print(t.sum().item())
+        return x
 """,
     ]

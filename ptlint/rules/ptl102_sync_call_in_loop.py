@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.astutil import hot_loop
-from ptlint.rule import Rule
+from ptlint.rule import PER_STEP, Rule
 
 SYNC_FUNCTIONS = {
     f"torch.{backend}.{function}"
@@ -18,15 +17,17 @@ class SyncCallInLoop(Rule):
     code = "PTL102"
     name = "sync-call-in-loop"
     message = "`{call}()` in a loop stalls the host every iteration"
+    contexts = frozenset({PER_STEP})
+    cold = False
     triggers = ("synchronize", "empty_cache")
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not self.ctx.loops:
-            return
         qualname = self.ctx.qualname(node.func)
-        if qualname not in SYNC_FUNCTIONS or hot_loop(self.ctx) is None:
+        if qualname not in SYNC_FUNCTIONS:
             return
-        self.report(node, self.message.format(call=qualname))
+        message = self.message.format(call=qualname) if self.ctx.loops else \
+            f"`{qualname}()` in code that runs every step stalls the host every step"
+        self.report(node, message)
 
     docs = """
 ## What it does
@@ -40,7 +41,12 @@ queued while the current one runs. `empty_cache()` also synchronizes, and hands 
 back to the driver only for the allocator to request them again on the next step, which is slow
 and fragments memory. Either one per iteration costs throughput for no benefit.
 
-Not reported: a call that runs once per outer iteration (after an inner loop) or every N steps.
+Also in code that runs every step without a loop of its own: a helper the step loop of the
+same module calls, a framework step hook.
+
+Not reported: a call that runs once per outer iteration (outside an inner batch loop) or every
+N steps, once-code (set-up, the end of a script, loops over settings there), the error path
+(`except` blocks, branches that raise), and test code.
 
 ## Example
 ```python
@@ -87,6 +93,22 @@ from torch import cuda
 while True:
     cuda.synchronize()  # expect: PTL102
 """,
+        # an inner loop over parameter groups; a helper the step loop calls
+        """
+import torch
+
+def release():
+    torch.cuda.empty_cache()  # expect: PTL102
+
+def train(model, loader, opt):
+    for x in loader:
+        for g in opt.param_groups:
+            g["lr"] *= 0.99
+        model(x).sum().backward()
+        opt.step()
+        torch.cuda.synchronize()  # expect: PTL102
+        release()
+""",
     ]
 
     good_examples = [
@@ -113,5 +135,24 @@ def synchronize():
 for i in range(3):
     synchronize()
     stream.synchronize()
+""",
+        # once: set-up, the end of a script, a loop over settings, the error path; test code is
+        # silent too (tests/test_engine.py)
+        """
+import torch
+
+def main(model, loader):
+    for name in ("warmup", "run"):
+        torch.cuda.synchronize()
+    for x in loader:
+        try:
+            model(x)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            raise
+
+if __name__ == "__main__":
+    main(None, [])
+    torch.cuda.synchronize()
 """,
     ]

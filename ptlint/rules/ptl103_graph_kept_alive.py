@@ -6,27 +6,9 @@ import ast
 
 from ptlint.astutil import LOOP_NODES, SCOPE_NODES, body_nodes
 from ptlint.rule import UNSAFE, Fix, FixExample, Rule
+from ptlint.tensors import backward_name
 
-BACKWARD_FUNCTIONS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
 DETACHING = {"item", "detach", "tolist", "cpu", "numpy"}
-
-
-def _backward_name(node: ast.Call) -> str | None:
-    """The name whose graph a `.backward()` call walks: `loss.backward()`, `scaler.scale(loss)
-    .backward()`, `(loss / k).backward()`, `accelerator.backward(loss)`."""
-    func = node.func
-    if not isinstance(func, ast.Attribute) or func.attr not in BACKWARD_FUNCTIONS:
-        return None
-    if node.args:  # accelerator.backward(loss) / self.manual_backward(loss)
-        first = node.args[0]
-        return first.id if isinstance(first, ast.Name) else None
-    value = func.value
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "scale" \
-            and value.args:
-        value = value.args[0]
-    if isinstance(value, ast.BinOp):
-        value = value.left
-    return value.id if isinstance(value, ast.Name) else None
 
 
 class GraphKeptAlive(Rule):
@@ -44,7 +26,7 @@ class GraphKeptAlive(Rule):
     def _check_loop(self, loop: ast.AST) -> None:
         # nested loops are checked on their own visit
         nodes = body_nodes(loop.body, stop_at=SCOPE_NODES + LOOP_NODES)
-        losses = {name for n in nodes if isinstance(n, ast.Call) and (name := _backward_name(n))}
+        losses = {name for n in nodes if isinstance(n, ast.Call) and (name := backward_name(n))}
         if not losses:
             return
         assigned_in_loop: set[str] = set()

@@ -44,6 +44,7 @@ class PrintInCompiled(Rule):
     code = "PTL401"
     name = "print-in-compiled"
     message = "{what} in code that torch.compile traces breaks the graph here"
+    cold = False  # not on the error path: a break there costs nothing
     triggers = ("print", "logging", "logger", "warn")
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -72,7 +73,11 @@ produce one graph break (Dynamo: "logging.Logger methods are not supported",
 "does not know how to trace builtin operator `print`").
 
 Code under `if not torch.compiler.is_compiling():` (or transformers' `is_torchdynamo_compiling()`)
-or `if torch.jit.is_scripting():` does not run under Dynamo and is not reported.
+or `if torch.jit.is_scripting():` does not run under Dynamo and is not reported. Nor is a branch
+that only warns or logs (and perhaps resets a setting), such as `if unused_kwargs:
+logger.warning(...)`, or one that ends in `raise`: it runs on misuse or a deprecated
+argument, not on every step, so its break costs nothing in a working program. Test code is not
+checked.
 
 ## Example
 ```python
@@ -120,10 +125,11 @@ logger = logging.getLogger(__name__)
 
 class Head(torch.nn.Module):
     def forward(self, x, mask=None):
-        if mask is None:
-            warnings.warn("no mask given")  # expect: PTL401
-            logger.info("using a full mask")  # expect: PTL401
+        logger.info("head input %s", x.shape)  # expect: PTL401
         logging.debug("head")  # expect: PTL401
+        if mask is not None:
+            x = x * mask
+            warnings.warn("masking is slow")  # expect: PTL401
         return x
 """,
         # a base class in the same file makes the subclass a module
@@ -155,7 +161,10 @@ def loss_fn(x):
 
 compiled_loss = torch.compile(loss_fn)
 """,
-        # a library logger (transformers-style)
+    ]
+
+    good_examples = [
+        # cold: a branch that only warns (and resets a setting) runs on misuse, not per step
         """
 import torch.nn as nn
 from ...utils import logging
@@ -165,12 +174,13 @@ logger = logging.get_logger(__name__)
 class Attention(nn.Module):
     def forward(self, hidden_states, use_cache=False):
         if use_cache and self.training:
-            logger.warning_once("use_cache is not supported when training")  # expect: PTL401
+            logger.warning_once("use_cache is not supported when training")
+            use_cache = False
+        if hidden_states.dim() != 3:
+            print(hidden_states.shape)
+            raise ValueError("expected (batch, seq, dim)")
         return hidden_states
 """,
-    ]
-
-    good_examples = [
         # outside any traced code: training loops, __init__, helpers
         """
 import logging

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import STRONG, is_traced, not_a_tensor, shadowed, tensor_kind
+from ptlint.compiled import is_traced, shadowed
+from ptlint.tensors import STRONG, not_a_tensor, tensor_kind
 from ptlint.rule import Rule
 
 SCALAR_METHODS = {"item", "tolist", "numpy"}
@@ -17,6 +18,7 @@ class ScalarInCompiled(Rule):
     code = "PTL402"
     name = "scalar-in-compiled"
     message = "{what} in code that torch.compile traces reads a tensor value back to Python: a graph break"
+    cold = False  # not on the error path: a break there costs nothing
     triggers = (".item(", ".tolist(", ".numpy(", "float(", "int(", "bool(")
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import STRONG, false_when_compiling, is_traced, tensor_kind
+from ptlint.compiled import false_when_compiling, is_traced
+from ptlint.tensors import STRONG, tensor_kind
 from ptlint.rule import Rule
 
 # torch functions that return a Python bool computed from tensor data
@@ -36,6 +37,7 @@ class DataDependentBranch(Rule):
     code = "PTL403"
     name = "data-dependent-branch"
     message = "branching on a tensor's value in code that torch.compile traces: a graph break"
+    cold = False  # not on the error path: a break there costs nothing
     triggers = ("if", "while")
 
     def visit_If(self, node: ast.AST) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import is_traced, not_a_tensor
+from ptlint.compiled import is_traced
+from ptlint.tensors import not_a_tensor
 from ptlint.rule import Rule
 
 # torch functions and tensor methods whose output size depends on the input's values
@@ -50,6 +51,7 @@ class DynamicShapeOp(Rule):
     code = "PTL404"
     name = "dynamic-shape-op"
     message = "{what} in code that torch.compile traces has a data-dependent output shape: a graph break"
+    cold = False  # not on the error path: a break there costs nothing
     triggers = ("nonzero", "argwhere", "unique", "masked_select", "bincount", "where", "[")
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import is_traced, not_a_tensor, shadowed
+from ptlint.compiled import is_traced, shadowed
+from ptlint.tensors import not_a_tensor
 from ptlint.rule import Rule
 
 # Python `random` functions that Dynamo traces in 2.13 (it replays their values as graph inputs)
@@ -36,6 +37,7 @@ class UntraceableCall(Rule):
     code = "PTL405"
     name = "untraceable-call"
     message = "{what} cannot be traced by torch.compile: a graph break"
+    cold = False  # not on the error path: a break there costs nothing
     triggers = ("time", "random", "deepcopy", "open(")
 
     def visit_Call(self, node: ast.Call) -> None:

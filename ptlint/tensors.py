@@ -1,0 +1,337 @@
+"""Is this expression visibly a tensor, and does it visibly live in host memory?
+
+The facts every rule needs about values, answered one way for all of them:
+
+- `tensor_kind`: NONE, WEAK (may be a tensor: an argument of a traced function) or STRONG
+  (certainly a tensor: a torch op's result, a reduction, the output of a submodule built in
+  `__init__`, a loss function's result, a value `.backward()` is called on);
+- `visibly_on_host`: built by a torch factory without a device, from NumPy, moved with `.cpu()`,
+  returned by a processor with `return_tensors=`, or named `*_cpu`: reading it back costs no
+  device sync;
+- `not_a_tensor`: a NumPy value or a plain Python literal.
+
+Answers use the assignments the traversal has seen so far (`ctx.assignments`), so they are
+asked during the traversal, at the node being visited.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from .astutil import NUMPY_MODULES, comes_from_module, is_plain_python_value, method_name
+
+if TYPE_CHECKING:
+    from .engine import FileContext
+
+NONE, WEAK, STRONG = 0, 1, 2
+
+TORCH_OP_MODULES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
+# lower-case functions of those modules that return no tensor (capitalised names are classes)
+NOT_TENSOR_FUNCTIONS = {
+    "numel", "promote_types", "result_type", "can_cast", "broadcast_shapes", "finfo", "iinfo", "typename",
+    "compile", "no_grad", "enable_grad", "inference_mode", "autocast", "manual_seed", "initial_seed", "seed",
+    "load", "save", "use_deterministic_algorithms", "cond", "vmap", "equal", "allclose", "device", "dtype",
+    "set_grad_enabled", "set_default_dtype", "set_printoptions", "typename",
+}
+REDUCTIONS = {
+    "any", "all", "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "count_nonzero",
+    "median", "nansum", "nanmean", "logsumexp",
+}
+# methods that return a tensor like their receiver
+TENSOR_METHODS = {
+    "abs", "float", "double", "half", "bfloat16", "bool", "long", "int", "to", "type", "clone", "detach", "view",
+    "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "cpu", "cuda", "eq", "ne", "gt", "ge", "lt", "le",
+    "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor", "sqrt", "exp",
+    "log", "sigmoid", "softmax", "clamp", "transpose", "permute", "expand", "masked_fill", "argmax", "argmin",
+    "cumsum", "diff", "round", "floor", "ceil", "neg", "sign", "square", "pow", "mul", "add", "sub", "div",
+}
+KEPT_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
+SELF_NAMES = ("self", "cls")
+BACKWARD_FUNCTIONS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
+
+
+def is_torch_op(qual: str | None) -> bool:
+    """`torch.sum`, `torch.nn.functional.relu`, ... : a function returning a tensor."""
+    if qual is None:
+        return False
+    module, _, name = qual.rpartition(".")
+    return module in TORCH_OP_MODULES and name[:1].islower() and not name.startswith(("is_", "get_", "set_", "_")) \
+        and name not in NOT_TENSOR_FUNCTIONS
+
+
+def tensor_kind(node: ast.AST, ctx: "FileContext", _seen: dict | None = None) -> int:
+    """NONE, WEAK or STRONG: how visibly `node` is a tensor."""
+    _seen = _seen or {}
+    if len(_seen) > 8:
+        return NONE
+    if isinstance(node, ast.Name):
+        return _name_kind(node.id, ctx, _seen)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if is_torch_op(ctx.qualname(func)):
+            return STRONG
+        if is_module_call(node, ctx):
+            return STRONG
+        if isinstance(func, ast.Attribute) and ctx.qualname(func) is None:
+            if func.attr in ("cuda",):
+                return STRONG
+            if func.attr in REDUCTIONS or func.attr in TENSOR_METHODS:
+                receiver = tensor_kind(func.value, ctx, _seen)
+                if receiver == NONE:
+                    return NONE
+                return STRONG if func.attr in REDUCTIONS else receiver
+        return NONE
+    if isinstance(node, ast.Compare):
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            return NONE
+        return max(tensor_kind(side, ctx, _seen) for side in (node.left, *node.comparators))
+    if isinstance(node, ast.BinOp):
+        return max(tensor_kind(node.left, ctx, _seen), tensor_kind(node.right, ctx, _seen))
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+        return tensor_kind(node.operand, ctx, _seen)
+    if isinstance(node, ast.Subscript):
+        return tensor_kind(node.value, ctx, _seen)
+    if isinstance(node, ast.Attribute) and node.attr in KEPT_ATTRIBUTES:
+        return tensor_kind(node.value, ctx, _seen)
+    return NONE
+
+
+def _name_kind(name: str, ctx: "FileContext", seen: dict) -> int:
+    """A parameter of the traced function is WEAK; a local is what all its assignments are
+    (`s = s / s.sum()` keeps what `s` was); a name `.backward()` is called on is a loss."""
+    from .compiled import traced_function
+
+    if name in seen:
+        return seen[name]
+    if name in SELF_NAMES:
+        return NONE
+    if name in backward_names(ctx.function, ctx):
+        return STRONG
+    root = traced_function(ctx)
+    if root is not None:
+        for function in ctx.functions[ctx.functions.index(root):]:
+            if name in _params(function):
+                return WEAK
+    values = [v for v in ctx.assignments(name) if not isinstance(v, ast.AugAssign)]
+    fresh = [v for v in values if not _mentions(v, name)]
+    if not fresh:
+        return NONE
+    kind = min(tensor_kind(v, ctx, {**seen, name: NONE}) for v in fresh)
+    updates = [v for v in values if _mentions(v, name)]
+    if kind and updates:
+        kind = min([kind] + [tensor_kind(v, ctx, {**seen, name: kind}) for v in updates])
+    return kind
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _params(function: ast.AST) -> set[str]:
+    args = function.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    return names - set(SELF_NAMES)
+
+
+# -- modules and losses -----------------------------------------------------------------------
+
+def _module_class(call: ast.AST, ctx: "FileContext") -> bool:
+    """`nn.Linear(...)`, `nn.CrossEntropyLoss()`, `MyBlock(...)` (a local nn.Module subclass)."""
+    from .compiled import _local_classes, _torch_module_name, is_module_class
+
+    if not isinstance(call, ast.Call):
+        return False
+    qual = ctx.qualname(call.func)
+    if qual is not None:
+        return _torch_module_name(qual)
+    if isinstance(call.func, ast.Name):
+        local = _local_classes(ctx).get(call.func.id)
+        return local is not None and is_module_class(local, ctx)
+    return False
+
+
+def submodules(cls: ast.ClassDef, ctx: "FileContext") -> set[str]:
+    """Attributes a module class assigns a module to (`self.proj = nn.Linear(...)`); in a
+    `torch.nn.Module` subclass also any `self.x = Capitalised(...)` of its `__init__`, which
+    builds a submodule from another file."""
+    from .compiled import is_module_class
+
+    key = ("submodules", id(cls))
+    if key not in ctx.memo:
+        found: set[str] = set()
+        module_class = is_module_class(cls, ctx)
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(method):
+                if not isinstance(node, ast.Assign):
+                    continue
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id == "self" and isinstance(node.value, ast.Call):
+                        func = node.value.func
+                        head = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                        if _module_class(node.value, ctx) or (module_class and method.name == "__init__"
+                                                              and head[:1].isupper()):
+                            found.add(target.attr)
+        ctx.memo[key] = found
+    return ctx.memo[key]
+
+
+def is_module_call(call: ast.Call, ctx: "FileContext") -> bool:
+    """Calling a module: `self.proj(x)` (a submodule), `criterion(out, y)` where
+    `criterion = nn.CrossEntropyLoss()`, `model(x)` where `model = Net()`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+            and ctx.classes:
+        return func.attr in submodules(ctx.classes[-1], ctx)
+    if isinstance(func, ast.Name):
+        values = ctx.assignments(func.id)
+        return bool(values) and all(_module_class(v, ctx) for v in values)
+    return False
+
+
+def backward_name(call: ast.Call) -> str | None:
+    """The name whose graph a `.backward()` call walks: `loss.backward()`, `scaler.scale(loss)
+    .backward()`, `(loss / k).backward()`, `accelerator.backward(loss)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in BACKWARD_FUNCTIONS:
+        return None
+    if call.args:  # accelerator.backward(loss) / self.manual_backward(loss)
+        first = call.args[0]
+        return first.id if isinstance(first, ast.Name) else None
+    value = func.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "scale" \
+            and value.args:
+        value = value.args[0]
+    if isinstance(value, ast.BinOp):
+        value = value.left
+    return value.id if isinstance(value, ast.Name) else None
+
+
+def backward_names(scope: ast.AST | None, ctx: "FileContext") -> set[str]:
+    """Names `.backward()` is called on anywhere in a function (or the module)."""
+    scope = scope or ctx.tree
+    key = ("backward-names", id(scope))
+    if key not in ctx.memo:
+        names = set()
+        if "backward" in ctx.source.text:
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Call):
+                    name = backward_name(node)
+                    if name:
+                        names.add(name)
+        ctx.memo[key] = names
+    return ctx.memo[key]
+
+
+def loop_trains(loop: ast.AST) -> bool:
+    """The loop's body calls `.backward()` (directly or through an accelerator)."""
+    body = getattr(loop, "body", None)
+    if not isinstance(body, list):
+        return False
+    return any(isinstance(n, ast.Call) and backward_name(n) is not None
+               for statement in body for n in ast.walk(statement))
+
+
+def not_a_tensor(node: ast.AST, ctx: "FileContext") -> bool:
+    """Visibly a NumPy value or a plain Python literal / display."""
+    if is_plain_python_value(node):
+        return True
+    if isinstance(node, ast.Name):
+        values = ctx.assignments(node.id)
+        if values and all(is_plain_python_value(v) for v in values):
+            return True
+    return comes_from_module(node, ctx, NUMPY_MODULES)
+
+
+# -- host memory ------------------------------------------------------------------------------
+
+# torch factories: without `device=` they build the tensor in host memory
+HOST_FACTORIES = {f"torch.{name}" for name in (
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+    "eye", "rand", "randn", "randint", "randperm")}
+
+
+def _is_cpu_device(node: ast.AST, ctx: "FileContext") -> bool:
+    if isinstance(node, ast.Constant) and node.value == "cpu":
+        return True
+    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
+        and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu"
+
+
+def _host_name(name: str) -> bool:
+    lower = name.lower()
+    return lower.endswith("_cpu") or lower.startswith("cpu_") or lower in ("cpu", "host")
+
+
+def _mentions_cpu(expr: ast.AST, ctx: "FileContext", depth: int) -> bool:
+    """The expression visibly makes or moves a tensor to host memory and never to a device."""
+    root = _root_name(expr)  # the value the expression derives from: `labels_cpu` of `labels_cpu[i]`
+    on_cpu = root is not None and (_host_name(root) or (depth < 3 and _host_value(root, ctx, depth + 1)))
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Call):
+            continue
+        name = method_name(node)
+        if name == "cuda" or (name == "to" and node.args and not _is_cpu_device(node.args[0], ctx)):
+            return False
+        if ctx.qualname(node.func) in HOST_FACTORIES or name == "cpu" or \
+                (name == "to" and node.args and _is_cpu_device(node.args[0], ctx)):
+            on_cpu = True
+        for kw in node.keywords:
+            if kw.arg == "device":
+                if not _is_cpu_device(kw.value, ctx):
+                    return False
+                on_cpu = True
+            elif kw.arg == "return_tensors":  # a tokenizer / image processor: host tensors
+                on_cpu = True
+    return on_cpu
+
+
+def _host_value(name: str, ctx: "FileContext", depth: int) -> bool:
+    # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives
+    values = [v for v in ctx.assignments(name) if _root_name(v) != name]
+    return bool(values) and all(_mentions_cpu(v, ctx, depth) for v in values)
+
+
+def visibly_on_host(node: ast.AST, ctx: "FileContext") -> bool:
+    """True when a tensor visibly lives in host memory: built by a torch factory without a
+    device (or with `device="cpu"`), from `torch.from_numpy`, moved with `.cpu()`, returned by
+    a tokenizer or processor called with `return_tensors=`, or named `*_cpu` — directly, or
+    through the local names (and loop targets) it was assigned from. Reading such a tensor
+    back costs no device sync."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Attribute) and _host_name(node.attr):
+            return True
+        node = node.value
+    if isinstance(node, ast.Name):
+        return _host_name(node.id) or _host_value(node.id, ctx, 0)
+    return _mentions_cpu(node, ctx, 0)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def type_guarded(node: ast.AST, ctx: "FileContext", modules: tuple[str, ...]) -> bool:
+    """True inside `if isinstance(<node>, <types of one of modules>):` — a value the code itself
+    has checked to be, say, a NumPy scalar — or `if hasattr(<node>, ...):` (duck typing)."""
+    wanted = ast.dump(node)
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if not isinstance(ancestor, ast.If):
+            continue
+        for test in ast.walk(ancestor.test):
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr" \
+                    and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
+                return True  # duck typing: the code itself does not know it holds a tensor
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                    and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
+                types = [t for t in ast.walk(test.args[1]) if isinstance(t, ast.Attribute)]
+                if any((ctx.qualname(t) or "").startswith(tuple(m + "." for m in modules)) for t in types):
+                    return True
+    return False

@@ -1,0 +1,211 @@
+"""The execution-context model (ptlint/context.py): where each marked statement runs.
+
+A line ending in `# ctx: <context>` (and `cold` when it only runs on misuse) must be placed so;
+the statement starting on that line is asked about."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from ptlint.context import ExecutionModel
+from ptlint.engine import FileContext
+from ptlint.source import SourceFile
+
+MARK = re.compile(r"#\s*ctx:\s*(?P<context>[a-z-]+)(?P<cold>,\s*cold)?")
+
+
+def placements(source: str) -> tuple[list, list]:
+    """(expected, found) as (line, context, cold) for every marked line."""
+    tree = ast.parse(source)
+    model = ExecutionModel(FileContext(SourceFile("t.py", source), tree))
+    statements = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            statements.setdefault(node.lineno, node)
+    expected, found = [], []
+    for number, line in enumerate(source.splitlines(), 1):
+        match = MARK.search(line)
+        if match:
+            expected.append((number, match.group("context"), bool(match.group("cold"))))
+            where = model.where(statements[number])
+            found.append((number, where.context, where.cold))
+    assert expected, "no markers"
+    return expected, found
+
+
+CASES = {
+    "training loop with an inner loop over parameter groups": """
+import torch
+
+def train(model, loader, opt, lr_at):
+    for step, (x, y) in enumerate(loader):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)  # ctx: per-step
+        loss = model(x).sum()  # ctx: per-step
+        loss.backward()
+        opt.step()
+        total = loss.item()  # ctx: per-step
+    return total  # ctx: called
+""",
+    "epoch loop: after the inner batch loop, once per epoch": """
+def fit(model, loader, epochs):
+    for epoch in range(epochs):
+        model.train()  # ctx: per-outer-iteration
+        for x in loader:
+            model(x).sum().backward()  # ctx: per-step
+        print(epoch)  # ctx: per-outer-iteration
+""",
+    "periodic logging, and the optimizer step of gradient accumulation": """
+def fit(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        loss = model(x)
+        loss.backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+            running = loss.item()  # ctx: per-step
+        if i % 100 == 0:
+            print(loss.item())  # ctx: per-outer-iteration, cold
+        if i == 0:
+            first = loss.item()  # ctx: per-outer-iteration
+""",
+    "helpers called from the training loop, transitively": """
+def log_metrics(loss):
+    return loss.item()  # ctx: per-step
+
+def step(model, batch):
+    loss = model(batch)
+    loss.backward()
+    return log_metrics(loss)  # ctx: per-step
+
+def train(model, loader):
+    for batch in loader:
+        step(model, batch)  # ctx: per-step
+
+def main():
+    train(None, [])  # ctx: once
+
+if __name__ == "__main__":
+    main()  # ctx: once
+""",
+    "set-up: __init__, a loop over layers, set-up only main() calls, module top level": """
+import torch
+
+DEVICE = torch.device("cuda")  # ctx: once
+
+class Net(torch.nn.Module):
+    scale = 2  # ctx: once
+
+    def __init__(self, n):
+        super().__init__()
+        for i in range(n):
+            self.register_buffer(f"b{i}", torch.zeros(3))  # ctx: once
+
+    def forward(self, x):
+        return self.helper(x)  # ctx: per-step
+
+    def helper(self, x):
+        return x * 2  # ctx: per-step
+
+def build(n):
+    return Net(n)  # ctx: once
+
+def report(model):
+    for name, p in model.named_parameters():
+        print(name, p.norm())  # ctx: once
+
+def main():
+    model = build(3)  # ctx: once
+    report(model)
+    for name in ["a", "b"]:
+        print(name)  # ctx: once
+    for i in range(10):
+        model(i)  # ctx: per-step
+
+main()
+""",
+    "a function whose callers the file does not show": """
+def gather(tensors):
+    out = []
+    for t in tensors:
+        out.append(t.item())  # ctx: per-step
+    return out  # ctx: called
+""",
+    "cold branches: raise, warn-only, except, assert messages": """
+import warnings
+
+def check(x, logger, unused):
+    if x.dim() != 3:
+        print(x.shape)  # ctx: called, cold
+        raise ValueError("bad")
+    if unused:
+        warnings.warn("unused kwargs")  # ctx: called, cold
+        unused = None
+    if x.sum() > 0:  # ctx: called
+        x = x + 1  # ctx: called
+    try:
+        x = x.cuda()  # ctx: called
+    except RuntimeError:
+        logger.info("no gpu")  # ctx: called, cold
+    return x
+""",
+    "framework step hooks and compiled functions are per step": """
+import torch
+
+class Lit:
+    def training_step(self, batch, idx):
+        self.log("loss", batch.item())  # ctx: per-step
+
+    def on_train_batch_end(self, out, batch, idx):
+        print(out)  # ctx: per-step
+
+    def configure_optimizers(self):
+        return torch.optim.SGD([], lr=1)  # ctx: once
+
+@torch.compile
+def fused(x):
+    return x.sin()  # ctx: per-step
+
+def plain(x):
+    return x.cos()  # ctx: per-step
+
+compiled = torch.compile(plain)
+""",
+    "a top-level script: while loops are step loops, loops over config are not": """
+import torch
+
+for name in ("a", "b"):
+    print(name)  # ctx: once
+while True:
+    torch.cuda.synchronize()  # ctx: per-step
+for x, y in train_loader:
+    loss = model(x)  # ctx: per-step
+""",
+    "Ignite event handlers": """
+from ignite.engine import Events
+
+@trainer.on(Events.ITERATION_COMPLETED)
+def log_loss(engine):
+    print(engine.state.output)  # ctx: per-step
+
+@trainer.on(Events.ITERATION_COMPLETED(every=100))
+def log_often(engine):
+    print(engine.state.output)  # ctx: per-outer-iteration
+
+@trainer.on(Events.EPOCH_COMPLETED)
+def evaluate(engine):
+    print(engine.state.metrics)  # ctx: per-outer-iteration
+
+@trainer.on(Events.COMPLETED)
+def done(engine):
+    print("done")  # ctx: once
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_statements_run_where_the_markers_say(name):
+    expected, found = placements(CASES[name])
+    assert found == expected
