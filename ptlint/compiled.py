@@ -112,12 +112,20 @@ def _disabled(function: ast.AST, ctx: "FileContext") -> bool:
 IMAGE_PIPELINE_MODULES = ("PIL", "torchvision.transforms", "cv2")
 
 
+# Folders of data-augmentation code (speechbrain's `augment/`, `transforms/` packages): their
+# modules run in the input pipeline, on the host, where nothing is compiled.
+PIPELINE_FOLDERS = {"augment", "augmentation", "augmentations", "transforms"}
+
+
 def _image_pipeline(ctx: "FileContext") -> bool:
-    """The module imports PIL, OpenCV or torchvision.transforms: its `forward`s are not assumed
-    to be compiled (an explicit `torch.compile` still counts)."""
+    """The module imports PIL, OpenCV or torchvision.transforms, or lives in an augmentation
+    or transforms folder: its `forward`s are not assumed to be compiled (an explicit
+    `torch.compile` still counts)."""
     key = "image-pipeline"
     if key not in ctx.memo:
-        ctx.memo[key] = any(ctx.imports.imports_module(m) for m in IMAGE_PIPELINE_MODULES)
+        folders = set(ctx.path.replace("\\", "/").split("/")[:-1])
+        ctx.memo[key] = any(ctx.imports.imports_module(m) for m in IMAGE_PIPELINE_MODULES) \
+            or bool(folders & PIPELINE_FOLDERS)
     return ctx.memo[key]
 
 

@@ -202,22 +202,31 @@ def is_log_call(node: ast.AST) -> bool:
     return False
 
 
-def _resets(statement: ast.stmt) -> bool:
-    """`use_cache = False`, `self.flag = None`: resetting a setting after a warning."""
-    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-        return statement.value is None or isinstance(statement.value, (ast.Constant, ast.Name, ast.Attribute))
-    return isinstance(statement, ast.Pass) or (isinstance(statement, ast.Return) and (
-        statement.value is None or isinstance(statement.value, ast.Constant)))
+_SETTING_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Dict, ast.keyword,
+                  ast.Call, ast.UnaryOp, ast.unaryop, ast.expr_context, ast.Slice)
+
+
+def _quiet(statement: ast.stmt) -> bool:
+    """A statement a warning branch may hold besides the warning: resetting a setting or
+    choosing a fallback (`use_cache = False`, `fn = FUNCTIONS["sdpa"]`, `x = torch.tensor(1.0)`),
+    returning, `pass` — no arithmetic, which would be the branch's real work."""
+    if isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)):
+        return True
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Return)):
+        value = statement.value
+        return value is None or all(isinstance(node, _SETTING_NODES) for node in ast.walk(value))
+    return False
 
 
 def is_cold_branch(body: list[ast.stmt]) -> bool:
-    """A branch that ends in `raise`, or only warns or logs (and perhaps resets a setting)."""
+    """A branch that ends in `raise`, or whose business is a warning: it warns or logs, and
+    otherwise only resets a setting, picks a fallback or returns."""
     if not body:
         return False
     if isinstance(body[-1], ast.Raise):
         return True
     logs = [s for s in body if isinstance(s, ast.Expr) and is_log_call(s.value)]
-    return bool(logs) and all(s in logs or _resets(s) for s in body)
+    return bool(logs) and all(s in logs or _quiet(s) for s in body)
 
 
 def _contains(block: list[ast.stmt], child: ast.AST) -> bool:
@@ -297,7 +306,8 @@ class ExecutionModel:
         sites: dict[int, list[ast.Call]] = {}
         for call, callee in self._calls:
             for target in self._resolve(callee, call):
-                sites.setdefault(id(target), []).append(call)
+                if self.enclosing_function(call) is not target:  # recursion says nothing of callers
+                    sites.setdefault(id(target), []).append(call)
         base: dict[int, str] = {}
         fixed: set[int] = set()
         for function in self.functions:
@@ -326,8 +336,6 @@ class ExecutionModel:
         return base
 
     def _site_context(self, call: ast.Call, callee: ast.AST) -> str:
-        if self.enclosing_function(call) is callee:
-            return ONCE  # recursion adds nothing
         where = self.where(call)
         return ONCE if where.cold else where.context
 

@@ -6,6 +6,11 @@ import ast
 
 from ptlint.rule import Rule
 
+# Words of a function, class or condition whose business is to offer data parallelism as an
+# option (`_wrap_model`, `DataParallelStrategy`, `if self.data_parallel_backend:`): DataParallel
+# there is the mode a user chose, not a mistake in the user's training code.
+OPTION_WORDS = ("wrap", "parallel", "distributed", "strategy", "backend")
+
 DATA_PARALLEL = {
     "torch.nn.DataParallel",
     "torch.nn.parallel.DataParallel",
@@ -20,7 +25,18 @@ class UsesDataParallel(Rule):
     triggers = ("DataParallel",)
 
     def _is_data_parallel(self, node: ast.AST) -> bool:
-        return isinstance(node, (ast.Name, ast.Attribute)) and self.ctx.qualname(node) in DATA_PARALLEL
+        return isinstance(node, (ast.Name, ast.Attribute)) and self.ctx.qualname(node) in DATA_PARALLEL \
+            and not self._offered_as_an_option()
+
+    def _offered_as_an_option(self) -> bool:
+        """In a class (or a method) that implements a parallelism option, or under a condition
+        that names one: a library offering DataParallel as a mode, not a training script."""
+        classes = self.ctx.classes
+        methods = [f for f in self.ctx.functions if classes and f.lineno > classes[0].lineno]
+        names = [getattr(scope, "name", "") for scope in (*methods, *classes)]
+        tests = [ast.unparse(a.test) for a in self.ctx.stack if isinstance(a, (ast.If, ast.IfExp))]
+        words = " ".join(names + tests).lower()
+        return any(word in words for word in OPTION_WORDS) or "dp" in words.replace(".", " ").replace("_", " ").split()
 
     def visit_Call(self, node: ast.Call) -> None:
         if self._is_data_parallel(node.func):
@@ -53,8 +69,12 @@ make it slower than `DistributedDataParallel` even on a single machine; PyTorch'
 documentation recommends DDP instead.
 
 Not reported: a project's own class that happens to be called `DataParallel` (defined in the
-file or imported from a non-torch module), and `isinstance(m, nn.DataParallel)` checks used to
-unwrap a model.
+file or imported from a non-torch module), `isinstance(m, nn.DataParallel)` checks used to
+unwrap a model, test code, and a library offering DataParallel as a mode the user chooses —
+inside a class or method whose name says it wraps or parallelises (`Trainer._wrap_model`,
+`DataParallelStrategy`, `Brain._wrap_distributed`) or under a condition naming such an option
+(`if self.data_parallel_backend:`, `if strategy == "dp":`). In those places DataParallel is the
+user's explicit choice; on real code every such finding was judged false.
 
 ## Example
 ```python
@@ -120,6 +140,27 @@ from mylib.dist import DataParallel as DP
 
 a = DataParallel(model)
 b = DP(model)
+""",
+        # a library offering DataParallel as a mode the user chose
+        """
+import torch
+from torch.nn.parallel import DataParallel as DP
+
+class DataParallelStrategy:
+    def setup_module(self, module):
+        return torch.nn.DataParallel(module, device_ids=self.devices)
+
+class Trainer:
+    def _wrap_model(self, model):
+        if self.args.n_gpu > 1:
+            model = torch.nn.DataParallel(model)
+        return model
+
+class Brain:
+    def prepare(self, module):
+        if self.data_parallel_backend:
+            module = DP(module)
+        return module
 """,
         # unwrapping a model that may have been wrapped elsewhere
         """

@@ -34,8 +34,19 @@ class ScalarInCompiled(Rule):
             # only on what is visibly a tensor: `int(x.shape[0])`, `float(self.scale)` are fine
             if tensor_kind(node.args[0], self.ctx) == STRONG:
                 what = f"`{func.id}()` of a tensor"
-        if what is not None and is_traced(self.ctx, node):
+        if what is not None and is_traced(self.ctx, node) and not self._checked_scalars():
             self.report(node, self.message.format(what=what))
+
+    def _checked_scalars(self) -> bool:
+        """The function states facts about its scalars with `torch._check(...)`: the idiom for
+        data-dependent values under `torch.export` / `capture_scalar_outputs`, written on purpose."""
+        function = self.ctx.function
+        key = ("torch-check", id(function))
+        if key not in self.ctx.memo:
+            self.ctx.memo[key] = "_check" in self.ctx.source.text and any(
+                isinstance(n, ast.Call) and (self.ctx.qualname(n.func) or "").startswith("torch._check")
+                for n in ast.walk(function))
+        return self.ctx.memo[key]
 
     def _straight_back_to_torch(self, node: ast.Call) -> bool:
         """For `.numpy()`: True unless its array visibly leaves what Dynamo can trace — passed to
@@ -71,7 +82,10 @@ and of values that are visibly NumPy arrays or literals. `.numpy()` is reported 
 follows it in real code (SciPy, OpenCV, a Python loop over the array, `.tolist()`) leaves the
 graph. Dynamo does trace NumPy code since torch 2.1, so `.numpy()` is reported only where its
 array visibly leaves that: passed to a function that is neither NumPy nor torch, or iterated over
-in Python (`torch.from_numpy(np.clip(t.numpy(), 0, 1))` is not reported).
+in Python (`torch.from_numpy(np.clip(t.numpy(), 0, 1))` is not reported). Nor is a read in a
+function that states its scalars' ranges with `torch._check(...)` / `torch._check_is_size(...)`:
+the deliberate idiom for data-dependent values under `torch.export` and
+`capture_scalar_outputs=True`. Branches that only warn or raise, and test code, are not checked.
 
 ## Example
 ```python
@@ -155,6 +169,17 @@ class Buckets(nn.Module):
     ]
 
     good_examples = [
+        # the torch.export idiom: the scalar is read on purpose and its range stated
+        """
+import torch
+
+class Tiles(torch.nn.Module):
+    def forward(self, x, n):
+        count = n.item()
+        torch._check(count > 0)
+        torch._check_is_size(count)
+        return x[:count]
+""",
         # a NumPy round trip straight back to torch traces without a break
         """
 import torch

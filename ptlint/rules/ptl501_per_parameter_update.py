@@ -15,9 +15,12 @@ UPDATE_METHODS = {"add_", "sub_", "mul_", "div_", "lerp_", "addcdiv_", "addcmul_
 UPDATE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
 
-def _single_tensor_fallback(ctx) -> bool:
-    """The `_single_tensor_*` functions of foreach optimizers are per-tensor on purpose."""
-    return any("single_tensor" in getattr(function, "name", "") for function in ctx.functions)
+def _optimizer_implementation(ctx) -> bool:
+    """The `step()` of an optimizer class, or the `_single_tensor_*` fallback of a foreach
+    optimizer: a reference implementation, per tensor on purpose."""
+    if any("single_tensor" in getattr(function, "name", "") for function in ctx.functions):
+        return True
+    return bool(ctx.classes) and any(getattr(f, "name", "") == "step" for f in ctx.functions)
 
 
 class PerParameterUpdate(Rule):
@@ -31,11 +34,11 @@ class PerParameterUpdate(Rule):
 
     def visit_For(self, node: ast.For) -> None:
         names = param_names(node.iter, node.target, self.ctx)
-        if not names or _single_tensor_fallback(self.ctx):
-            return
-        if not any(self._is_update(n, names) for n in body_nodes(node.body)):
+        if not names or not any(self._is_update(n, names) for n in body_nodes(node.body)):
             return
         edits = self._translate(node, names)
+        if edits is None and _optimizer_implementation(self.ctx):
+            return  # a reference optimizer: its foreach form is a rewrite, not a fix
         fix = Fix(UNSAFE, "Update all parameters with `torch._foreach_*` calls", edits) if edits else None
         self.report(node, fix=fix)
 
@@ -138,8 +141,12 @@ each parameter in place: `p.add_(...)`, `p.data -= ...`, `p.data = p.data - ...`
 
 Not reported: loops that only read parameters (counting `numel()`), set flags
 (`requires_grad_(False)`), copy or initialise weights (`copy_`, `normal_`: usually done once), or
-reset gradients with `p.grad = None`; loops in initialisation code
-(functions whose name contains `init`) and in `_single_tensor_*` optimizer fallbacks.
+reset gradients with `p.grad = None`; set-up code that runs once (`__init__`, `init_weights`,
+code only `main()` calls); test code; and optimizer implementations — the `step()` method of an
+optimizer class and `_single_tensor_*` fallbacks — whose loop the fix cannot translate: a
+reference implementation is per tensor on purpose, and its foreach form is a rewrite of the
+algorithm, not a fix (judged debatable at best on timm's optimizers). A hand-written `step()`
+simple enough for the fix is reported, with the fix.
 
 ## Why is this bad?
 Each in-place operation is a separate kernel launch. A model with hundreds of parameter tensors
@@ -231,6 +238,19 @@ def manual_step(model, lr):
     ]
 
     good_examples = [
+        # an optimizer's own step(): a reference implementation the fix cannot translate
+        """
+import torch
+
+class SignSGD(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    state = self.state[p]
+                    p.add_(p.grad.sign(), alpha=-group["lr"])
+""",
         # reading only
         """
 def count(model):
