@@ -21,6 +21,8 @@ CASES = [
     ('device = "cpu"\nout = torch.linspace(0, 1, 7).to(device)', "safe"),
     ('out = torch.full((2, 3), 0.25).to("cpu")', "safe"),
     ('out = torch.eye(4).to("cpu", torch.float16)', "safe"),
+    ('out = torch.ones(2, 3).to("cpu", dtype=torch.bfloat16)', "safe"),
+    ('out = torch.full((2,), 1e30).to("cpu", torch.float16)', "unsafe"),  # inf in float16 either way
     ('out = torch.zeros(5).to(device="cpu", dtype=torch.int32)', "safe"),
     ('out = torch.tensor([[1, 2], [3, 4]]).to("cpu")', "safe"),
     ('out = torch.logspace(0, 2, 5).to("cpu")', "safe"),

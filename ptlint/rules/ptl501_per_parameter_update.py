@@ -178,7 +178,9 @@ once per occurrence by the loop but may race in a fused CUDA kernel (`model.para
 repeats a tensor). The fix is offered only for bodies it can translate operation for operation:
 `add_`/`sub_` (with `alpha=`), `mul_`/`div_` by a loop-invariant value, `lerp_`, chains of
 these, and `+=`/`-=`/`*=` of a gradient (times a loop-invariant value), optionally guarded by
-`if p.grad is not None:` or `if p.grad is None: continue`.
+`if p.grad is not None:` or `if p.grad is None: continue`. On the CPU, `torch._foreach_mul_` of a
+float16 parameter by a Python number may round the last bit differently from `mul_`
+(torch 2.13); float32 and bfloat16 results are bit-identical.
 
 States checked by the behaviour tests (original and fixed code side by side): gradients on every
 parameter; no gradients yet (the list is empty: the calls sit under `if params_with_grad:`,

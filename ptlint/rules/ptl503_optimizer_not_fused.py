@@ -87,7 +87,11 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
 
 ## Fix safety
 Unsafe: `fused=True` requires every parameter to be a floating-point tensor on a supported
-device, and it rounds differently in the last bits. A `foreach=False` argument is replaced.
+device, refuses sparse gradients (`SGD(..., fused=True)` raises where plain SGD steps an
+`nn.Embedding(sparse=True)`), and rounds differently: after three steps on the CPU (torch
+2.13) float32 parameters agree to about 1e-5 and half-precision ones to about 1e-2, not bit for
+bit. A `foreach=False` argument is replaced. States checked by the behaviour tests: float32,
+float16 and bfloat16 models with Adam, AdamW and SGD, and sparse gradients.
 
 ## References
 - https://pytorch.org/docs/stable/optim.html#algorithms
