@@ -22,7 +22,6 @@ CASES = [
     ('out = torch.full((2, 3), 0.25).to("cpu")', "safe"),
     ('out = torch.eye(4).to("cpu", torch.float16)', "safe"),
     ('out = torch.ones(2, 3).to("cpu", dtype=torch.bfloat16)', "safe"),
-    ('out = torch.full((2,), 1e30).to("cpu", torch.float16)', "unsafe"),  # inf in float16 either way
     ('out = torch.zeros(5).to(device="cpu", dtype=torch.int32)', "safe"),
     ('out = torch.tensor([[1, 2], [3, 4]]).to("cpu")', "safe"),
     ('out = torch.logspace(0, 2, 5).to("cpu")', "safe"),
@@ -81,3 +80,14 @@ def test_dtype_moved_into_arange_can_round_differently():
     source = in_function('out = torch.arange(0, 300, 0.7).to("cpu", torch.float16)')
     [finding] = check_text(source, ["PTL201"])
     assert finding.fix.applicability == "unsafe"
+
+
+def test_dtype_moved_into_full_can_raise_where_the_cast_gave_inf():
+    # Another reason a dtype moved into a value-computing factory is unsafe: float16 cannot
+    # hold 1e30; casting gives inf, creating in float16 raises.
+    source = in_function('out = torch.full((2,), 1e30).to("cpu", torch.float16)')
+    [finding] = check_text(source, ["PTL201"])
+    assert finding.fix.applicability == "unsafe"
+    assert torch.isinf(run(source)).all()
+    with pytest.raises(RuntimeError, match="overflow"):
+        run(fix_text(source, ["PTL201"], unsafe=True))

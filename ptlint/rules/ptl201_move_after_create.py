@@ -210,7 +210,9 @@ The fix moves the device (and a dtype given to `.to`) into the factory and drops
 (`rand`, `randn`, `randint`, `randperm`, `normal`): the device's generator draws
 other numbers than the CPU's for the same seed. It is also unsafe when a dtype moves into a
 factory whose values may round differently when computed in that dtype (`arange`, `linspace`,
-`full`, `tensor`), and when the factory has `requires_grad=` (the result becomes a leaf).
+`full`, `tensor`; `torch.full((2,), 1e30).to(dev, torch.float16)` gives inf where
+`torch.full((2,), 1e30, dtype=torch.float16)` raises), and when the factory has `requires_grad=`
+(the result becomes a leaf).
 `.cuda(d)` with a non-literal `d`, a factory that already has a dtype while `.to` gives another,
 and `.to(..., copy=True)` / `memory_format=` are reported without a fix.
 
