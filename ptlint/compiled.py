@@ -64,6 +64,12 @@ def traced_function(ctx: "FileContext", node: ast.AST | None = None) -> ast.AST 
     return root
 
 
+def may_be_traced(ctx: "FileContext") -> bool:
+    """A cheap first test: some enclosing function is one torch.compile traces (the guards
+    `is_traced` also weighs are left out)."""
+    return any(_is_root(function, ctx) for function in ctx.functions)
+
+
 def is_traced(ctx: "FileContext", node: ast.AST | None = None) -> bool:
     """Whether `node`, which the traversal is visiting, runs in code torch.compile traces."""
     return traced_function(ctx, node) is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import is_traced, shadowed
+from ptlint.compiled import is_traced, may_be_traced, shadowed
 from ptlint.rule import Rule
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
@@ -48,7 +48,7 @@ class PrintInCompiled(Rule):
     triggers = ("print", "logging", "logger", "warn")
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not self.ctx.functions:
+        if not self.ctx.functions or not may_be_traced(self.ctx):
             return
         what = logging_call(node, self.ctx)
         if what is not None and is_traced(self.ctx, node):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import is_traced, shadowed
+from ptlint.compiled import is_traced, may_be_traced, shadowed
 from ptlint.tensors import STRONG, not_a_tensor, tensor_kind
 from ptlint.rule import Rule
 
@@ -22,7 +22,7 @@ class ScalarInCompiled(Rule):
     triggers = (".item(", ".tolist(", ".numpy(", "float(", "int(", "bool(")
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not self.ctx.functions:
+        if not self.ctx.functions or not may_be_traced(self.ctx):
             return
         func = node.func
         what = None

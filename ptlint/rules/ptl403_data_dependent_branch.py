@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import false_when_compiling, is_traced
+from ptlint.compiled import false_when_compiling, is_traced, may_be_traced
 from ptlint.tensors import STRONG, tensor_kind
 from ptlint.rule import Rule
 
@@ -41,7 +41,7 @@ class DataDependentBranch(Rule):
     triggers = ("if", "while")
 
     def visit_If(self, node: ast.AST) -> None:
-        if not self.ctx.functions:
+        if not self.ctx.functions or not may_be_traced(self.ctx):
             return
         found = value_test(node.test, self.ctx)
         if found is not None and is_traced(self.ctx, node):

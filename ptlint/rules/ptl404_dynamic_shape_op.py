@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import is_traced
+from ptlint.compiled import is_traced, may_be_traced
 from ptlint.tensors import not_a_tensor
 from ptlint.rule import Rule
 
@@ -56,7 +56,7 @@ class DynamicShapeOp(Rule):
     triggers = ("nonzero", "argwhere", "unique", "masked_select", "bincount", "where", "[")
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not self.ctx.functions:
+        if not self.ctx.functions or not may_be_traced(self.ctx):
             return
         func = node.func
         qual = self.ctx.qualname(func)
@@ -76,7 +76,8 @@ class DynamicShapeOp(Rule):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         # reads only: `x[mask] = 0` (index_put) traces fine, `x[mask] += 1` reads first
-        if not self.ctx.functions or not isinstance(node.ctx, ast.Load) and not self._augmented(node):
+        if not self.ctx.functions or not isinstance(node.ctx, ast.Load) and not self._augmented(node) \
+                or not may_be_traced(self.ctx):
             return
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if not any(is_boolean_mask(part, self.ctx) for part in parts):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import is_traced, shadowed
+from ptlint.compiled import is_traced, may_be_traced, shadowed
 from ptlint.tensors import not_a_tensor
 from ptlint.rule import Rule
 
@@ -41,7 +41,7 @@ class UntraceableCall(Rule):
     triggers = ("time", "random", "deepcopy", "open(")
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not self.ctx.functions:
+        if not self.ctx.functions or not may_be_traced(self.ctx):
             return
         what = untraceable(node, self.ctx)
         if what is not None and is_traced(self.ctx, node):
