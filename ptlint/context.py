@@ -294,7 +294,7 @@ class ExecutionModel:
         names, methods = _compile_targets(self.ctx)
         if name in (methods if owner is not None else names):
             return PER_STEP
-        if name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES):
+        if name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or _is_step_function(function):
             return PER_STEP
         for decorator in function.decorator_list:
             event = _event_context(decorator)
@@ -472,6 +472,21 @@ class ExecutionModel:
                 pending.extend(ast.iter_child_nodes(node))
             memo[key] = found
         return memo[key]
+
+
+def _is_step_function(function: ast.AST) -> bool:
+    """A function that backpropagates outside any loop of its own is one training step, whatever
+    its name (Ignite's `update(engine, batch)`, a `train_step` closure)."""
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda, *STATEMENT_LOOPS, *COMPREHENSIONS)):
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("backward", "manual_backward"):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _is_autograd_function(cls: ast.ClassDef, ctx: "FileContext") -> bool:

@@ -45,7 +45,7 @@ class FileContext:
         self.functions: list[ast.AST] = []
         self.classes: list[ast.ClassDef] = []
         self.findings: list[Finding] = []
-        self._reported: list[tuple[Finding, type[Rule], ast.AST]] = []  # kept by `finish` if in context
+        self._reported: list[tuple[Finding, Rule, ast.AST]] = []  # kept by `finish` if in context
         self._edits = None
         self._model = None
         self._assignments: dict[int, dict[str, list[ast.AST]]] = {}
@@ -126,13 +126,13 @@ class FileContext:
             line=line, column=column + 1, end_line=end_line, end_column=end_column + 1,
             severity=rule.severity, fix=fix,
         )
-        self._reported.append((finding, type(rule), node))
+        self._reported.append((finding, rule, node))
 
     def finish(self) -> list[Finding]:
         """The reported findings whose code runs where their rule looks, each with its context."""
         for finding, rule, node in self._reported:
             where = self.where(node)
-            if where.context in rule.contexts and (rule.cold or not where.cold):
+            if where.context in rule.contexts and (rule.cold or not where.cold) and rule.keep(node, where):
                 finding.context = where.context
                 self.findings.append(finding)
         self._reported = []
@@ -412,7 +412,7 @@ def finalize(source: SourceFile, findings: list[Finding]) -> list[Finding]:
     seen: set[tuple] = set()
     out: list[Finding] = []
     for finding in sorted(findings, key=Finding.sort_key):
-        key = (finding.code, finding.line, finding.column, finding.end_line, finding.end_column)
+        key = (finding.code, finding.line)  # one finding per rule and line (JUDGING.md)
         if key in seen or suppressions.suppresses(finding):
             continue
         seen.add(key)

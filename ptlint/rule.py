@@ -165,6 +165,11 @@ class Rule:
     def end_file(self) -> None:
         """Called after the traversal: rules that need the whole module report here."""
 
+    def keep(self, node: ast.AST, where) -> bool:
+        """After the traversal, once the module's execution model is known: keep the finding
+        reported at `node` (which runs at `where`, a ptlint.context.Where)? Default: yes."""
+        return True
+
     @classmethod
     def summary(cls) -> str:
         """The first sentence of "What it does", for catalogues and SARIF short descriptions."""

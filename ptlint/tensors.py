@@ -235,6 +235,48 @@ def loop_trains(loop: ast.AST) -> bool:
                for statement in body for n in ast.walk(statement))
 
 
+# Callees whose names say they run a model: `model(x)`, `self.net(x)`, `policy(obs)`.
+MODEL_WORDS = {"model", "net", "network", "module", "encoder", "decoder", "policy", "actor", "critic", "generator",
+               "discriminator", "teacher", "student", "backbone", "head", "unet", "vae", "transformer", "criterion",
+               "loss_fn", "loss_func", "lossfn", "classifier", "agent", "predictor", "forward", "ema_model"}
+DEVICE_STEP_METHODS = {"backward", "manual_backward", "zero_grad", "step", "cuda", "to", "forward", "generate"}
+
+
+def _callee_word(func: ast.AST) -> str:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name.lower()
+
+
+def launches_device_work(node: ast.AST, ctx: "FileContext") -> bool:
+    """The code under `node` (a loop, a comprehension) visibly queues work on the device each
+    time it runs: it calls a model or submodule, backpropagates, steps an optimizer, moves data
+    with `.to` / `.cuda`, or calls a torch op. A loop that only reads results back pays for the
+    wait once, at its first read; one that also launches kernels pays at every iteration."""
+    key = ("device-work", id(node))
+    if key in ctx.memo:
+        return ctx.memo[key]
+    found = False
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        pending = [part for part in (getattr(node, "elt", None), getattr(node, "key", None),
+                                     getattr(node, "value", None)) if part is not None]
+        pending += [c for g in node.generators for c in g.ifs] + [g.iter for g in node.generators[1:]]
+    else:  # a loop's body (and a `while` loop's test): its iterable is evaluated once
+        pending = list(getattr(node, "body", [])) + ([node.test] if isinstance(node, ast.While) else [])
+    while pending and not found:
+        child = pending.pop()
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(child, ast.Call):
+            func = child.func
+            word = _callee_word(func)
+            found = word in MODEL_WORDS or any(part in MODEL_WORDS for part in word.split("_")) \
+                or (isinstance(func, ast.Attribute) and word in DEVICE_STEP_METHODS) \
+                or is_torch_op(ctx.qualname(func)) or is_module_call(child, ctx)
+        pending.extend(ast.iter_child_nodes(child))
+    ctx.memo[key] = found
+    return found
+
+
 def not_a_tensor(node: ast.AST, ctx: "FileContext") -> bool:
     """Visibly a NumPy value or a plain Python literal / display."""
     if is_plain_python_value(node):

@@ -73,12 +73,12 @@ def test_noqa_silences_only_its_line_and_code(tmp_path):
         import torch
 
         for x in xs:
-            a = x.item()  # noqa: PTL101
-            b = x.item()  # noqa: PTL102
-            c = x.item()  # noqa
-            d = x.item()
-            e = "# noqa"; f = x.item()
-            g = x.item()  # NOQA:PTL101,PTL102
+            a = x.sum().item()  # noqa: PTL101
+            b = x.sum().item()  # noqa: PTL102
+            c = x.sum().item()  # noqa
+            d = x.sum().item()
+            e = "# noqa"; f = x.sum().item()
+            g = x.sum().item()  # NOQA:PTL101,PTL102
     """)
     write(tmp_path / "a.py", text)
     _, findings = check_json("a.py", cwd=tmp_path)
@@ -133,12 +133,12 @@ def test_coding_cookie_bom_and_crlf(tmp_path):
     write(tmp_path / "latin.py", latin, encoding="latin-1")
     (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + SYNC_LOOP.replace("\n", "\r\n").encode())
     # a non-ASCII character before the span: the column counts characters, not UTF-8 bytes
-    write(tmp_path / "wide.py", "import torch\nfor x in xs:\n    s = 'é' + str(x.item())\n")
+    write(tmp_path / "wide.py", "import torch\nfor x in xs:\n    s = 'é' + str(x.sum().item())\n")
     _, findings = check_json(".", cwd=tmp_path)
     spots = {(f["path"], f["line"], f["column"], f["end_column"]) for f in findings}
     assert ("latin.py", 8, 18, 32) in spots
     assert ("bom.py", 6, 18, 32) in spots
-    assert ("wide.py", 3, 19, 27) in spots
+    assert ("wide.py", 3, 19, 33) in spots
 
 
 def test_default_excludes_and_config_exclude(tmp_path):

@@ -183,6 +183,21 @@ while True:
 for x, y in train_loader:
     loss = model(x)  # ctx: per-step
 """,
+    "a function that backpropagates outside a loop of its own is a step": """
+def create_trainer(model, optimizer, loss_fn):
+    def update(engine, batch):
+        optimizer.zero_grad()
+        loss = loss_fn(model(batch[0]), batch[1])
+        loss.backward()  # ctx: per-step
+        optimizer.step()
+        return loss.item()  # ctx: per-step
+    return Engine(update)  # ctx: called
+
+def fit(model, loader):
+    for x in loader:
+        model(x).sum().backward()
+    return model  # ctx: called
+""",
     "Ignite event handlers": """
 from ignite.engine import Events
 

@@ -7,7 +7,7 @@ import ast
 from ptlint.astutil import NUMPY_MODULES, assigned_plain_python, comes_from_module, method_name
 from ptlint.compiled import is_traced
 from ptlint.rule import PER_STEP, Rule
-from ptlint.tensors import STRONG, loop_trains, tensor_kind, type_guarded, visibly_on_host
+from ptlint.tensors import STRONG, launches_device_work, loop_trains, tensor_kind, type_guarded, visibly_on_host
 
 SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
 # Checkpoint conversion code reads tensors that were loaded into host memory.
@@ -19,6 +19,31 @@ def is_sync_call(node: ast.AST) -> bool:
     if name not in SYNC_METHODS:
         return False
     return SYNC_METHODS[name] or not node.args
+
+
+# Classes of the data pipeline: their methods work on host tensors.
+HOST_CLASSES = {"Sampler", "BatchSampler", "Dataset", "IterableDataset", "DistributedSampler"}
+
+
+# Methods that launch no kernel: views, and the reads this rule is about.
+NO_KERNEL = {"detach", "cpu", "numpy", "tolist", "item", "view", "view_as", "reshape", "squeeze", "unsqueeze",
+             "flatten", "t", "transpose", "permute", "expand", "expand_as", "size", "dim", "requires_grad_"}
+
+
+def _computes(value: ast.AST) -> bool:
+    """The read's own expression computes on the device first (`x.sum().item()`,
+    `(out.argmax(1) == y).float().mean().item()`): a kernel, then a wait, every iteration."""
+    for node in ast.walk(value):
+        if isinstance(node, (ast.BinOp, ast.Compare, ast.UnaryOp)):
+            return True
+        if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Attribute)
+                                           or node.func.attr not in NO_KERNEL):
+            return True
+    return False
+
+
+def _leaves_loop(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, (ast.Break, ast.Return)) for statement in body for n in ast.walk(statement))
 
 
 def _is_checkpoint_value(node: ast.AST) -> bool:
@@ -34,6 +59,10 @@ class SyncInLoop(Rule):
     contexts = frozenset({PER_STEP})  # not once, not once per epoch, not on the error path
     cold = False
     triggers = (".item(", ".cpu(", ".numpy(", ".tolist(")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._stalls: dict[int, bool] = {}  # reported node -> a loop around it launches device work
 
     def visit_Call(self, node: ast.Call) -> None:
         if not is_sync_call(node):
@@ -52,10 +81,59 @@ class SyncInLoop(Rule):
             return
         if is_traced(self.ctx, node):
             return  # in a forward or a compiled function PTL402 reports it (a graph break too)
+        if self._host_side_code() or self._decides_control_flow(node):
+            return
+        self._stalls[id(node)] = _computes(value) or any(launches_device_work(loop, self.ctx)
+                                                        for loop in self.ctx.loops)
         method = node.func.attr
         message = self.message.format(method=method) if self.ctx.loops else \
             f"`.{method}()` in code that runs every step waits for the GPU (device-to-host sync)"
         self.report(node, message)
+
+    def keep(self, node: ast.AST, where) -> bool:
+        """A sync stalls the device every iteration only where work is queued every iteration:
+        in a function that runs per step (a step hook, a helper of the step loop), or in a
+        loop that itself launches device work (calls a model, backpropagates, runs torch ops).
+        A loop that only reads results back (post-processing rows) waits once, at its first read."""
+        function = where.function
+        if function is not None and self.ctx.model.base.get(id(function)) == PER_STEP:
+            return True
+        return self._stalls.get(id(node), False)
+
+    def _host_side_code(self) -> bool:
+        """Data-pipeline classes (a Sampler, a Dataset) and functions named for the CPU run on
+        host tensors."""
+        for function in self.ctx.functions:
+            if "cpu" in getattr(function, "name", "").lower().split("_"):
+                return True
+        for cls in self.ctx.classes:
+            for base in cls.bases:
+                qual = self.ctx.qualname(base) or ""
+                name = qual or getattr(base, "id", getattr(base, "attr", ""))
+                if name.startswith("torch.utils.data.") or name.rsplit(".", 1)[-1] in HOST_CLASSES:
+                    return True
+        return False
+
+    def _decides_control_flow(self, node: ast.Call) -> bool:
+        """The value decides whether the loop goes on (`if token.item() == eos: break`, or a
+        name assigned it and tested so): the loop needs it on the host, every iteration."""
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        if loop is None or not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            return False
+        names = set()
+        for ancestor in reversed(self.ctx.stack):
+            if ancestor is loop:
+                break
+            if isinstance(ancestor, (ast.If, ast.While)) and _leaves_loop(ancestor.body) \
+                    and any(n is node for n in ast.walk(ancestor.test)):
+                return True
+            if isinstance(ancestor, ast.Assign):
+                names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
+        if not names:
+            return False
+        return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
+                   any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
+                   for statement in loop.body for n in ast.walk(statement))
 
     def _holds_a_tensor(self, value: ast.AST) -> bool:
         """Visibly a tensor (a torch op's or a submodule's result, a loss), or in a module that
@@ -87,6 +165,14 @@ Not reported:
   `torch.from_numpy`, already moved by `.cpu()` (also through names and loop variables, and
   names like `labels_cpu`), returned by a tokenizer or processor called with
   `return_tensors=`, or read from a `state_dict` / checkpoint;
+- a loop that only reads results back and launches no device work of its own (no model or
+  submodule call, no backward or optimizer step, no torch op, no `.to` / `.cuda`, no arithmetic
+  or reduction in the read itself), in a function that does not itself run per step: only its
+  first read waits for the device, the others find nothing queued (`[t.item() for t in ts]`,
+  `row.tolist()` over finished results; `x.sum().item()` computes, then waits, each time);
+- a read whose value decides whether the loop goes on (`if tok.item() == eos: break`): the host
+  needs it every iteration;
+- the data pipeline: methods of `Sampler` / `Dataset` subclasses, functions named `*_cpu*`;
 - in `forward` and compiled functions, where PTL402 reports it;
 - modules that never import torch, unless the loop backpropagates or the value is visibly a
   tensor.
@@ -137,27 +223,9 @@ def predictions(model, batches):
     for batch in batches:
         out.append(model(batch).argmax(-1).cpu())  # expect: PTL101
     return out
-""",
-        """
-import torch
 
-def values(ts):
-    return [t.item() for t in ts]  # expect: PTL101
-""",
-        """
-import torch
-
-def drain(q):
-    while q:
-        x = q.pop()
-        arr = x.detach().cpu().numpy()  # expect: PTL101
-        print(arr)
-""",
-        """
-import torch
-
-for step, batch in enumerate(loader):
-    ids = batch["ids"].tolist()  # expect: PTL101
+def scores(net, xs):
+    return [net(x).max().item() for x in xs]  # expect: PTL101
 """,
         # an inner loop over parameter groups does not make the outer loop an epoch loop
         """
@@ -218,6 +286,51 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # loops that only read results back: the first read waits, the others find nothing queued;
+        # and a batch straight from a DataLoader is in host memory
+        """
+import torch
+
+def values(ts):
+    return [t.item() for t in ts]
+
+def drain(q):
+    while q:
+        x = q.pop()
+        print(x.detach().cpu().numpy())
+
+for step, batch in enumerate(loader):
+    ids = batch["ids"].tolist()
+""",
+        # the value decides whether the loop goes on: the host needs it every iteration
+        """
+import torch
+
+def generate(model, tokens, eos, steps):
+    for _ in range(steps):
+        nxt = model(tokens)[:, -1].argmax(-1)
+        tokens = torch.cat([tokens, nxt[:, None]], 1)
+        if nxt.item() == eos:
+            break
+        token = nxt.item()
+        if token == eos:
+            return tokens
+    return tokens
+""",
+        # the data pipeline works on host tensors: a Sampler, a Dataset, a CPU-only path
+        """
+import torch
+from torch.utils.data import Sampler
+
+class Balanced(Sampler):
+    def __iter__(self):
+        weights = torch.as_tensor(self.weights)
+        for _ in range(len(self)):
+            yield torch.multinomial(weights, 1).item()
+
+def _pool_cpu(model, hists):
+    return [model(h).sum().item() for h in hists]
+""",
         # once per epoch: the .item() runs after the inner batch loop
         """
 import torch

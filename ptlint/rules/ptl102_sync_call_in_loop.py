@@ -6,6 +6,9 @@ import ast
 
 from ptlint.rule import PER_STEP, Rule
 
+TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
+          "time.monotonic_ns", "timeit.default_timer"}
+
 SYNC_FUNCTIONS = {
     f"torch.{backend}.{function}"
     for backend in ("cuda", "mps", "xpu", "accelerator")
@@ -23,11 +26,47 @@ class SyncCallInLoop(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         qualname = self.ctx.qualname(node.func)
-        if qualname not in SYNC_FUNCTIONS:
+        if qualname not in SYNC_FUNCTIONS or self._deliberate(node, qualname):
             return
         message = self.message.format(call=qualname) if self.ctx.loops else \
             f"`{qualname}()` in code that runs every step stalls the host every step"
         self.report(node, message)
+
+    def _deliberate(self, node: ast.Call, qualname: str) -> bool:
+        """A call placed on purpose: `synchronize()` right before or after reading a timer (the
+        way to time GPU work, what PTL108 asks for); `empty_cache()` after `del` or
+        `gc.collect()` (freeing memory for what comes next), or under a condition (a memory
+        setting, a size check)."""
+        statement, block = self._statement(node)
+        if statement is None:
+            return False
+        index = next(i for i, s in enumerate(block) if s is statement)
+        neighbours = block[max(0, index - 2):index] + block[index + 1:index + 3]
+        if qualname.endswith("synchronize"):
+            return any(isinstance(n, ast.Call) and self.ctx.qualname(n.func) in TIMERS
+                       for s in neighbours for n in ast.walk(s))
+        before = block[max(0, index - 2):index]
+        if any(isinstance(s, ast.Delete) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                                             and self.ctx.qualname(s.value.func) == "gc.collect") for s in before):
+            return True
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        for ancestor in reversed(self.ctx.stack):
+            if ancestor is loop or isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            if isinstance(ancestor, ast.If):
+                return True
+        return False
+
+    def _statement(self, node: ast.AST):
+        """The statement holding `node`, and the list of statements it sits in."""
+        child = node
+        for ancestor in reversed(self.ctx.stack):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(ancestor, field, None)
+                if isinstance(block, list) and any(s is child for s in block):
+                    return child, block
+            child = ancestor
+        return None, []
 
     docs = """
 ## What it does
@@ -46,7 +85,10 @@ same module calls, a framework step hook.
 
 Not reported: a call that runs once per outer iteration (outside an inner batch loop) or every
 N steps, once-code (set-up, the end of a script, loops over settings there), the error path
-(`except` blocks, branches that raise), and test code.
+(`except` blocks, branches that raise), and test code. Nor calls placed on purpose:
+`synchronize()` next to a timer read (how GPU work is timed, see PTL108), and `empty_cache()`
+right after `del` or `gc.collect()` (handing memory back before a big allocation) or under a
+condition (a memory setting, a size check).
 
 ## Example
 ```python
@@ -112,6 +154,26 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # placed on purpose: timing GPU work, freeing memory, a memory setting
+        """
+import gc
+import time
+import torch
+
+def bench(model, loader, args):
+    for x in loader:
+        start = time.perf_counter()
+        model(x)
+        torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start
+        out = model(x)
+        del out
+        torch.cuda.empty_cache()
+        gc.collect()
+        torch.cuda.empty_cache()
+        if args.empty_cache_every_step:
+            torch.cuda.empty_cache()
+""",
         """
 import torch
 
