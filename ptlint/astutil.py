@@ -62,33 +62,45 @@ def is_plain_python_value(node: ast.AST) -> bool:
 
 def comes_from_module(node: ast.AST, ctx: "FileContext", modules: tuple[str, ...]) -> bool:
     """True when `node` is visibly a value of one of `modules` (e.g. numpy): a call or attribute
-    resolving there, a chain of method calls on such a value, or a local name assigned one."""
-    seen = 0
-    while seen < 8:
-        seen += 1
+    resolving there, a chain of method calls on such a value, arithmetic on one, or a local name
+    assigned one. Follows at most eight steps."""
+    pending = [node]
+    for _ in range(8):
+        if not pending:
+            return False
+        node = pending.pop()
         if isinstance(node, ast.Call):
             qual = ctx.qualname(node.func)
             if qual is not None:
-                return any(qual == m or qual.startswith(m + ".") for m in modules)
-            if isinstance(node.func, ast.Attribute):  # a method of a numpy value returns numpy
-                node = node.func.value
-                continue
-            return False
-        if isinstance(node, (ast.Subscript, ast.Attribute)):
-            if isinstance(node, ast.Attribute):
-                qual = ctx.qualname(node)
-                if qual is not None:
-                    return any(qual == m or qual.startswith(m + ".") for m in modules)
-            node = node.value
-            continue
-        if isinstance(node, ast.Name):
-            values = ctx.assignments(node.id)
-            if not values:
-                return False
-            node = values[-1]
-            continue
-        return False
+                if any(qual == m or qual.startswith(m + ".") for m in modules):
+                    return True
+            elif isinstance(node.func, ast.Attribute):  # a method of a numpy value returns numpy
+                pending.append(node.func.value)
+        elif isinstance(node, ast.Attribute) and ctx.qualname(node) is not None:
+            qual = ctx.qualname(node)
+            if any(qual == m or qual.startswith(m + ".") for m in modules):
+                return True
+        elif isinstance(node, (ast.Subscript, ast.Attribute)):
+            pending.append(node.value)
+        elif isinstance(node, ast.Name):
+            # the last value that does not derive from the name itself (`s = s / s.sum()`)
+            values = [v for v in ctx.assignments(node.id) if root_name(v) != node.id]
+            if values:
+                pending.append(values[-1])
+        elif isinstance(node, ast.IfExp):  # `k.cpu().numpy() if is_tensor(k) else k`
+            pending.append(node.body)
+        elif isinstance(node, ast.BinOp):  # `a * b` of a NumPy value stays NumPy
+            pending += [node.right, node.left]
+        elif isinstance(node, ast.UnaryOp):
+            pending.append(node.operand)
     return False
+
+
+def root_name(node: ast.AST) -> str | None:
+    """The name a value derives from: `x` of `x.a[0].f()`, of `x * 2`."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp)):
+        node = node.func if isinstance(node, ast.Call) else node.left if isinstance(node, ast.BinOp) else node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def assigned_plain_python(node: ast.AST, ctx: "FileContext") -> bool:

@@ -112,8 +112,9 @@ class FileContext:
         if isinstance(target, ast.Name):
             table.setdefault(target.id, []).append(value)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:  # unpacking: we only know the name came from `value`
-                self.bind(element.value if isinstance(element, ast.Starred) else element, value)
+            parts = _unpacked(target, value)
+            for element, part in zip(target.elts, parts):  # else we only know it came from `value`
+                self.bind(element.value if isinstance(element, ast.Starred) else element, part)
 
     # -- reporting ---------------------------------------------------------------------------
     def add_finding(self, rule: Rule, node: ast.AST, end_node: ast.AST, message: str, fix: Fix | None) -> None:
@@ -137,6 +138,32 @@ class FileContext:
                 self.findings.append(finding)
         self._reported = []
         return self.findings
+
+
+def _unpacked(target: ast.Tuple | ast.List, value: ast.AST) -> list[ast.AST]:
+    """What each name of an unpacking target gets, where the value shows it: `a, b = x, y`;
+    `for a, b in zip(x, y)` (a loop target is bound to its iterable); `for i, a in enumerate(x)`.
+    Otherwise every name gets the whole value."""
+    elements = target.elts
+    if any(isinstance(e, ast.Starred) for e in elements):
+        return [value] * len(elements)
+    if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elements) \
+            and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return list(value.elts)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+            and all(k.arg == "strict" for k in value.keywords) \
+            and not any(isinstance(a, ast.Starred) for a in value.args):
+        if value.func.id == "zip" and len(value.args) == len(elements):
+            return [_element_of(arg) for arg in value.args]
+        if value.func.id == "enumerate" and len(value.args) == 1 and len(elements) == 2:
+            return [value, _element_of(value.args[0])]
+    return [value] * len(elements)
+
+
+def _element_of(iterable: ast.AST) -> ast.AST:
+    """An element of `iterable` stands for it (`row` of `rows`: what lives where `rows` lives);
+    the engine binds loop targets to their iterable the same way."""
+    return iterable
 
 
 @dataclass

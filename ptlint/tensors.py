@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from .astutil import NUMPY_MODULES, comes_from_module, is_plain_python_value, method_name
+from .astutil import NUMPY_MODULES, comes_from_module, is_plain_python_value, method_name, root_name
 
 if TYPE_CHECKING:
     from .engine import FileContext
@@ -239,7 +239,7 @@ def loop_trains(loop: ast.AST) -> bool:
 MODEL_WORDS = {"model", "net", "network", "module", "encoder", "decoder", "policy", "actor", "critic", "generator",
                "discriminator", "teacher", "student", "backbone", "head", "unet", "vae", "transformer", "criterion",
                "loss_fn", "loss_func", "lossfn", "classifier", "agent", "predictor", "forward", "ema_model"}
-DEVICE_STEP_METHODS = {"backward", "manual_backward", "zero_grad", "step", "cuda", "to", "forward", "generate"}
+DEVICE_STEP_METHODS = {"backward", "manual_backward", "zero_grad", "step", "forward", "generate"}
 
 
 def _callee_word(func: ast.AST) -> str:
@@ -248,10 +248,10 @@ def _callee_word(func: ast.AST) -> str:
 
 
 def launches_device_work(node: ast.AST, ctx: "FileContext") -> bool:
-    """The code under `node` (a loop, a comprehension) visibly queues work on the device each
-    time it runs: it calls a model or submodule, backpropagates, steps an optimizer, moves data
-    with `.to` / `.cuda`, or calls a torch op. A loop that only reads results back pays for the
-    wait once, at its first read; one that also launches kernels pays at every iteration."""
+    """The code under `node` (a loop, a comprehension) visibly runs a model each time: it calls a
+    model, a submodule or a loss module, backpropagates, steps an optimizer, or generates. A loop
+    that only reads results back pays for the wait once, at its first read; one that runs the
+    model queues a step's kernels each time, and a read there stalls the device every time."""
     key = ("device-work", id(node))
     if key in ctx.memo:
         return ctx.memo[key]
@@ -270,8 +270,7 @@ def launches_device_work(node: ast.AST, ctx: "FileContext") -> bool:
             func = child.func
             word = _callee_word(func)
             found = word in MODEL_WORDS or any(part in MODEL_WORDS for part in word.split("_")) \
-                or (isinstance(func, ast.Attribute) and word in DEVICE_STEP_METHODS) \
-                or is_torch_op(ctx.qualname(func)) or is_module_call(child, ctx)
+                or (isinstance(func, ast.Attribute) and word in DEVICE_STEP_METHODS) or is_module_call(child, ctx)
         pending.extend(ast.iter_child_nodes(child))
     ctx.memo[key] = found
     return found
@@ -303,6 +302,18 @@ def _is_cpu_device(node: ast.AST, ctx: "FileContext") -> bool:
         and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu"
 
 
+def _is_device_like(node: ast.AST, ctx: "FileContext") -> bool:
+    """`.to(x)` moves between devices only for a device argument (`"cuda"`, `torch.device(...)`,
+    `device`, `x.device`), not for a dtype (`.to(torch.float16)`, `.to(t.dtype)`)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.Call):
+        return ctx.qualname(node.func) == "torch.device"
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    qual = ctx.qualname(node) or ""
+    return not qual.startswith("torch.") and "dtype" not in name.lower()
+
+
 def _host_name(name: str) -> bool:
     lower = name.lower()
     return lower.endswith("_cpu") or lower.startswith("cpu_") or lower in ("cpu", "host")
@@ -310,13 +321,19 @@ def _host_name(name: str) -> bool:
 
 def _mentions_cpu(expr: ast.AST, ctx: "FileContext", depth: int) -> bool:
     """The expression visibly makes or moves a tensor to host memory and never to a device."""
-    root = _root_name(expr)  # the value the expression derives from: `labels_cpu` of `labels_cpu[i]`
+    if isinstance(expr, ast.BinOp):  # arithmetic of host tensors stays on the host
+        return _mentions_cpu(expr.left, ctx, depth) or _mentions_cpu(expr.right, ctx, depth)
+    if isinstance(expr, ast.Call) and is_torch_op(ctx.qualname(expr.func)) and expr.args \
+            and ctx.qualname(expr.func) not in HOST_FACTORIES and not any(k.arg == "device" for k in expr.keywords):
+        return _mentions_cpu(expr.args[0], ctx, depth)  # `torch.split(host, n)`: pieces of a host tensor
+    root = root_name(expr)  # the value the expression derives from: `labels_cpu` of `labels_cpu[i]`
     on_cpu = root is not None and (_host_name(root) or (depth < 3 and _host_value(root, ctx, depth + 1)))
     for node in ast.walk(expr):
         if not isinstance(node, ast.Call):
             continue
         name = method_name(node)
-        if name == "cuda" or (name == "to" and node.args and not _is_cpu_device(node.args[0], ctx)):
+        if name == "cuda" or (name == "to" and node.args and _is_device_like(node.args[0], ctx)
+                              and not _is_cpu_device(node.args[0], ctx)):
             return False
         if ctx.qualname(node.func) in HOST_FACTORIES or name == "cpu" or \
                 (name == "to" and node.args and _is_cpu_device(node.args[0], ctx)):
@@ -333,7 +350,7 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileContext", depth: int) -> bool:
 
 def _host_value(name: str, ctx: "FileContext", depth: int) -> bool:
     # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives
-    values = [v for v in ctx.assignments(name) if _root_name(v) != name]
+    values = [v for v in ctx.assignments(name) if root_name(v) != name]
     return bool(values) and all(_mentions_cpu(v, ctx, depth) for v in values)
 
 
@@ -350,12 +367,6 @@ def visibly_on_host(node: ast.AST, ctx: "FileContext") -> bool:
     if isinstance(node, ast.Name):
         return _host_name(node.id) or _host_value(node.id, ctx, 0)
     return _mentions_cpu(node, ctx, 0)
-
-
-def _root_name(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def type_guarded(node: ast.AST, ctx: "FileContext", modules: tuple[str, ...]) -> bool:

@@ -21,6 +21,8 @@ def is_sync_call(node: ast.AST) -> bool:
     return SYNC_METHODS[name] or not node.args
 
 
+# Methods whose result is a NumPy array whatever they are called on.
+NUMPY_ONLY = {"numpy", "astype"}
 # Classes of the data pipeline: their methods work on host tensors.
 HOST_CLASSES = {"Sampler", "BatchSampler", "Dataset", "IterableDataset", "DistributedSampler"}
 
@@ -32,24 +34,59 @@ NO_KERNEL = {"detach", "cpu", "numpy", "tolist", "item", "view", "view_as", "res
 
 def _computes(value: ast.AST) -> bool:
     """The read's own expression computes on the device first (`x.sum().item()`,
-    `(out.argmax(1) == y).float().mean().item()`): a kernel, then a wait, every iteration."""
-    for node in ast.walk(value):
+    `(out.argmax(1) == y).float().mean().item()`): a kernel, then a wait, every iteration.
+    Index arithmetic (`x[i : i + n]`) computes nothing on the device."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
         if isinstance(node, (ast.BinOp, ast.Compare, ast.UnaryOp)):
             return True
-        if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Attribute)
-                                           or node.func.attr not in NO_KERNEL):
-            return True
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute) or node.func.attr not in NO_KERNEL:
+                return True
+            pending.append(node.func.value)
+        elif isinstance(node, (ast.Subscript, ast.Attribute)):
+            pending.append(node.value)
     return False
+
+
+# Folders and file names of input-pipeline code: datasets, samplers, collators, augmentation.
+PIPELINE_FOLDERS = {"data", "datasets", "dataio", "dataloaders", "augment", "augmentation", "augmentations",
+                    "transforms"}
+PIPELINE_FILE_WORDS = ("collat", "augment", "dataset", "sampler", "dataloader", "transforms", "processing",
+                       "processor")
+
+
+# Tools whose job is to show values to a person: the host needs every one of them.
+INSPECTION_FILE_WORDS = ("debug", "doctor", "diagnos", "plot", "visuali", "viz", "profil")
+
+
+def _data_pipeline_path(path: str) -> bool:
+    parts = path.replace("\\", "/").lower().split("/")
+    return bool(set(parts[:-1]) & PIPELINE_FOLDERS) or any(
+        word in parts[-1] for word in PIPELINE_FILE_WORDS + INSPECTION_FILE_WORDS)
+
+
+def _root(node: ast.AST) -> ast.Name | None:
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node if isinstance(node, ast.Name) else None
 
 
 def _leaves_loop(body: list[ast.stmt]) -> bool:
     return any(isinstance(n, (ast.Break, ast.Return)) for statement in body for n in ast.walk(statement))
 
 
-def _is_checkpoint_value(node: ast.AST) -> bool:
+def _is_checkpoint_value(node: ast.AST, ctx=None, hops: int = 1) -> bool:
+    """Read from a state_dict or checkpoint, directly or through a name assigned from one."""
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
-    return isinstance(node, ast.Name) and any(word in node.id.lower() for word in CHECKPOINT_NAMES)
+    if not isinstance(node, ast.Name):
+        return False
+    if any(word in node.id.lower() for word in CHECKPOINT_NAMES):
+        return True
+    values = ctx.assignments(node.id) if ctx is not None and hops else []
+    return bool(values) and all(isinstance(v, ast.expr) and _is_checkpoint_value(v, ctx, hops - 1) for v in values)
 
 
 class SyncInLoop(Rule):
@@ -76,11 +113,13 @@ class SyncInLoop(Rule):
         if not self._holds_a_tensor(value):
             return
         if comes_from_module(value, self.ctx, NUMPY_MODULES) or assigned_plain_python(value, self.ctx) \
-                or visibly_on_host(value, self.ctx) or type_guarded(value, self.ctx, NUMPY_MODULES) \
-                or _is_checkpoint_value(value):
+                or visibly_on_host(value, self.ctx) or self._type_guarded(value) or _is_checkpoint_value(value, self.ctx) \
+                or self._numpy_array(value):
             return
         if is_traced(self.ctx, node):
             return  # in a forward or a compiled function PTL402 reports it (a graph break too)
+        if not self.ctx.loops and node.func.attr != "item":
+            return  # one bulk copy per step that the host needs (`ids.cpu()`): the form to aim for
         if self._host_side_code() or self._decides_control_flow(node):
             return
         self._stalls[id(node)] = _computes(value) or any(launches_device_work(loop, self.ctx)
@@ -101,17 +140,54 @@ class SyncInLoop(Rule):
         return self._stalls.get(id(node), False)
 
     def _host_side_code(self) -> bool:
-        """Data-pipeline classes (a Sampler, a Dataset) and functions named for the CPU run on
-        host tensors."""
+        """The data pipeline runs on host tensors: classes deriving from a Sampler or Dataset,
+        modules of data, augmentation or collation code, functions named for the CPU."""
+        if _data_pipeline_path(self.ctx.path):
+            return True
         for function in self.ctx.functions:
             if "cpu" in getattr(function, "name", "").lower().split("_"):
                 return True
         for cls in self.ctx.classes:
             for base in cls.bases:
+                base = base.value if isinstance(base, ast.Subscript) else base  # `Sampler[int]`
                 qual = self.ctx.qualname(base) or ""
                 name = qual or getattr(base, "id", getattr(base, "attr", ""))
                 if name.startswith("torch.utils.data.") or name.rsplit(".", 1)[-1] in HOST_CLASSES:
                     return True
+        return False
+
+    def _numpy_array(self, value: ast.AST, hops: int = 2) -> bool:
+        """Made by a method only NumPy arrays have (`a.astype(f)`), or after `.numpy()`: the
+        sync, if any, happened there; `.tolist()` of the array reads host memory."""
+        node = value
+        while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp, ast.IfExp)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in NUMPY_ONLY:
+                return True
+            node = node.func if isinstance(node, ast.Call) else node.left if isinstance(node, ast.BinOp) \
+                else node.body if isinstance(node, ast.IfExp) else node.value
+        if isinstance(node, ast.Name) and hops:
+            values = [v for v in self.ctx.assignments(node.id) if isinstance(v, ast.expr)]
+            return bool(values) and self._numpy_array(values[-1], hops - 1)
+        return False
+
+    def _type_guarded(self, value: ast.AST) -> bool:
+        """The code checked the value, or the value it was taken from, to be NumPy
+        (`if isinstance(i, np.ndarray): ... for j in i.nonzero(): j.tolist()`)."""
+        seen = 0
+        while value is not None and seen < 3:
+            seen += 1
+            # NumPy checked, or `isinstance(x, torch.Tensor)` / duck typing: input normalisation
+            # of a value whose origin the code does not know, not a step's result
+            if type_guarded(value, self.ctx, NUMPY_MODULES + ("torch",)):
+                return True
+            root = _root(value)
+            if root is None:
+                return False
+            if root is not value:
+                value = root
+                continue
+            values = self.ctx.assignments(root.id)
+            value = values[-1] if len(values) == 1 and isinstance(values[0], ast.expr) else None
         return False
 
     def _decides_control_flow(self, node: ast.Call) -> bool:
@@ -165,14 +241,23 @@ Not reported:
   `torch.from_numpy`, already moved by `.cpu()` (also through names and loop variables, and
   names like `labels_cpu`), returned by a tokenizer or processor called with
   `return_tensors=`, or read from a `state_dict` / checkpoint;
-- a loop that only reads results back and launches no device work of its own (no model or
-  submodule call, no backward or optimizer step, no torch op, no `.to` / `.cuda`, no arithmetic
-  or reduction in the read itself), in a function that does not itself run per step: only its
-  first read waits for the device, the others find nothing queued (`[t.item() for t in ts]`,
-  `row.tolist()` over finished results; `x.sum().item()` computes, then waits, each time);
+- outside a loop, a bulk copy (`.cpu()`, `.numpy()`, `.tolist()`) in code that runs every step:
+  one copy per step of data the host needs is the form to aim for; a scalar `.item()` there is
+  reported (metrics read back every step);
+- a value whose type the code checks first (`if isinstance(x, torch.Tensor): x = x.tolist()`):
+  input normalisation, not a step's result;
+- a loop that does not run the model (no call of a model, submodule or loss module, no backward,
+  optimizer step or `generate`) and whose read computes nothing itself, in a function that does
+  not itself run per step: such a loop post-processes finished results, and only its first read
+  waits for the device (`[t.item() for t in ts]`, `row.tolist()`; a loop that computes
+  `x.sum().item()` launches a kernel and waits for it each time, and is reported);
 - a read whose value decides whether the loop goes on (`if tok.item() == eos: break`): the host
   needs it every iteration;
-- the data pipeline: methods of `Sampler` / `Dataset` subclasses, functions named `*_cpu*`;
+- the data pipeline, which works on host tensors: methods of `Sampler` / `Dataset` subclasses,
+  modules in `data/`, `datasets/`, `augment*/`, `transforms/` folders or named for collation,
+  augmentation, datasets, samplers or pre-/post-processing (`processing_*.py`), and functions
+  named `*_cpu*`; tools whose job is to show values to a person (modules named for debugging,
+  diagnostics, plotting, visualisation or profiling);
 - in `forward` and compiled functions, where PTL402 reports it;
 - modules that never import torch, unless the loop backpropagates or the value is visibly a
   tensor.

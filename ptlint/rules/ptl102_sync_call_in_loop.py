@@ -37,14 +37,14 @@ class SyncCallInLoop(Rule):
         way to time GPU work, what PTL108 asks for); `empty_cache()` after `del` or
         `gc.collect()` (freeing memory for what comes next), or under a condition (a memory
         setting, a size check)."""
+        if qualname.endswith("synchronize"):  # a timer read within three lines, at any depth
+            scope = self.ctx.function or self.ctx.tree
+            return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
+                       and self.ctx.qualname(n.func) in TIMERS for n in ast.walk(scope))
         statement, block = self._statement(node)
         if statement is None:
             return False
         index = next(i for i, s in enumerate(block) if s is statement)
-        neighbours = block[max(0, index - 2):index] + block[index + 1:index + 3]
-        if qualname.endswith("synchronize"):
-            return any(isinstance(n, ast.Call) and self.ctx.qualname(n.func) in TIMERS
-                       for s in neighbours for n in ast.walk(s))
         before = block[max(0, index - 2):index]
         if any(isinstance(s, ast.Delete) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
                                              and self.ctx.qualname(s.value.func) == "gc.collect") for s in before):
@@ -164,7 +164,8 @@ def bench(model, loader, args):
     for x in loader:
         start = time.perf_counter()
         model(x)
-        torch.cuda.synchronize()
+        if x.is_cuda:
+            torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
         out = model(x)
         del out
