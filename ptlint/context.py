@@ -55,7 +55,7 @@ ONCE_NAME = re.compile(r"(^|_)(init|initiali[sz]e|configure)(_|$)")
 # Words in a loop's iterable that say it walks over data (one step per element).
 DATA_WORDS = {"loader", "dataloader", "dl", "batches", "batch", "dataset", "ds", "data", "iterator", "iter",
               "stream", "episodes", "episode", "rollout", "rollouts", "steps", "iters", "iterations", "samples",
-              "minibatches", "microbatches", "queue", "prefetcher", "tqdm"}
+              "minibatches", "microbatches", "queue", "prefetcher", "tqdm", "timesteps"}
 # An inner loop over these splits one step into parts: the outer loop is still the step loop.
 SUB_STEP_WORDS = {"accum", "accumulation", "micro", "microbatch", "microbatches", "micro_step", "chunks",
                   "grad_accum", "gradient_accumulation_steps", "accumulate"}
@@ -164,7 +164,7 @@ def _trains(statements: list[ast.AST]) -> bool:
                 if func.attr in ("backward", "manual_backward", "zero_grad"):
                     return True
                 if func.attr == "step" and _words(func.value) & {"optimizer", "optim", "opt", "scaler", "env",
-                                                                  "envs", "trainer"}:
+                                                                  "envs", "trainer", "scheduler"}:
                     return True
             elif isinstance(func, ast.Name) and func.id == "next":
                 return True
@@ -172,9 +172,19 @@ def _trains(statements: list[ast.AST]) -> bool:
     return False
 
 
+# Settings that say a branch runs on some steps only: `if self.control.should_log:`,
+# `if step >= next_eval_step:` with `eval_interval`, `log_every`, `print_freq`.
+PERIODIC_WORDS = {"interval", "every", "freq", "frequency", "period", "periodic"}
+PERIODIC_FLAGS = {"should_log", "should_evaluate", "should_save", "do_log", "log_now", "is_log_step",
+                  "should_print", "should_checkpoint"}
+
+
 def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
-    """`step % 100 == 0`, `i == 0`, `batch_idx == len(loader) - 1`: a test that holds on a few
-    of the loop's iterations."""
+    """`step % 100 == 0`, `i == 0`, `batch_idx == len(loader) - 1`, `if self.control.should_log:`,
+    `if step % cfg.log_interval`: a test that holds on a few of the loop's iterations."""
+    words = _words(test)
+    if words & PERIODIC_FLAGS or any(part in PERIODIC_WORDS for word in words for part in word.split("_")):
+        return True
     names = set()
     target = getattr(loop, "target", None)
     if target is not None:
@@ -241,6 +251,8 @@ class ExecutionModel:
         self._calls: list[tuple[ast.Call, ast.AST]] = []  # (call, the callee expression or a callback name)
         self._defs: dict[str, list[ast.AST]] = {}
         self._methods: dict[str, list[ast.AST]] = {}  # method name -> defs in local classes
+        self._sites: dict[int, list[ast.Call]] = {}
+        self._training: dict[int, bool] = {}
         self._walk(ctx.tree)
         self.base = self._solve()
 
@@ -308,6 +320,7 @@ class ExecutionModel:
             for target in self._resolve(callee, call):
                 if self.enclosing_function(call) is not target:  # recursion says nothing of callers
                     sites.setdefault(id(target), []).append(call)
+        self._sites = sites
         base: dict[int, str] = {}
         fixed: set[int] = set()
         for function in self.functions:
@@ -369,9 +382,20 @@ class ExecutionModel:
                     return []
                 family = self._class_family(owner)
                 return [m for m in methods if self.owner_class(m) in family]
-            # `model.init_hidden(n)`: a method name that one local class alone defines
-            return methods if len(methods) == 1 and callee is call.func else []
+            # `model.init_hidden(n)` where `model = Net(...)`, a class of this module
+            if isinstance(callee.value, ast.Name):
+                scope = self.enclosing_function(call) or self.ctx.tree
+                classes = {v.func.id for v in self.ctx.assignments(callee.value.id, scope)
+                           if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
+                return [m for m in methods if self.owner_class(m) is not None and any(
+                    self.owner_class(m) in self._class_family(cls) for cls in self._local_classes(classes))]
         return []
+
+    def _local_classes(self, names: set[str]) -> list[ast.ClassDef]:
+        from .compiled import _local_classes
+
+        local = _local_classes(self.ctx)
+        return [local[name] for name in names if name in local]
 
     def _class_family(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its bases defined in this file."""
@@ -392,6 +416,7 @@ class ExecutionModel:
         cold = False
         loops: list[ast.AST] = []
         periodic = False
+        gated = False  # under a periodic test, loop or not
         child, parent = node, self.parent(node)
         first_iter_of: ast.AST | None = None  # a comprehension whose first iterable holds the node
         function = None
@@ -412,6 +437,7 @@ class ExecutionModel:
                     if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)) \
                             and not _steps_optimizer(branch):
                         periodic = True
+                        gated = True
             elif isinstance(parent, ast.IfExp) and child is not parent.test:
                 if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)):
                     periodic = True
@@ -431,7 +457,8 @@ class ExecutionModel:
             child, parent = parent, self.parent(parent)
         base = self.base.get(id(function), ONCE) if function is not None else ONCE
         if not loops:
-            context = base
+            # `if self.control.should_log:` in a per-step function runs on some steps only
+            context = PER_OUTER if gated and base == PER_STEP else base
         elif base == PER_STEP:
             context = PER_STEP
         elif (base == ONCE and function is not None and _set_up_name(function.name)) \
@@ -442,6 +469,48 @@ class ExecutionModel:
         else:
             context = PER_STEP
         return Where(context, cold, loops[0] if loops else None, function)
+
+    def in_training_step(self, node: ast.AST) -> bool:
+        """`node` runs as part of a training or evaluation step, visibly: in a loop (of its
+        function) that backpropagates or steps an optimizer, or in a function that is a training
+        step hook (`training_step`, `compute_loss`, a function that backpropagates, an Ignite
+        iteration handler), or that such code calls (transitively, within this module)."""
+        where = self.where(node)
+        if where.cold or where.context != PER_STEP:
+            return False
+        parent = self.parent(node)
+        while parent is not None and not isinstance(parent, FUNCTION_DEFS):
+            if isinstance(parent, STATEMENT_LOOPS) and _body_trains(parent):
+                return True
+            parent = self.parent(parent)
+        return parent is not None and self._training_function(parent, set())
+
+    def _training_function(self, function: ast.AST, visiting: set[int]) -> bool:
+        key = id(function)
+        if key in self._training:
+            return self._training[key]
+        if key in visiting:
+            return False
+        visiting.add(key)
+        name = function.name
+        owner = self.owner_class(function)
+        hook = (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or _is_step_function(function)
+                or any(_event_context(d) == PER_STEP for d in function.decorator_list)) \
+            and not (owner is not None and name == "forward")
+        result = hook or any(self.in_training_step_site(call, visiting) for call in self._sites.get(key, []))
+        self._training[key] = result
+        return result
+
+    def in_training_step_site(self, call: ast.Call, visiting: set[int]) -> bool:
+        where = self.where(call)
+        if where.cold or where.context != PER_STEP:
+            return False
+        parent = self.parent(call)
+        while parent is not None and not isinstance(parent, FUNCTION_DEFS):
+            if isinstance(parent, STATEMENT_LOOPS) and _body_trains(parent):
+                return True
+            parent = self.parent(parent)
+        return parent is not None and self._training_function(parent, visiting)
 
     def _innermost_loop(self, node: ast.AST) -> ast.AST | None:
         parent = self.parent(node)

@@ -376,12 +376,15 @@ def type_guarded(node: ast.AST, ctx: "FileContext", modules: tuple[str, ...]) ->
     for ancestor in reversed(ctx.stack):
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return False
-        if not isinstance(ancestor, ast.If):
+        if not isinstance(ancestor, (ast.If, ast.IfExp)):
             continue
         for test in ast.walk(ancestor.test):
             if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr" \
                     and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
                 return True  # duck typing: the code itself does not know it holds a tensor
+            if "torch" in modules and isinstance(test, ast.Call) and len(test.args) == 1 \
+                    and ctx.qualname(test.func) == "torch.is_tensor" and ast.dump(test.args[0]) == wanted:
+                return True  # `if torch.is_tensor(x): x = x.item()`: normalising an input
             if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
                     and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
                 types = [t for t in ast.walk(test.args[1]) if isinstance(t, ast.Attribute)]

@@ -27,7 +27,7 @@ SIBLING = textwrap.dedent("""\
     def f(xs):
         total = 0.0
         for x in xs:
-            total += x.sum().item()
+            total += net(x).sum().item()
         return total
 """)
 SIBLING_SPOT = ("good.py", 6, "PTL101")
@@ -258,7 +258,7 @@ def test_pyproject_without_a_ptlint_table(tmp_path, config):
 
 def _in_loop(expression: str) -> str:
     """An expression inside a loop, next to a `.item()` the check must still find when it parses."""
-    return f"import torch\nfor x in loader:\n    y = {expression}\n    v = x.sum().item()\n"
+    return f"import torch\nfor x in loader:\n    y = {expression}\n    v = net(x).item()\n"
 
 
 NESTED = {
@@ -276,7 +276,7 @@ NESTED = {
     "unary-minus-50000": _in_loop("-" * 50_000 + "a"),
     "lambdas-300": _in_loop("lambda: " * 300 + "x"),
     "ifs-99": "import torch\n" + "".join("    " * i + f"if c{i}:\n" for i in range(99))
-              + "    " * 99 + "for x in loader:\n" + "    " * 100 + "v = x.sum().item()\n",
+              + "    " * 99 + "for x in loader:\n" + "    " * 100 + "v = net(x).item()\n",
     "ifs-101": "".join(" " * i + f"if c{i}:\n" for i in range(101)) + " " * 101 + "pass\n",
     "fstrings-nested": _in_loop('f"{' * 4 + "x" + '}"' * 4),
 }
@@ -293,8 +293,8 @@ def test_deep_nesting_is_answered_cleanly(tmp_path, name):
     if parses_in_fresh_python(text):
         assert result.returncode == 1 and not stderr_lines(result), result.stderr
         assert "PTL001" not in {f["code"] for f in deep}
-        if "v = x.sum().item()" in text:
-            item_line = text.splitlines().index(next(s for s in text.splitlines() if "v = x.sum().item()" in s)) + 1
+        if "v = net(x).item()" in text:
+            item_line = text.splitlines().index(next(s for s in text.splitlines() if "v = net(x).item()" in s)) + 1
             assert ("deep.py", item_line, "PTL101") in spots(deep)
     else:
         # Python rejects it: a PTL001 finding (or a one-line "too deep" notice), never a crash
@@ -370,7 +370,7 @@ def test_sixty_thousand_lines(tmp_path):
     expected = set()
     while len(lines) < 60_000:
         if len(lines) % 1000 == 0:
-            lines += ["for x in xs:", "    t = x.sum().item()"]
+            lines += ["for x in xs:", "    t = net(x).item()"]
             expected.add(("big.py", len(lines), "PTL101"))
         else:
             lines.append(f"value_{len(lines)} = torch.zeros({len(lines) % 7})  # filler")

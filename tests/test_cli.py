@@ -16,7 +16,7 @@ SYNC_LOOP = textwrap.dedent("""\
     def f(xs):
         total = 0.0
         for x in xs:
-            total += x.sum().item()
+            total += net(x).sum().item()
         return total
 """)
 
@@ -54,7 +54,7 @@ def test_json_shape_matches_design(tmp_path):
     finding = findings[0]
     assert finding == {
         "code": "PTL101", "name": "sync-in-loop", "message": finding["message"],
-        "path": os.path.join("src", "train.py"), "line": 6, "column": 18, "end_line": 6, "end_column": 32,
+        "path": os.path.join("src", "train.py"), "line": 6, "column": 18, "end_line": 6, "end_column": 37,
         "severity": "warning", "fix": None, "source": "static", "context": "per-step",
     }
     assert "item" in finding["message"]
@@ -73,12 +73,12 @@ def test_noqa_silences_only_its_line_and_code(tmp_path):
         import torch
 
         for x in xs:
-            a = x.sum().item()  # noqa: PTL101
-            b = x.sum().item()  # noqa: PTL102
-            c = x.sum().item()  # noqa
-            d = x.sum().item()
-            e = "# noqa"; f = x.sum().item()
-            g = x.sum().item()  # NOQA:PTL101,PTL102
+            a = net(x).item()  # noqa: PTL101
+            b = net(x).item()  # noqa: PTL102
+            c = net(x).item()  # noqa
+            d = net(x).item()
+            e = "# noqa"; f = net(x).item()
+            g = net(x).item()  # NOQA:PTL101,PTL102
     """)
     write(tmp_path / "a.py", text)
     _, findings = check_json("a.py", cwd=tmp_path)
@@ -133,12 +133,12 @@ def test_coding_cookie_bom_and_crlf(tmp_path):
     write(tmp_path / "latin.py", latin, encoding="latin-1")
     (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + SYNC_LOOP.replace("\n", "\r\n").encode())
     # a non-ASCII character before the span: the column counts characters, not UTF-8 bytes
-    write(tmp_path / "wide.py", "import torch\nfor x in xs:\n    s = 'é' + str(x.sum().item())\n")
+    write(tmp_path / "wide.py", "import torch\nfor x in xs:\n    s = 'é' + str(net(x).item())\n")
     _, findings = check_json(".", cwd=tmp_path)
     spots = {(f["path"], f["line"], f["column"], f["end_column"]) for f in findings}
-    assert ("latin.py", 8, 18, 32) in spots
-    assert ("bom.py", 6, 18, 32) in spots
-    assert ("wide.py", 3, 19, 33) in spots
+    assert ("latin.py", 8, 18, 37) in spots
+    assert ("bom.py", 6, 18, 37) in spots
+    assert ("wide.py", 3, 19, 32) in spots
 
 
 def test_default_excludes_and_config_exclude(tmp_path):
@@ -198,10 +198,10 @@ def test_full_output_shows_source_and_carets(tmp_path):
     result = run_ptlint("check", "--no-cache", "a.py", cwd=tmp_path)
     lines = result.stdout.splitlines()
     assert lines[0].startswith("a.py:6:18: PTL101 ")
-    source = next(line for line in lines if "total += x.sum().item()" in line)
+    source = next(line for line in lines if "total += net(x).sum().item()" in line)
     caret = lines[lines.index(source) + 1]
-    assert caret.index("^") - caret.index("|") == source.index("x.sum()") - source.index("|")
-    assert caret.count("^") == len("x.sum().item()")
+    assert caret.index("^") - caret.index("|") == source.index("net(x)") - source.index("|")
+    assert caret.count("^") == len("net(x).sum().item()")
     assert "Found 1 finding." in result.stdout
 
 

@@ -240,12 +240,12 @@ EXPECTED_CODES = {"syntax": ["PTL001"], "nul": ["PTL001"], "surrogate": ["PTL001
     ("nul", "import torch\nx = 1\x00\n"),
     ("deep", "x = " + "+".join(["a"] * 50_000) + "\n"),
     ("parens", "x = " + "(" * 1000 + ")" * 1000 + "\n"),
-    ("surrogate", "import torch\ns = '\ud800'\nfor x in xs:\n    x.sum().item()\n"),
-    ("nonbmp", "import torch\nfor x in xs:\n    s = '\U0001f525'; x.sum().item()\n"),
+    ("surrogate", "import torch\ns = '\ud800'\nfor x in xs:\n    net(x).item()\n"),
+    ("nonbmp", "import torch\nfor x in xs:\n    s = '\U0001f525'; net(x).item()\n"),
     ("empty", ""),
     ("crlf", BAD.replace("\n", "\r\n")),
     ("bom", "\ufeff" + BAD),  # editors strip the BOM; one that does not gets PTL001 (Python's view of str)
-    ("form-feed", "import torch\n\x0c\nfor x in xs:\n    x.sum().item()\n"),
+    ("form-feed", "import torch\n\x0c\nfor x in xs:\n    net(x).item()\n"),
     ("py312", "def f[T](x: T) -> T:\n    return x\n"),
 ])
 def test_documents_that_do_not_parse_or_are_odd(server, tmp_path, name, text):

@@ -12,6 +12,7 @@ from ptlint.tensors import STRONG, launches_device_work, loop_trains, tensor_kin
 SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
 # Checkpoint conversion code reads tensors that were loaded into host memory.
 CHECKPOINT_NAMES = ("state_dict", "checkpoint", "ckpt")
+CHECKPOINT_TOKENS = {"sd", "ckpt", "weights"}  # `sds_sd`, `ckpt`: a loaded state dict
 
 
 def is_sync_call(node: ast.AST) -> bool:
@@ -27,44 +28,21 @@ NUMPY_ONLY = {"numpy", "astype"}
 HOST_CLASSES = {"Sampler", "BatchSampler", "Dataset", "IterableDataset", "DistributedSampler"}
 
 
-# Methods that launch no kernel: views, and the reads this rule is about.
-NO_KERNEL = {"detach", "cpu", "numpy", "tolist", "item", "view", "view_as", "reshape", "squeeze", "unsqueeze",
-             "flatten", "t", "transpose", "permute", "expand", "expand_as", "size", "dim", "requires_grad_"}
-
-
-def _computes(value: ast.AST) -> bool:
-    """The read's own expression computes on the device first (`x.sum().item()`,
-    `(out.argmax(1) == y).float().mean().item()`): a kernel, then a wait, every iteration.
-    Index arithmetic (`x[i : i + n]`) computes nothing on the device."""
-    pending = [value]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.BinOp, ast.Compare, ast.UnaryOp)):
-            return True
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Attribute) or node.func.attr not in NO_KERNEL:
-                return True
-            pending.append(node.func.value)
-        elif isinstance(node, (ast.Subscript, ast.Attribute)):
-            pending.append(node.value)
-    return False
-
-
 # Folders and file names of input-pipeline code: datasets, samplers, collators, augmentation.
 PIPELINE_FOLDERS = {"data", "datasets", "dataio", "dataloaders", "augment", "augmentation", "augmentations",
                     "transforms"}
 PIPELINE_FILE_WORDS = ("collat", "augment", "dataset", "sampler", "dataloader", "transforms", "processing",
                        "processor")
-
-
 # Tools whose job is to show values to a person: the host needs every one of them.
 INSPECTION_FILE_WORDS = ("debug", "doctor", "diagnos", "plot", "visuali", "viz", "profil")
+# ONNX Runtime pipelines compute in NumPy on the host.
+HOST_RUNTIME_FILE_WORDS = ("onnx",)
 
 
 def _data_pipeline_path(path: str) -> bool:
     parts = path.replace("\\", "/").lower().split("/")
     return bool(set(parts[:-1]) & PIPELINE_FOLDERS) or any(
-        word in parts[-1] for word in PIPELINE_FILE_WORDS + INSPECTION_FILE_WORDS)
+        word in parts[-1] for word in PIPELINE_FILE_WORDS + INSPECTION_FILE_WORDS + HOST_RUNTIME_FILE_WORDS)
 
 
 def _root(node: ast.AST) -> ast.Name | None:
@@ -74,7 +52,8 @@ def _root(node: ast.AST) -> ast.Name | None:
 
 
 def _leaves_loop(body: list[ast.stmt]) -> bool:
-    return any(isinstance(n, (ast.Break, ast.Return)) for statement in body for n in ast.walk(statement))
+    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
+               for statement in body for n in ast.walk(statement))
 
 
 def _is_checkpoint_value(node: ast.AST, ctx=None, hops: int = 1) -> bool:
@@ -83,7 +62,7 @@ def _is_checkpoint_value(node: ast.AST, ctx=None, hops: int = 1) -> bool:
         node = node.func if isinstance(node, ast.Call) else node.value
     if not isinstance(node, ast.Name):
         return False
-    if any(word in node.id.lower() for word in CHECKPOINT_NAMES):
+    if any(word in node.id.lower() for word in CHECKPOINT_NAMES) or set(node.id.lower().split("_")) & CHECKPOINT_TOKENS:
         return True
     values = ctx.assignments(node.id) if ctx is not None and hops else []
     return bool(values) and all(isinstance(v, ast.expr) and _is_checkpoint_value(v, ctx, hops - 1) for v in values)
@@ -122,22 +101,20 @@ class SyncInLoop(Rule):
             return  # one bulk copy per step that the host needs (`ids.cpu()`): the form to aim for
         if self._host_side_code() or self._decides_control_flow(node):
             return
-        self._stalls[id(node)] = _computes(value) or any(launches_device_work(loop, self.ctx)
-                                                        for loop in self.ctx.loops)
+        self._stalls[id(node)] = any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops)
         method = node.func.attr
         message = self.message.format(method=method) if self.ctx.loops else \
             f"`.{method}()` in code that runs every step waits for the GPU (device-to-host sync)"
         self.report(node, message)
 
     def keep(self, node: ast.AST, where) -> bool:
-        """A sync stalls the device every iteration only where work is queued every iteration:
-        in a function that runs per step (a step hook, a helper of the step loop), or in a
-        loop that itself launches device work (calls a model, backpropagates, runs torch ops).
-        A loop that only reads results back (post-processing rows) waits once, at its first read."""
-        function = where.function
-        if function is not None and self.ctx.model.base.get(id(function)) == PER_STEP:
-            return True
-        return self._stalls.get(id(node), False)
+        """A sync stalls the device every time only where work is queued every time: in a loop
+        that runs the model (calls it, a submodule or a loss module, backpropagates, steps an
+        optimizer), or in a training step (a step hook such as `training_step` or
+        `compute_loss`, a function that backpropagates, or what those call in this module).
+        A loop that only reads results back (post-processing rows) waits once, at its first
+        read; a helper that inference code calls per step needs its host values."""
+        return self._stalls.get(id(node), False) or self.ctx.model.in_training_step(node)
 
     def _host_side_code(self) -> bool:
         """The data pipeline runs on host tensors: classes deriving from a Sampler or Dataset,
@@ -193,23 +170,36 @@ class SyncInLoop(Rule):
     def _decides_control_flow(self, node: ast.Call) -> bool:
         """The value decides whether the loop goes on (`if token.item() == eos: break`, or a
         name assigned it and tested so): the loop needs it on the host, every iteration."""
+        if self._indexes_a_container(node):
+            return True
         loop = self.ctx.loops[-1] if self.ctx.loops else None
-        if loop is None or not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        if loop is not None and not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
             return False
         names = set()
         for ancestor in reversed(self.ctx.stack):
-            if ancestor is loop:
+            if ancestor is loop or isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 break
             if isinstance(ancestor, (ast.If, ast.While)) and _leaves_loop(ancestor.body) \
                     and any(n is node for n in ast.walk(ancestor.test)):
                 return True
             if isinstance(ancestor, ast.Assign):
                 names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
-        if not names:
+        if not names or loop is None:
             return False
         return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
                    any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
                    for statement in loop.body for n in ast.walk(statement))
+
+    def _indexes_a_container(self, node: ast.Call) -> bool:
+        """`names[int(scores.argmax().item())]`: the number picks a Python object; the host needs it."""
+        child = node
+        for ancestor in reversed(self.ctx.stack):
+            if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Name) \
+                    and ancestor.func.id in ("int", "float") and child in ancestor.args:
+                child = ancestor
+                continue
+            return isinstance(ancestor, ast.Subscript) and ancestor.slice is child
+        return False
 
     def _holds_a_tensor(self, value: ast.AST) -> bool:
         """Visibly a tensor (a torch op's or a submodule's result, a loss), or in a module that
@@ -219,9 +209,11 @@ class SyncInLoop(Rule):
 
     docs = """
 ## What it does
-Finds `.item()`, `.cpu()`, `.numpy()` and `.tolist()` called on a tensor in code that runs every
-step: inside a loop or a comprehension, in a framework step hook (`training_step`,
-`*_batch_end`, `compute_loss`), or in a helper of the same module that such code calls.
+Finds `.item()`, `.cpu()`, `.numpy()` and `.tolist()` called on a tensor where it stalls the
+device every step: inside a loop that runs the model (training, evaluation, a denoising or
+generation loop), or in a training step — a framework step hook (`training_step`,
+`*_batch_end`, `compute_loss`), a function that backpropagates, or a helper of the same module
+that such code calls.
 
 ## Why is this bad?
 CUDA runs asynchronously: the Python loop queues kernels and moves on. Reading a value back to
@@ -247,17 +239,21 @@ Not reported:
 - a value whose type the code checks first (`if isinstance(x, torch.Tensor): x = x.tolist()`):
   input normalisation, not a step's result;
 - a loop that does not run the model (no call of a model, submodule or loss module, no backward,
-  optimizer step or `generate`) and whose read computes nothing itself, in a function that does
-  not itself run per step: such a loop post-processes finished results, and only its first read
-  waits for the device (`[t.item() for t in ts]`, `row.tolist()`; a loop that computes
-  `x.sum().item()` launches a kernel and waits for it each time, and is reported);
-- a read whose value decides whether the loop goes on (`if tok.item() == eos: break`): the host
-  needs it every iteration;
+  optimizer step or `generate`) outside a training step: such a loop post-processes finished
+  results, and only its first read waits for the device (`[t.item() for t in ts]`,
+  `row.tolist()`);
+- straight-line code that inference calls per step (a scheduler's index lookup, a model's
+  size bookkeeping, generation post-processing): it needs its host values, and `forward` is
+  PTL402's; straight-line reads are reported in training steps only;
+- a read whose value decides what the code does next (`if tok.item() == eos: break`, `continue`,
+  `return`, `raise`) or picks a Python object (`names[int(scores.argmax().item())]`): the host
+  needs it;
 - the data pipeline, which works on host tensors: methods of `Sampler` / `Dataset` subclasses,
   modules in `data/`, `datasets/`, `augment*/`, `transforms/` folders or named for collation,
   augmentation, datasets, samplers or pre-/post-processing (`processing_*.py`), and functions
   named `*_cpu*`; tools whose job is to show values to a person (modules named for debugging,
-  diagnostics, plotting, visualisation or profiling);
+  diagnostics, plotting, visualisation or profiling); ONNX Runtime pipelines (`*onnx*` modules),
+  which compute in NumPy on the host;
 - in `forward` and compiled functions, where PTL402 reports it;
 - modules that never import torch, unless the loop backpropagates or the value is visibly a
   tensor.
