@@ -19,7 +19,8 @@ import os
 import re
 from typing import Any, Callable, Iterator
 
-from .paths import RESUME, Frame, fold_name, frames_in, live_frames, locate, origin_json, scope_of
+from .paths import RESUME, Frame, fold_name, frames_in, installed_label, live_frames, locate, origin_json, \
+    scope_of
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -125,8 +126,9 @@ class DynamoListener(logging.Handler):
                      hints=hints, duplicate=bool(suppressed),
                      frames=[[f[0], f[1]] for f in frames if self.is_user(f[0])])
         if GB_UNRESUMABLE in ids or "cannot resume" in text:
-            where = event["origin"] or {"path": event["file"], "line": event["line"]}
-            self._unresumable = f"{os.path.basename(where['path'])}:{where['line']}" if where["path"] else None
+            origin = event["origin"]
+            self._unresumable = f"{installed_label(origin['path'])}:{origin['line']}" if origin else \
+                f"line {event['line']}" if event["file"] else None
         self.sink(event)
 
     def _recompile(self, text: str) -> None:

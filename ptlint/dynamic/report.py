@@ -31,7 +31,7 @@ _BUILTIN = re.compile(r"trace (?:the )?(?:Python )?builtin (?:operator )?`(?P<na
 GB_LOOP = "GB7000"  # a break inside a loop: Dynamo gives up on the whole frame
 _NUMBER = r"-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)|True|False"
 _STACK_CONSTANT = re.compile(rf"^___stack\d+ == (?P<value>{_NUMBER})$")
-_ARG_CONSTANT = re.compile(rf"^L\['(?P<name>\w+)'\] == (?P<value>{_NUMBER})$")
+_ARG_CONSTANT = re.compile(rf"^(?:L\['(?P<name>\w+)'\]|(?P<bare>(?!___)[A-Za-z_]\w*)) == (?P<value>{_NUMBER})$")
 _READERS = ((".item()", "`.item()`"), (".tolist()", "`.tolist()`"), ("float(", "`float()`"), ("int(", "`int()`"),
             ("bool(", "`bool()`"))
 
@@ -221,15 +221,19 @@ def describe_guard(event: dict[str, Any], guard: str) -> str:
     constant = _STACK_CONSTANT.match(guard)
     if constant and event.get("resumed_at"):
         line = event["resumed_at"]
-        file = (event.get("origin") or {}).get("path") or event.get("file") or ""
+        origin = event.get("origin")
+        file = origin["path"] if origin else event.get("file") or ""
+        where = f"{installed_label(file)}:{line}" if origin else f"line {line}"
         source = linecache.getline(file, line) if file else ""
         reader = next((name for needle, name in _READERS if needle in source), None)
-        value = f"the value read by {reader}" if reader else "the Python value computed"
-        return (f"{value} at line {line} was specialised as a constant ({constant.group('value')}); "
-                "each new value recompiles")
+        if reader:
+            value = f"the value read by {reader} at {where}"
+        else:
+            value = f"the Python value computed at {where}" + (f" (`{source.strip()}`)" if source.strip() else "")
+        return f"{value} was specialised as a constant ({constant.group('value')}); each new value recompiles"
     argument = _ARG_CONSTANT.match(guard)
     if argument:
-        return (f"the argument `{argument.group('name')}` was specialised as the constant "
+        return (f"the argument `{argument.group('name') or argument.group('bare')}` was specialised as the constant "
                 f"{argument.group('value')}; each new value recompiles")
     return f"guard failed: {guard}"
 
