@@ -28,7 +28,8 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
 
 
 def _test_line(item: Any, excinfo: Any) -> str:
-    """`tests/test_model.py:12`, the innermost line of the test's own file that led to the failure."""
+    """`tests/test_model.py:12`: the innermost line of the test's own file that led to the failure
+    (the `with`), else where the test is defined (a guard used as its decorator)."""
     path = str(getattr(item, "path", "") or "")
     for entry in reversed(excinfo.traceback):
         if str(entry.path) == path:
@@ -37,4 +38,5 @@ def _test_line(item: Any, excinfo: Any) -> str:
             except ValueError:
                 shown = path
             return f"{shown}:{entry.lineno + 1}"
-    return item.nodeid
+    file, line, _ = item.location
+    return f"{file}:{line + 1}" if line is not None else file
