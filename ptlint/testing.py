@@ -210,6 +210,9 @@ def _resolve(within: str | os.PathLike[str] | None, guard: str) -> tuple[str, ..
 def _under(prefixes: tuple[str, ...], path: str) -> bool:
     real = os.path.realpath(path)
     for prefix in prefixes:
-        if real == prefix or real.startswith(prefix + os.sep) or (not os.path.isdir(prefix) and real.startswith(prefix)):
+        if os.path.isdir(prefix):
+            if real.startswith(prefix + os.sep):
+                return True
+        elif real.startswith(prefix):  # a module's file, or a prefix of file names
             return True
     return False

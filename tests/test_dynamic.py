@@ -281,8 +281,8 @@ def test_breaks_in_installed_code_are_placed_at_the_users_call_with_their_origin
     _, findings = installed_run
     found = at(findings, "PTL450", INSTALLED, installed_line("return standin_lib.two_prints(y)"))
     # two breaks in one library function stay two findings: deduplicated on the origin, not the user line
-    assert sorted(f["origin"]["line"] for f in found) == [line_of(STANDIN, 'print("first")'),
-                                                         line_of(STANDIN, 'print("second")')]
+    expected = [line_of(STANDIN, 'print("first")'), line_of(STANDIN, 'print("second")')]
+    assert sorted(f["origin"]["line"] for f in found) == expected
     for finding in found:
         assert finding["origin"]["path"] == str(STANDIN.resolve())
         assert finding["origin"]["function"] == "two_prints"
@@ -386,18 +386,13 @@ def test_guard_text_is_the_guard_and_specialised_constants_are_explained(install
 def test_guards_of_a_record_keep_the_guards_only():
     from ptlint.dynamic.events import guards_of
 
-    record = textwrap.dedent("""\
-        Recompiling function hist_step in /tmp/user.py:15
-            triggered by the following guard failure(s):
-            - 0/1: len(G['history']) == 1                                        # history.append(y.sum().item())  # tmp/user.py:17 in hist_step
-            - User stack trace:
-            -   File "/tmp/user.py", line 17, in hist_step
-            -     history.append(y.sum().item())
-            - 0/0: not G['history']                                              # history.append(y.sum().item())  # tmp/user.py:17 in hist_step
-            - User stack trace:
-            -   File "/tmp/user.py", line 17, in hist_step
-            -     history.append(y.sum().item())
-        """)
+    comment = " " * 40 + "# history.append(y.sum().item())  # tmp/user.py:17 in hist_step"
+    stack = ["    - User stack trace:", '    -   File "/tmp/user.py", line 17, in hist_step',
+             "    -     history.append(y.sum().item())"]
+    record = "\n".join(["Recompiling function hist_step in /tmp/user.py:15",
+                        "    triggered by the following guard failure(s):",
+                        f"    - 0/1: len(G['history']) == 1{comment}", *stack,
+                        f"    - 0/0: not G['history']{comment}", *stack])
     assert guards_of(record) == ["len(G['history']) == 1", "not G['history']"]
 
 

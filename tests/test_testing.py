@@ -151,8 +151,8 @@ def test_within_counts_only_events_there():
             compile_and_call(standin_lib.two_prints, torch.randn(4))
     library = STANDIN / "standin_lib" / "__init__.py"
     # files under `within` are the user's code for placing: the finding is in the library itself
-    assert sorted(f.line for f in failure.value.findings) == [line_of('print("first")', library),
-                                                             line_of('print("second")', library)]
+    expected = [line_of('print("first")', library), line_of('print("second")', library)]
+    assert sorted(f.line for f in failure.value.findings) == expected
     assert all(f.path.endswith(os.path.join("standin_lib", "__init__.py")) for f in failure.value.findings)
     with pytest.raises(GuardFailure) as failure:  # None: anything outside torch and the standard library
         with no_graph_breaks():
