@@ -260,6 +260,8 @@ def _sanitizer_class() -> type:
                 source = args[0] if args else None
                 if self.hypothetical or not isinstance(source, T) or source.device.type == "cpu":
                     return None
+                if kwargs.get("non_blocking") or True in args[1:]:  # an asynchronous copy (into pinned memory)
+                    return None
                 target = kwargs.get("device")
                 for arg in args[1:]:
                     if isinstance(arg, (str, torch.device)):
@@ -342,9 +344,13 @@ def _cuda_debug_mode(torch: Any, counter: SyncCounter, mode: Any) -> Iterator[No
                         line: Any = None) -> None:
             if _DEBUG_WARNING not in str(message):
                 shown(message, category, filename, lineno, file, line)
-            elif mode.busy == 0:
+                return
+            if mode.busy == 0:
                 counter.record(_WHAT["cuda"], sys._getframe(1))
+            if getattr(shown, "ptlint_sync_hook", False):  # an enclosing sanitizer counts it too
+                shown(message, category, filename, lineno, file, line)
 
+        showwarning.ptlint_sync_hook = True  # type: ignore[attr-defined]
         warnings.showwarning = showwarning
         torch.cuda.set_sync_debug_mode("warn")
         try:
