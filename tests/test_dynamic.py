@@ -372,6 +372,12 @@ def test_guard_text_is_the_guard_and_specialised_constants_are_explained(install
     _, findings = installed_run
     (step,) = at(findings, "PTL451", INSTALLED, installed_line("def record_step"))
     assert step["message"] == "recompilation of `record_step`, 4 times: guard failed: not G['history']"
+    append = installed_line("history.append(y.sum().item())")
+    (resumed,) = at(findings, "PTL451", INSTALLED, append)
+    assert resumed["message"] == (
+        f"recompilation of `record_step` (resumed after line {append}), 4 times: Dynamo guards on the identity of "
+        f"the object in use at line {append} (`history.append(y.sum().item())`) (a `builtin_function_or_method`), "
+        "and it is a new object on this call")
     (library,) = at(findings, "PTL451", INSTALLED, installed_line("y = standin_lib.scale_by_sum(x)"))
     item = line_of(STANDIN, "s = y.sum().item()")
     assert f"the value read by `.item()` at standin_lib/__init__.py:{item} was specialised as a constant (" \

@@ -32,6 +32,8 @@ GB_LOOP = "GB7000"  # a break inside a loop: Dynamo gives up on the whole frame
 _NUMBER = r"-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)|True|False"
 _STACK_CONSTANT = re.compile(rf"^___stack\d+ == (?P<value>{_NUMBER})$")
 _ARG_CONSTANT = re.compile(rf"^(?:L\['(?P<name>\w+)'\]|(?P<bare>(?!___)[A-Za-z_]\w*)) == (?P<value>{_NUMBER})$")
+_OBJ_ID = re.compile(r"^___check_obj_id\((?P<what>[^,]+), \d+\)(?:, type=<class '(?P<type>[^']+)'>)?$")
+_SCOPED_NAME = re.compile(r"^[LG]\['(\w+)'\]$")  # L['x'] (a local), G['x'] (a global)
 _READERS = ((".item()", "`.item()`"), (".tolist()", "`.tolist()`"), ("float(", "`float()`"), ("int(", "`int()`"),
             ("bool(", "`bool()`"))
 
@@ -235,6 +237,17 @@ def describe_guard(event: dict[str, Any], guard: str) -> str:
     if argument:
         return (f"the argument `{argument.group('name') or argument.group('bare')}` was specialised as the constant "
                 f"{argument.group('value')}; each new value recompiles")
+    identity = _OBJ_ID.match(guard)
+    if identity:
+        kind = f" (a `{identity.group('type')}`)" if identity.group("type") else ""
+        name = identity.group("what")
+        if name.startswith("___stack") and event.get("resumed_at"):
+            file = (event.get("origin") or {}).get("path") or event.get("file") or ""
+            source = linecache.getline(file, event["resumed_at"]).strip() if file else ""
+            name = f"the object in use at line {event['resumed_at']}" + (f" (`{source}`)" if source else "")
+        else:
+            name = "`" + _SCOPED_NAME.sub(r"\1", name) + "`"
+        return f"Dynamo guards on the identity of {name}{kind}, and it is a new object on this call"
     return f"guard failed: {guard}"
 
 

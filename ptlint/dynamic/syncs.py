@@ -260,8 +260,8 @@ def _sanitizer_class() -> type:
                 source = args[0] if args else None
                 if self.hypothetical or not isinstance(source, T) or source.device.type == "cpu":
                     return None
-                if kwargs.get("non_blocking") or any(a is True for a in args[1:]):  # an asynchronous copy (into pinned memory)
-                    return None
+                if kwargs.get("non_blocking") or any(a is True for a in args[1:]):
+                    return None  # an asynchronous copy (into pinned memory)
                 target = kwargs.get("device")
                 for arg in args[1:]:
                     if isinstance(arg, (str, torch.device)):
