@@ -275,3 +275,14 @@ def test_the_fixture_projects_guard_tests_pass_and_their_failing_variant_names_t
     assert f"tinynet/model.py:{loss_print}:15: PTL452 host sync: formatting a tensor" in out
     assert "(3 times in the block)" in out
     assert "site-packages/ptlint" not in out and "testing.py" not in out  # no traceback through the guard
+
+
+def test_the_readme_example_is_a_complete_passing_test_file(tmp_path):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- ptlint-testing-example -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "test_compile_health.py").write_text(block)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:logging",
+                             "test_compile_health.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0 and "3 passed" in result.stdout, result.stdout + result.stderr
