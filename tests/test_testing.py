@@ -138,6 +138,9 @@ def test_a_sync_at_its_line():
             if x.sum() > 100:
                 pass
     assert guard.count == 3 and guard.findings[0].line == line_of("if x.sum() > 100:")
+    with pytest.raises(GuardFailure, match="`torch.cuda.synchronize\\(\\)` waits for all queued work"):
+        with no_host_syncs():  # on a CPU-only machine: what would synchronise, without failing here
+            torch.cuda.synchronize()
 
 
 def test_within_counts_only_events_there():
