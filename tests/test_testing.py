@@ -289,3 +289,17 @@ def test_the_readme_example_is_a_complete_passing_test_file(tmp_path):
                              "test_compile_health.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0 and "3 passed" in result.stdout, result.stdout + result.stderr
+
+
+def test_dynamos_own_warnings_still_reach_the_user_inside_a_guard():
+    seen: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logging.getLogger("torch._dynamo").addHandler(handler)
+    try:
+        with no_graph_breaks():
+            logging.getLogger("torch._dynamo.output_graph").warning("a warning Dynamo gives")
+            logging.getLogger("torch._dynamo.output_graph").debug("a record only the guard wants")
+    finally:
+        logging.getLogger("torch._dynamo").removeHandler(handler)
+    assert seen == ["a warning Dynamo gives"]

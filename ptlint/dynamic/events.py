@@ -71,10 +71,18 @@ class DynamoListener(logging.Handler):
         self.registry = registry
         self.trace_source = trace_source
         self.fallback: tuple[str, int] | None = None  # where a finding goes without a user frame
+        # loggers `listening` detached from their parents: their records at or above the level
+        # they had are handed on, so the user still sees Dynamo's own warnings
+        self.hand_on: dict[str, int] = {}
         self.traced: dict[str, set[int]] = {}
         self._unresumable: str | None = None  # "file:line" of the last break Dynamo could not resume from
 
     def emit(self, record: logging.LogRecord) -> None:  # noqa: A003 - logging's name
+        level = self.hand_on.get(record.name)
+        if level is not None and record.levelno >= level:
+            parent = logging.getLogger(record.name).parent
+            if parent is not None:
+                parent.handle(record)
         try:
             name = record.name
             if name.endswith("__graph_breaks"):
@@ -196,6 +204,8 @@ def listening(listener: DynamoListener, trace_source: bool = False) -> Iterator[
     try:
         for log in loggers:
             if not log.isEnabledFor(logging.DEBUG):  # off before us: keep our records off the user's stderr
+                if log.propagate:
+                    listener.hand_on[log.name] = log.getEffectiveLevel()
                 log.setLevel(logging.DEBUG)
                 log.propagate = False
             log.addHandler(listener)
@@ -204,6 +214,7 @@ def listening(listener: DynamoListener, trace_source: bool = False) -> Iterator[
         checker.reset()  # a break seen before this block is still reported with its stack inside it
         yield
     finally:
+        listener.hand_on = {}
         for log, level, propagate in saved:
             log.removeHandler(listener)
             log.setLevel(level)

@@ -42,12 +42,11 @@ def user_file(path: str) -> bool:
     return is_user_file(path, _TORCH_DIR)
 
 
-class _Current:
-    index = -1  # the target whose events these are
+_target_index = -1  # the target whose events these are
 
 
 def _sink(event: dict[str, Any]) -> None:
-    event.setdefault("index", _Current.index)
+    event.setdefault("index", _target_index)
     kind = event.pop("event")
     emit(kind, **event)
 
@@ -139,8 +138,9 @@ def _takes_device(factory: Any) -> bool:
 
 def run_target(torch: Any, listener: DynamoListener, recorder: Recorder, target: dict[str, Any], device: str,
                syncs: bool) -> None:
-    index = target["index"]
-    _Current.index, listener.fallback = index, None
+    global _target_index
+    index = _target_index = target["index"]
+    listener.fallback = None
     torch._dynamo.reset()  # every target starts with empty caches: its breaks are its own
     recorder.graphs = 0
     started = time.perf_counter()
