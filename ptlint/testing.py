@@ -27,7 +27,8 @@ recompilation.
 `within` is a module or package name (`"mypkg"`, `"mypkg.models"`) or a path prefix
 (`"src/mypkg"`): an event counts when the innermost frame outside torch and the standard library
 is there. `None` counts every event with such a frame. Files under `within` also count as the
-user's code when an event is placed, even when the package is installed in site-packages.
+user's code when an event is placed, even when the package is installed in site-packages. A name
+that is neither an importable module nor an existing path warns, and then no event counts.
 
 torch is imported when a guard is entered, never by `import ptlint.testing`.
 """
@@ -40,6 +41,7 @@ import importlib.util
 import os
 import re
 import sys
+import warnings
 from typing import Any, Callable
 
 __all__ = ["GuardFailure", "no_graph_breaks", "no_host_syncs", "no_recompiles"]
@@ -202,8 +204,8 @@ def _resolve(within: str | os.PathLike[str] | None, guard: str) -> tuple[str, ..
         if spec is not None:
             places = list(spec.submodule_search_locations or []) or [spec.origin]
             return tuple(os.path.realpath(p) for p in places if p)
-        raise ValueError(f"{guard}(within={text!r}): no module or package of that name can be found, "
-                         "and no such path exists")
+        warnings.warn(f"{guard}(within={text!r}): no module, package or path of that name; no event can count",
+                      stacklevel=3)
     return (os.path.realpath(text),)
 
 
