@@ -39,7 +39,6 @@ _DEBUG_WARNING = "synchronizing CUDA operation"
 # torch's own dispatch plumbing between the user's call and the mode (never a finding's origin)
 _PLUMBING = {"overrides.py", "_tensor.py", "functional.py", "_jit_internal.py", "utils/_device.py",
              "_tensor_str.py", "utils/_python_dispatch.py"}
-DATA_SIZE = "output size depends on the data"
 
 
 class SyncCounter:
@@ -50,8 +49,6 @@ class SyncCounter:
         self.fallback = fallback
         self.sites: dict[tuple, dict[str, Any]] = {}
         self.counts: dict[tuple, int] = {}
-        self.total = 0
-        self._ptlint = os.path.dirname(os.path.abspath(__file__))
 
     def record(self, what: str, frame: Any) -> None:
         """One sync by the code running in `frame` (the first frame outside the sanitizer)."""
@@ -68,7 +65,6 @@ class SyncCounter:
         # one site per user line, kind of sync and library line (two f-string fields are one site)
         key = (frame and frame.f_code, frame and frame.f_lineno, what, origin and origin.f_code,
                origin and origin.f_lineno)
-        self.total += 1
         self.counts[key] = self.counts.get(key, 0) + 1
         if key not in self.sites:
             self.sites[key] = self._site(frame, origin, what)
@@ -153,7 +149,7 @@ _WHAT = {
 
 
 def _size_op(name: str) -> str:
-    return f"`{name}`: its {DATA_SIZE}, which the host must read"
+    return f"`{name}`: its output size depends on the data, which the host must read"
 
 
 @functools.lru_cache(maxsize=1)
