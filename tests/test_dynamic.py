@@ -264,7 +264,8 @@ def installed_run():
     """Targets whose events happen in a stand-in installed library (a folder named site-packages),
     and a training step with every kind of host sync, all under `explain --syncs`."""
     names = ["make_library_calls", "make_library_module", "make_unresumable", "make_history", "make_library_sync"]
-    targets = [f"{INSTALLED}:{name}" for name in names] + [f"{SYNCS}:make_step", f"{SYNCS}:make_clean_step"]
+    targets = [f"{INSTALLED}:{name}" for name in names] + [f"{SYNCS}:make_step", f"{SYNCS}:make_clean_step",
+                                                           f"{BREAKS}:make_generator"]
     return explain("--syncs", "--device", "cpu", *targets)
 
 
@@ -478,3 +479,13 @@ def test_syncs_setting_must_be_a_bool(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     result = run_ptlint("check", "--dynamic", "--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 2 and "syncs must be true or false" in result.stderr
+
+
+def test_a_break_dynamo_follows_by_skipping_the_function_is_one_finding(installed_run):
+    """`sum(v.item() for v in x)`: the .item() break, then Dynamo's second record ("Failed to handle
+    graph break gracefully. Skipping the function", GB8335) at the same line: one break, told both."""
+    _, findings = installed_run
+    (found,) = at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", "return sum(v.item() for v in x)"))
+    assert "(GB0124)" in found["message"]
+    assert found["message"].endswith("Dynamo then gave up on the whole function and ran it eagerly "
+                                     "(GB8335: Generator reconstruction with mutations).")

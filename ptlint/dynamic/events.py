@@ -3,7 +3,8 @@ and traced lines, turned into event dicts placed at the innermost user frame.
 
 Used by the worker of `ptlint explain` and by ptlint.testing in the test's own process. torch is
 imported only by `listening()`, when a listener is installed. The events:
-  break {file, line, function, origin, scope, gb_ids, types, explanation, hints, frames, duplicate}
+  break {file, line, function, origin, scope, gb_ids, types, explanation, hints, frames, duplicate,
+         skips_frame}
   recompile {file, line, function, origin, scope, resumed_at, guards}
 `origin` is {path, line, function} of the installed frame (site-packages, stdlib, torch) where it
 really happened, or None when that frame is the user's own; `file`/`line` are then the innermost
@@ -35,6 +36,8 @@ _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(?P<guard>\S.*)$")
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")
 _TRACE = re.compile(r"^TRACE starts_line (?P<file>.+):(?P<line>\d+) in ")
 GB_UNRESUMABLE = "GB0066"  # a break inside a context manager Dynamo cannot resume in
+# Dynamo's follow-up to a break it could not handle: it gives up on the whole function
+_SKIPS_FRAME = "Skipping the function and falling back to eager"
 
 
 def gb_registry(torch: Any) -> dict[str, Any]:
@@ -131,7 +134,7 @@ class DynamoListener(logging.Handler):
                 frames = live_frames(2)
         event = self._placed("break", frames)
         event.update(gb_ids=ids, types=types, explanation=explanation.group(1).strip() if explanation else "",
-                     hints=hints, duplicate=bool(suppressed),
+                     hints=hints, duplicate=bool(suppressed), skips_frame=_SKIPS_FRAME in text,
                      frames=[[f[0], f[1]] for f in frames if self.is_user(f[0])])
         if GB_UNRESUMABLE in ids or "cannot resume" in text:
             origin = event["origin"]

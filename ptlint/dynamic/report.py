@@ -116,6 +116,7 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
     counts = Counts()
     findings: list[Finding] = []
     seen: set[tuple] = set()
+    breaks_at: dict[tuple, Finding] = {}  # the first break finding at each place
     recompiled: dict[tuple, tuple[dict[str, Any], int]] = {}
     synced: dict[tuple, list] = {}  # key -> [first event, total count, {index: calls}]
     for event in events:
@@ -123,12 +124,19 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
         if kind == "break":
             types = event.get("types") or ["graph break"]
             key = (_where(event), types[0])
+            earlier = breaks_at.get(key[0])
+            if event.get("skips_frame") and earlier is not None:  # Dynamo's follow-up to that break
+                if SKIPPED not in earlier.message:
+                    earlier.message = earlier.message[:-1] + skipped_note(event)
+                continue
             if key in seen or (event.get("duplicate") and not event.get("file")):
                 continue  # a repeat of a break already reported, or one without anywhere to go
             seen.add(key)
             counts.breaks += 1
-            findings.append(_finding("PTL450", "graph-break", break_message(event), event.get("file") or None,
-                                     event.get("line"), label_of(event), origin=event.get("origin")))
+            finding = _finding("PTL450", "graph-break", break_message(event), event.get("file") or None,
+                               event.get("line"), label_of(event), origin=event.get("origin"))
+            breaks_at.setdefault(key[0], finding)
+            findings.append(finding)
         elif kind == "recompile":
             counts.recompiles += 1
             key = (_where(event), event.get("function"), event.get("resumed_at"))
@@ -201,6 +209,16 @@ def break_message(event: dict[str, Any]) -> str:
     if hints:
         text += f". Hint: {hints[0].rstrip('. ')}"
     return text + "."
+
+
+SKIPPED = "Dynamo then gave up on the whole function"
+
+
+def skipped_note(event: dict[str, Any]) -> str:
+    """What a follow-up "skipping the function" record adds to the break it follows."""
+    ids, types = event.get("gb_ids") or [], event.get("types") or []
+    why = f" ({ids[0]}: {types[0]})" if ids and types else ""
+    return f". {SKIPPED} and ran it eagerly{why}."
 
 
 def recompile_message(event: dict[str, Any], count: int) -> str:
