@@ -142,22 +142,23 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
             key = (_where(event), event.get("function"), event.get("resumed_at"))
             first, count = recompiled.get(key, (event, 0))
             recompiled[key] = (first, count + 1)
-        elif kind == "sync":
+        elif kind == "sync":  # one finding per user line (and library line): all its syncs, counted
             counts.syncs += event.get("count", 1)
-            key = (_real(event.get("file")), event.get("line"), event.get("what"), _where(event) if
-                   event.get("origin") else None)
-            entry = synced.setdefault(key, [event, 0, {}])
+            key = (_real(event.get("file")), event.get("line"), _where(event) if event.get("origin") else None)
+            entry = synced.setdefault(key, [event, 0, {}, []])
             entry[1] += event.get("count", 1)
             entry[2][event.get("index")] = event.get("calls") or 1
+            if event not in entry[3]:
+                entry[3].append(event)
     for first, count in recompiled.values():
         findings.append(_finding("PTL451", "recompilation", recompile_message(first, count), first.get("file") or None,
                                  first.get("line"), label_of(first), origin=first.get("origin"), count=count))
-    for first, total, calls in synced.values():
+    for first, total, calls, sites in synced.values():
         per_call = total / sum(calls.values())
-        findings.append(_finding("PTL452", "host-sync", sync_message(first, total, sum(calls.values()), per(first)),
-                                 first.get("file") or None, first.get("line"), label_of(first),
-                                 (first.get("column"), first.get("end_line"), first.get("end_column")),
-                                 origin=first.get("origin"),
+        whats = list(dict.fromkeys(site["what"] for site in sites))
+        message = sync_message(whats, first.get("origin"), total, sum(calls.values()), per(first))
+        findings.append(_finding("PTL452", "host-sync", message, first.get("file") or None, first.get("line"),
+                                 label_of(first), _sync_span(sites), origin=first.get("origin"),
                                  count=int(per_call) if per_call == int(per_call) else round(per_call, 2)))
     return findings, counts
 
@@ -269,9 +270,16 @@ def describe_guard(event: dict[str, Any], guard: str) -> str:
     return f"guard failed: {guard}"
 
 
-def sync_message(event: dict[str, Any], total: int, calls: int, per: str) -> str:
-    text = f"host sync: {event.get('what')}"
-    text += _in_library(event.get("origin"))
+def _sync_span(sites: list[dict[str, Any]]) -> tuple[int | None, int | None, int | None]:
+    """From the first sync's expression to the last one's, when they are on one line."""
+    if any(site.get("column") is None or site.get("end_line") != site.get("line") for site in sites):
+        return None, None, None
+    return min(s["column"] for s in sites), sites[0]["line"], max(s["end_column"] for s in sites)
+
+
+def sync_message(whats: list[str], origin: dict[str, Any] | None, total: int, calls: int, per: str) -> str:
+    text = f"host sync: {'; '.join(whats)}"
+    text += _in_library(origin)
     text += " — the host waits for the device"
     if per == "call":
         count = f"{total // calls} per call" if total % calls == 0 else f"{total} in {calls} calls"
