@@ -12,7 +12,7 @@ arms see the same machine load; the table shows medians and their ratio.
 - no_host_syncs: the same step inside `no_host_syncs(max=1)`;
 - no_graph_breaks / no_recompiles: the block a test guards, compiling a model with
   backend="eager" and running batches; each round starts from empty Dynamo caches in both arms
-  (a guard clears them on entry: Dynamo only reports what it traces).
+  (no_graph_breaks clears them on entry anyway: Dynamo only reports a break while it traces).
 """
 
 from __future__ import annotations

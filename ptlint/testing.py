@@ -18,11 +18,12 @@ They run in the test's own process, reuse the dynamic pass's reading of Dynamo's
 (ptlint.dynamic.report), and put back every logger, artifact switch, Dynamo memory, CUDA sync
 debug mode and patched function they touch, also when the block raises. Nesting works.
 
-Dynamo only reports a break or a recompilation while it traces, and it does not trace code it has
-already compiled. So the outermost graph-break or recompile guard clears Dynamo's caches when it
-is entered (`torch._dynamo.reset()`): the block is traced as in a fresh process, whatever earlier
-tests compiled. Warm up inside the block: its first compilation of a function is not a
-recompilation.
+Dynamo reports a graph break only while it traces, and it does not trace again code it has
+already compiled: so `no_graph_breaks`, when no other graph-break or recompile guard is active,
+clears Dynamo's caches on entry (`torch._dynamo.reset()`), and the block is traced as in a fresh
+process whatever earlier tests compiled. `no_recompiles` clears nothing: a recompilation is a
+compilation of code Dynamo compiled before, so a warm-up before the block counts (call
+`torch._dynamo.reset()` first to count from scratch).
 
 `within` is a module or package name (`"mypkg"`, `"mypkg.models"`) or a path prefix
 (`"src/mypkg"`): an event counts when the innermost frame outside torch and the standard library
@@ -118,7 +119,7 @@ class _Guard(contextlib.ContextDecorator):
 
         from .dynamic.events import DynamoListener, listening
 
-        if not _dynamo_guards:  # the outermost guard: trace the block afresh (see the module's notes)
+        if self.kind == "break" and not _dynamo_guards:  # trace the block afresh (see the module's notes)
             torch._dynamo.reset()
         _dynamo_guards.append(self)
         stack.callback(_dynamo_guards.remove, self)

@@ -107,6 +107,7 @@ def test_the_same_break_in_two_tests_is_seen_twice():
 
 
 def test_recompilations():
+    torch._dynamo.reset()  # count from scratch
     compiled = torch.compile(scaled, backend="eager")
     with pytest.raises(GuardFailure) as failure:
         with no_recompiles():
@@ -115,13 +116,30 @@ def test_recompilations():
     message = str(failure.value)
     assert f"{SHOWN}:{line_of('def scaled(x, n):')}:1: PTL451 recompilation of `scaled`" in message
     assert "the argument `n` was specialised as the constant 2; each new value recompiles" in message
+    torch._dynamo.reset()
     with no_recompiles(max=1) as guard:  # n=3 recompiles once; Dynamo then makes `n` dynamic
         for n in (2, 3, 4):
             compiled(torch.randn(3), n)
     assert guard.count == 1 and [f.extra["count"] for f in guard.findings] == [1]
+    torch._dynamo.reset()
     with no_recompiles():  # warmed up inside the block: the same call hits the cache
         compiled(torch.randn(3), 2)
         compiled(torch.randn(3), 2)
+
+
+def shifted(x, n):
+    return x + n
+
+
+def test_a_warm_up_before_the_block_counts_as_compiled():
+    torch._dynamo.reset()
+    compiled = torch.compile(shifted, backend="eager")
+    compiled(torch.randn(3), 5)
+    with no_recompiles():  # the cache from before the block is kept: the same call is no recompilation
+        compiled(torch.randn(3), 5)
+    with pytest.raises(GuardFailure, match=r"the argument `n` was specialised as the constant 5"):
+        with no_recompiles():
+            compiled(torch.randn(3), 6)
 
 
 def test_a_sync_at_its_line():
