@@ -21,7 +21,7 @@ KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude"
 # Files where performance and compile rules stay silent (DESIGN.md, "Where code runs"). A pattern
 # `dir/**` whose dir has no slash matches a folder of that name anywhere, like `tests/` in git.
 DEFAULT_TEST_CODE = ("tests/**", "test_*.py", "*_test.py", "conftest.py")
-DYNAMIC_KEYS = {"targets", "timeout", "device", "script"}
+DYNAMIC_KEYS = {"targets", "timeout", "device", "script", "syncs"}
 
 
 class ConfigError(Exception):
@@ -189,6 +189,8 @@ def validate(table: dict[str, Any], path: str) -> None:
         raise ConfigError(f"{path}: [tool.ptlint.dynamic] timeout must be a positive number of seconds")
     if "device" in dynamic and dynamic["device"] not in ("auto", "cpu", "cuda"):
         raise ConfigError(f"{path}: [tool.ptlint.dynamic] device must be one of auto, cpu, cuda")
+    if "syncs" in dynamic and not isinstance(dynamic["syncs"], bool):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] syncs must be true or false")
 
 
 def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None, file_ignore: list[str] | None,

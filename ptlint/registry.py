@@ -34,6 +34,7 @@ BUILTIN_CODES = {
 DYNAMIC_CODES = {
     "PTL450": ("graph-break", "A graph break that really happened under TorchDynamo."),
     "PTL451": ("recompilation", "A recompilation that really happened, with its guard failure."),
+    "PTL452": ("host-sync", "A device-to-host synchronisation that really happened (explain --syncs), with its count."),
     "PTL459": ("dynamic-target-failed", "A dynamic target failed to import, raised, or timed out."),
 }
 

@@ -5,6 +5,7 @@ Each worker run costs an `import torch` (seconds), so the targets share a few ru
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -127,13 +128,13 @@ def test_clean_target_alone_exits_zero():
 
 
 def test_hang_and_abort_keep_earlier_findings_and_later_targets_run():
-    result, findings = explain("--timeout", "4", f"{BREAKS}:make_item", f"{FAILING}:make_hang",
+    result, findings = explain("--timeout", "8", f"{BREAKS}:make_item", f"{FAILING}:make_hang",
                                f"{FAILING}:make_abort", f"{BREAKS}:make_print")
     assert result.returncode == 2
     assert at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", "scale = y.sum().item()"))
     assert at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", 'print("step")'))  # ran after both
     hang = at(findings, "PTL459", FAILING, line_of(DYN / "failing.py", "time.sleep(0.05)"))
-    assert hang and "timed out after 4 s" in hang[0]["message"]
+    assert hang and "timed out after 8 s" in hang[0]["message"]
     abort = at(findings, "PTL459", FAILING, line_of(DYN / "failing.py", "os.abort()"))
     assert abort and "SIGABRT" in abort[0]["message"]
 
@@ -249,3 +250,242 @@ def test_the_mapped_ids_are_the_registrys():
                 "GB0036": "Dynamic shape operator", "GB0007": "marked as skipped", "GB7000": "graph break in loop"}
     for gb, words in expected.items():
         assert words in registry[gb][0]["Gb_type"], (gb, registry[gb][0]["Gb_type"])
+
+
+# -- breaks, recompilations and syncs inside installed code; the host-sync sanitizer ------------
+
+INSTALLED = "fixtures/dynamic/installed.py"
+SYNCS = "fixtures/dynamic/syncs.py"
+STANDIN = DYN / "site-packages" / "standin_lib" / "__init__.py"
+
+
+@pytest.fixture(scope="module")
+def installed_run():
+    """Targets whose events happen in a stand-in installed library (a folder named site-packages),
+    and a training step with every kind of host sync, all under `explain --syncs`."""
+    names = ["make_library_calls", "make_library_module", "make_unresumable", "make_history", "make_library_sync"]
+    targets = [f"{INSTALLED}:{name}" for name in names] + [f"{SYNCS}:make_step", f"{SYNCS}:make_clean_step",
+                                                           f"{BREAKS}:make_generator"]
+    return explain("--syncs", "--device", "cpu", *targets)
+
+
+def installed_line(text: str) -> int:
+    return line_of(DYN / "installed.py", text)
+
+
+def where(finding: dict) -> tuple:
+    """(user line, origin line or None) of a finding."""
+    return finding["line"], finding["origin"]["line"] if "origin" in finding else None
+
+
+def test_breaks_in_installed_code_are_placed_at_the_users_call_with_their_origin(installed_run):
+    _, findings = installed_run
+    found = at(findings, "PTL450", INSTALLED, installed_line("return standin_lib.two_prints(y)"))
+    # two breaks in one library function stay two findings: deduplicated on the origin, not the user line
+    expected = [line_of(STANDIN, 'print("first")'), line_of(STANDIN, 'print("second")')]
+    assert sorted(f["origin"]["line"] for f in found) == expected
+    for finding in found:
+        assert finding["origin"]["path"] == str(STANDIN.resolve())
+        assert finding["origin"]["function"] == "two_prints"
+        assert f"in standin_lib/__init__.py:{finding['origin']['line']} (`two_prints`)" in finding["message"]
+        assert "(GB0059)" in finding["message"] and "see PTL401" in finding["message"]
+
+
+def test_every_break_once_and_none_at_a_fallback_line(installed_run):
+    """Dynamo prints repeats of a break without a stack ("user stack suppressed"); each break is
+    reported once, where it really is, and nothing lands on a factory's line but the break of
+    the installed module that has no user frame at all."""
+    _, findings = installed_run
+    item, first, second = (line_of(STANDIN, text) for text in (
+        "s = y.sum().item()", 'print("first")', 'print("second")'))
+    expected = sorted([
+        (installed_line("y = standin_lib.scale_by_sum(x)"), item),
+        (installed_line("return standin_lib.two_prints(y)"), first),
+        (installed_line("return standin_lib.two_prints(y)"), second),
+        (installed_line("return standin_lib.generate(x)"), line_of(STANDIN, 'print("sampling")')),
+        (installed_line("return standin_lib.generate(x)"), line_of(STANDIN, "with decoding():")),
+        (installed_line("peak = standin_lib.read_peak(x)"), line_of(STANDIN, "return x.abs().max().item()")),
+        (installed_line("history.append(y.sum().item())"), None),
+        (installed_line("if y.mean() > 0:"), None),
+        (installed_line("def make_library_module"), line_of(STANDIN, 'print("block")')),  # no user frame
+    ])
+    assert sorted(where(f) for f in findings if f["code"] == "PTL450" and f["path"] == INSTALLED) == expected
+
+
+def test_step_unsupported_is_reported_like_explain_does(installed_run):
+    """A break inside a `with` block Dynamo cannot resume in ends the graph at the block: explain
+    counts that (step_unsupported); so does ptlint, naming the break that caused it."""
+    import importlib.util
+
+    import torch
+
+    _, findings = installed_run
+    spec = importlib.util.spec_from_file_location("installed_targets", DYN / "installed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(module.decode)(torch.zeros(4))
+    truth = sorted(reason.user_stack[-1].lineno for reason in explained.break_reasons)
+    found = at(findings, "PTL450", INSTALLED, installed_line("return standin_lib.generate(x)"))
+    assert sorted(f["origin"]["line"] for f in found) == truth
+    (cut,) = [f for f in found if f["origin"]["line"] == line_of(STANDIN, "with decoding():")]
+    assert "step_unsupported" in cut["message"]
+    sampling = line_of(STANDIN, 'print("sampling")')
+    assert f"The break at standin_lib/__init__.py:{sampling} happened inside it" in cut["message"]
+
+
+def test_recompilations_are_dynamos_count(installed_run):
+    """history.append(y.sum().item()) in a step called 5 times: Dynamo recompiles 8 times (the step
+    4 times, its resume function 4 times); every one counts."""
+    import importlib.util
+    import logging
+
+    import torch
+
+    result, findings = installed_run
+    spec = importlib.util.spec_from_file_location("installed_targets2", DYN / "installed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    records = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(record.getMessage())
+    torch._dynamo.reset()
+    torch._logging.set_logs(recompiles=True)
+    logging.getLogger("torch._dynamo").addHandler(handler)
+    try:
+        fn, calls = module.make_history()
+        compiled = torch.compile(fn, backend="eager")
+        for args in calls:
+            compiled(*args)
+    finally:
+        logging.getLogger("torch._dynamo").removeHandler(handler)
+        torch._logging.set_logs()
+    dynamo = sum(text.startswith("Recompiling function") for text in records)
+    ours = [f for f in findings if f["code"] == "PTL451" and f["line"] in
+            (installed_line("def record_step"), installed_line("history.append(y.sum().item())"))]
+    assert dynamo == 8 and sum(f["count"] for f in ours) == dynamo
+    # the summary counts every recompilation: here 8 + scale_by_sum's 1 + Block's 2 + measure's 1
+    assert sum(f["count"] for f in findings if f["code"] == "PTL451" and f["path"] == INSTALLED) == 12
+    assert f"{sum(f['count'] for f in findings if f['code'] == 'PTL451')} recompilation(s)" in result.stderr
+
+
+def test_guard_text_is_the_guard_and_specialised_constants_are_explained(installed_run):
+    _, findings = installed_run
+    (step,) = at(findings, "PTL451", INSTALLED, installed_line("def record_step"))
+    assert step["message"] == "recompilation of `record_step`, 4 times: guard failed: not G['history']"
+    append = installed_line("history.append(y.sum().item())")
+    (resumed,) = at(findings, "PTL451", INSTALLED, append)
+    assert resumed["message"] == (
+        f"recompilation of `record_step` (resumed after line {append}), 4 times: Dynamo guards on the identity of "
+        f"the object in use at line {append} (`history.append(y.sum().item())`) (a `builtin_function_or_method`), "
+        "and it is a new object on this call")
+    (library,) = at(findings, "PTL451", INSTALLED, installed_line("y = standin_lib.scale_by_sum(x)"))
+    item = line_of(STANDIN, "s = y.sum().item()")
+    assert f"the value read by `.item()` at standin_lib/__init__.py:{item} was specialised as a constant (" \
+        in library["message"]
+    assert library["message"].endswith("each new value recompiles")
+    assert library["origin"] == {"path": str(STANDIN.resolve()), "line": item, "function": "scale_by_sum"}
+    for finding in findings:
+        if finding["code"] == "PTL451":
+            assert " # " not in finding["message"] and "User stack" not in finding["message"], finding
+
+
+def test_guards_of_a_record_keep_the_guards_only():
+    from ptlint.dynamic.events import guards_of
+
+    comment = " " * 40 + "# history.append(y.sum().item())  # tmp/user.py:17 in hist_step"
+    stack = ["    - User stack trace:", '    -   File "/tmp/user.py", line 17, in hist_step',
+             "    -     history.append(y.sum().item())"]
+    record = "\n".join(["Recompiling function hist_step in /tmp/user.py:15",
+                        "    triggered by the following guard failure(s):",
+                        f"    - 0/1: len(G['history']) == 1{comment}", *stack,
+                        f"    - 0/0: not G['history']{comment}", *stack])
+    assert guards_of(record) == ["len(G['history']) == 1", "not G['history']"]
+
+
+def test_break_in_an_installed_module_without_user_frames_goes_to_the_factory(installed_run):
+    _, findings = installed_run
+    factory = installed_line("def make_library_module")
+    recompiles = sorted(f["origin"]["line"] for f in at(findings, "PTL451", INSTALLED, factory))
+    assert recompiles == [line_of(STANDIN, "def forward(self, x):"), line_of(STANDIN, 'print("block")')]
+
+
+def sync_markers() -> set[tuple[int, int]]:
+    """(line, syncs per call) of every `# sync: ...` marker in syncs.py (`, N per call` when not 1)."""
+    out = set()
+    for number, line in enumerate((DYN / "syncs.py").read_text().splitlines(), 1):
+        marker = re.search(r"# sync: [^,]+(?:, (\d+) per call)?", line)
+        if marker:
+            out.add((number, int(marker.group(1) or 1)))
+    return out
+
+
+def test_host_syncs_exactly_at_the_marked_lines(installed_run):
+    """Every kind of sync (bool, formatting, .item(), .cpu(), nonzero, a boolean mask, a condition
+    per parameter) once per site with its count per call; nothing from Adam's step counter,
+    gradient clipping, cross_entropy, backward, or what the code computes from a host copy."""
+    _, findings = installed_run
+    found = [(f["line"], f["count"]) for f in findings if f["code"] == "PTL452" and f["path"] == SYNCS]
+    assert sorted(found) == sorted(sync_markers())
+
+
+def test_a_sync_spans_its_expression_and_says_what_it_is(installed_run):
+    _, findings = installed_run
+    line = line_of(DYN / "syncs.py", "correct = (out.argmax(1) == y).sum().item()")
+    (item,) = at(findings, "PTL452", SYNCS, line)
+    text = (DYN / "syncs.py").read_text().splitlines()[line - 1]
+    start = text.index("(out.argmax")
+    assert (item["column"], item["end_column"]) == (start + 1, len(text.split("  #")[0]) + 1)
+    assert item["message"] == ("host sync: `.item()` reads a value on the host — the host waits for the device "
+                               "(1 per call).")
+    assert item["name"] == "host-sync" and item["source"] == "dynamic"
+
+
+def test_a_sync_inside_installed_code_has_its_origin(installed_run):
+    _, findings = installed_run
+    (sync,) = at(findings, "PTL452", INSTALLED, installed_line("peak = standin_lib.read_peak(x)"))
+    assert sync["origin"]["line"] == line_of(STANDIN, "return x.abs().max().item()")
+    assert sync["count"] == 1 and "in standin_lib/__init__.py:" in sync["message"]
+
+
+def test_syncs_summary_and_exit(installed_run):
+    result, _ = installed_run
+    assert result.returncode == 1
+    assert "host-sync site(s)" in result.stderr
+
+
+def test_syncs_in_a_script_count_per_run():
+    result, findings = explain("--syncs", "--script", "fixtures/dynamic/train.py", "--", "--steps", "3")
+    assert result.returncode == 1, result.stderr
+    (sync,) = [f for f in findings if f["code"] == "PTL452"]
+    assert sync["line"] == line_of(DYN / "train.py", "if out.mean() > 10:")
+    assert "(3 times in the run)" in sync["message"]
+
+
+def test_check_dynamic_confirms_a_static_sync_finding():
+    project = DYN / "sync_project"
+    result = run_ptlint("check", "--dynamic", "--no-cache", "--output-format", "json", ".", cwd=project)
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)
+    line = line_of(project / "loop.py", "total += model(x).sum().item()")
+    static = [f for f in findings if f["code"] == "PTL101" and f["line"] == line]
+    assert static and static[0]["dynamic"] == "confirmed"
+    (sync,) = [f for f in findings if f["code"] == "PTL452"]
+    assert (sync["line"], sync["count"]) == (line, 4)
+
+
+def test_syncs_setting_must_be_a_bool(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint.dynamic]\ntargets = ["a.py:f"]\nsyncs = "yes"\n')
+    (tmp_path / "a.py").write_text("x = 1\n")
+    result = run_ptlint("check", "--dynamic", "--no-cache", ".", cwd=tmp_path)
+    assert result.returncode == 2 and "syncs must be true or false" in result.stderr
+
+
+def test_a_break_dynamo_follows_by_skipping_the_function_is_one_finding(installed_run):
+    """`sum(v.item() for v in x)`: the .item() break, then Dynamo's second record ("Failed to handle
+    graph break gracefully. Skipping the function", GB8335) at the same line: one break, told both."""
+    _, findings = installed_run
+    (found,) = at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", "return sum(v.item() for v in x)"))
+    assert "(GB0124)" in found["message"]
+    assert found["message"].endswith("Dynamo then gave up on the whole function and ran it eagerly "
+                                     "(GB8335: Generator reconstruction with mutations).")

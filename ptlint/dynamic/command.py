@@ -1,7 +1,7 @@
 """`ptlint explain TARGET...` and `ptlint explain --script train.py -- ARGS...`.
 
-Exit codes (DESIGN.md): 0 no graph break or recompilation, 1 some, 2 error (torch missing, a bad
-target, a target that failed to import, raised, crashed or timed out).
+Exit codes (DESIGN.md): 0 no graph break or recompilation (nor host sync with --syncs), 1 some,
+2 error (torch missing, a bad target, a target that failed to import, raised, crashed or timed out).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ def _fail(message: str) -> None:
 @click.option("--output-format", type=click.Choice(FORMATS), default="full", help="How findings are printed.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Read [tool.ptlint.dynamic] from this pyproject.toml.")
+@click.option("--syncs", is_flag=True, default=None,
+              help="Also run each target eagerly under a sanitizer that reports host-device syncs (PTL452).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary.")
-def explain(targets, script, timeout, device, output_format, config_file, quiet) -> None:
+def explain(targets, script, timeout, device, output_format, config_file, syncs, quiet) -> None:
     """Run entry points under TorchDynamo and report graph breaks and recompilations.
 
     TARGET is path/to/file.py:factory or package.module:factory. The factory takes no arguments
@@ -50,6 +52,7 @@ def explain(targets, script, timeout, device, output_format, config_file, quiet)
     table = settings.dynamic
     timeout = timeout or float(table.get("timeout", DEFAULT_TIMEOUT))
     device = device or table.get("device", "auto")
+    syncs = bool(syncs or table.get("syncs", False))
     try:
         if script:
             parsed = [script_target(script, list(targets))]
@@ -64,7 +67,8 @@ def explain(targets, script, timeout, device, output_format, config_file, quiet)
         _fail(str(exc))
     if not torch_available():
         _fail(INSTALL_HINT)
-    run = run_targets(parsed, timeout=timeout, device=device, sys_path=[settings.root] if not targets else [])
+    run = run_targets(parsed, timeout=timeout, device=device, sys_path=[settings.root] if not targets else [],
+                      syncs=syncs)
     if run.fatal:
         _fail(f"dynamic pass: {run.fatal}")
     findings, summary = findings_from(run)

@@ -1,5 +1,6 @@
-"""`ptlint check --dynamic`: run the configured targets and mark the static PTL4xx findings that
-the dynamic pass confirmed (a break on their line) or ran through without a break."""
+"""`ptlint check --dynamic`: run the configured targets and mark the static findings that the
+dynamic pass confirmed (a break, or with `syncs = true` a host sync, on their line) or ran through
+without a break."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .report import findings_from
 from .runner import DEFAULT_TIMEOUT, INSTALL_HINT, TargetError, parse_target, run_targets, torch_available
 
 COMPILE_RULES = ("PTL401", "PTL402", "PTL403", "PTL404", "PTL405")
+SYNC_RULES = ("PTL101", "PTL402", "PTL403")  # a PTL452 host sync on their line confirms them
 
 
 def run_configured_targets(settings: Settings, static_findings: list[Finding]) -> tuple[list[Finding], list[str]]:
@@ -30,7 +32,7 @@ def run_configured_targets(settings: Settings, static_findings: list[Finding]) -
     except TargetError as exc:
         return [], [f"[tool.ptlint.dynamic] {exc}"]
     run = run_targets(targets, timeout=float(table.get("timeout", DEFAULT_TIMEOUT)),
-                      device=table.get("device", "auto"), sys_path=[settings.root])
+                      device=table.get("device", "auto"), sys_path=[settings.root], syncs=bool(table.get("syncs")))
     if run.fatal:
         return [], [f"dynamic pass: {run.fatal}"]
     findings, summary = findings_from(run)
@@ -42,8 +44,10 @@ def run_configured_targets(settings: Settings, static_findings: list[Finding]) -
 
 
 def mark_static(static_findings: list[Finding], events: list[dict[str, Any]]) -> None:
-    """`extra["dynamic"]`: "confirmed" when a break was seen on the finding's lines, "not-observed"
-    when Dynamo traced one of its lines and no break happened there or in anything it called."""
+    """`extra["dynamic"]`: "confirmed" when a break (compile rules) or a host sync (sync rules) was
+    seen on the finding's lines, "not-observed" when Dynamo traced one of its lines and no break
+    happened there or in anything it called."""
+    synced: dict[str, set[int]] = {}  # the user line of each host sync
     confirmed: dict[str, set[int]] = {}  # the innermost user frame of each break
     involved: dict[str, set[int]] = {}  # every user frame on each break's stack
     traced: dict[str, set[int]] = {}
@@ -52,15 +56,21 @@ def mark_static(static_findings: list[Finding], events: list[dict[str, Any]]) ->
             confirmed.setdefault(os.path.realpath(event["file"]), set()).add(event["line"])
             for file, line in event.get("frames") or [[event["file"], event["line"]]]:
                 involved.setdefault(os.path.realpath(file), set()).add(line)
+        elif event["event"] == "sync" and event.get("file"):
+            synced.setdefault(os.path.realpath(event["file"]), set()).add(event["line"])
         elif event["event"] == "traced":
             for file, lines in event["lines"].items():
                 traced.setdefault(os.path.realpath(file), set()).update(lines)
     for finding in static_findings:
-        if finding.source != "static" or finding.code not in COMPILE_RULES:
+        if finding.source != "static" or finding.code not in COMPILE_RULES + SYNC_RULES:
             continue
         real = os.path.realpath(finding.path)
         span = set(range(finding.line, finding.end_line + 1))
-        if span & confirmed.get(real, set()):
+        if finding.code in SYNC_RULES and span & synced.get(real, set()):
+            finding.extra["dynamic"] = "confirmed"
+        elif finding.code not in COMPILE_RULES:
+            continue
+        elif span & confirmed.get(real, set()):
             finding.extra["dynamic"] = "confirmed"
         elif span & traced.get(real, set()) and not span & involved.get(real, set()):
             finding.extra["dynamic"] = "not-observed"

@@ -1,5 +1,6 @@
-"""From the worker's events to findings: PTL450 graph-break, PTL451 recompilation, PTL459
-dynamic-target-failed, with the graph-break ids mapped onto the static PTL4xx rules."""
+"""From the dynamic pass's events to findings: PTL450 graph-break, PTL451 recompilation, PTL452
+host-sync and PTL459 dynamic-target-failed, with the graph-break ids mapped onto the static PTL4xx
+rules. `event_findings` is shared by `ptlint explain` and ptlint.testing."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import linecache
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..rule import Finding
-from .paths import display_path
+from .paths import display_path, installed_label
 from .runner import RunResult
 
 # Graph-break registry ids (torch/_dynamo/graph_break_registry.json) -> the static rule that
@@ -28,6 +29,13 @@ GB_RULES = {
 _LOGGING = {"print", "_warnings.warn", "warnings.warn"}  # builtins that are PTL401's, not PTL405's
 _BUILTIN = re.compile(r"trace (?:the )?(?:Python )?builtin (?:operator )?`(?P<name>[^`]+?)\.?`")
 GB_LOOP = "GB7000"  # a break inside a loop: Dynamo gives up on the whole frame
+_NUMBER = r"-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)|True|False"
+_STACK_CONSTANT = re.compile(rf"^___stack\d+ == (?P<value>{_NUMBER})$")
+_ARG_CONSTANT = re.compile(rf"^(?:L\['(?P<name>\w+)'\]|(?P<bare>(?!___)[A-Za-z_]\w*)) == (?P<value>{_NUMBER})$")
+_OBJ_ID = re.compile(r"^___check_obj_id\((?P<what>[^,]+), \d+\)(?:, type=<class '(?P<type>[^']+)'>)?$")
+_SCOPED_NAME = re.compile(r"^[LG]\['(\w+)'\]$")  # L['x'] (a local), G['x'] (a global)
+_READERS = ((".item()", "`.item()`"), (".tolist()", "`.tolist()`"), ("float(", "`float()`"), ("int(", "`int()`"),
+            ("bool(", "`bool()`"))
 
 
 def related_rule(gb_ids: list[str], explanation: str) -> str | None:
@@ -51,60 +59,120 @@ class Summary:
     failed: int
     seconds: float
     device: str | None
+    syncs: int | None = None  # PTL452 sites, when the sanitizer ran
 
     def line(self, command: str) -> str:
+        syncs = f"{self.syncs} host-sync site(s), " if self.syncs is not None else ""
         return (f"ptlint {command}: {self.targets} target(s) run, {self.graphs} graph(s), "
-                f"{self.breaks} graph break(s), {self.recompiles} recompilation(s), "
+                f"{self.breaks} graph break(s), {self.recompiles} recompilation(s), {syncs}"
                 f"{self.failed} failed, {self.seconds:.1f} s" + (f" on {self.device}" if self.device else ""))
 
 
-def _finding(code: str, name: str, message: str, file: str | None, line: int | None, label: str) -> Finding:
+@dataclass
+class Counts:
+    """What `event_findings` counted: distinct breaks, Dynamo's recompilations, syncs."""
+    breaks: int = 0
+    recompiles: int = 0
+    syncs: int = 0
+
+
+def _finding(code: str, name: str, message: str, file: str | None, line: int | None, label: str,
+             span: tuple[int | None, int | None, int | None] = (None, None, None), **extra: Any) -> Finding:
     column = end_column = 1
+    end_line = None
     if file:
         path, line = display_path(file), max(1, int(line or 1))
         text = linecache.getline(file, line).rstrip()
-        if text.strip():  # span the statement's line, from its first character
+        if span[0] and span[2]:  # the exact expression (the sanitizer knows it)
+            column, end_line, end_column = span[0], span[1] or line, span[2]
+        elif text.strip():  # span the statement's line, from its first character
             column, end_column = len(text) - len(text.lstrip()) + 1, len(text) + 1
     else:
         path, line = label, 1
-    return Finding(code=code, name=name, message=message, path=path, line=line, column=column, end_line=line,
-                   end_column=end_column, severity="error" if code == "PTL459" else "warning",
-                   source="dynamic")
+    return Finding(code=code, name=name, message=message, path=path, line=line, column=column,
+                   end_line=end_line or line, end_column=end_column,
+                   severity="error" if code == "PTL459" else "warning", source="dynamic",
+                   extra={k: v for k, v in extra.items() if v is not None})
+
+
+def _where(event: dict[str, Any]) -> tuple:
+    """What a finding is deduplicated on: the installed frame when there is one, else its line."""
+    origin = event.get("origin")
+    if origin:
+        return _real(origin["path"]), origin["line"]
+    return _real(event.get("file")), event.get("line")
+
+
+def _in_library(origin: dict[str, Any] | None, called: str = "reached from this line") -> str:
+    if not origin:
+        return ""
+    return f" in {installed_label(origin['path'])}:{origin['line']} (`{origin['function']}`), {called}"
+
+
+def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, Any]], str],
+                   per: Callable[[dict[str, Any]], str] = lambda event: "call") -> tuple[list[Finding], Counts]:
+    """Findings for break, recompile and sync events: one per break (on its origin and type), one
+    per recompiled function and place with Dynamo's count, one per sync site with its count."""
+    counts = Counts()
+    findings: list[Finding] = []
+    seen: set[tuple] = set()
+    breaks_at: dict[tuple, Finding] = {}  # the first break finding at each place
+    recompiled: dict[tuple, tuple[dict[str, Any], int]] = {}
+    synced: dict[tuple, list] = {}  # key -> [first event, total count, {index: calls}]
+    for event in events:
+        kind = event["event"]
+        if kind == "break":
+            types = event.get("types") or ["graph break"]
+            key = (_where(event), types[0])
+            earlier = breaks_at.get(key[0])
+            if event.get("skips_frame") and earlier is not None:  # Dynamo's follow-up to that break
+                if SKIPPED not in earlier.message:
+                    earlier.message = earlier.message[:-1] + skipped_note(event)
+                continue
+            if key in seen or (event.get("duplicate") and not event.get("file")):
+                continue  # a repeat of a break already reported, or one without anywhere to go
+            seen.add(key)
+            counts.breaks += 1
+            finding = _finding("PTL450", "graph-break", break_message(event), event.get("file") or None,
+                               event.get("line"), label_of(event), origin=event.get("origin"))
+            breaks_at.setdefault(key[0], finding)
+            findings.append(finding)
+        elif kind == "recompile":
+            counts.recompiles += 1
+            key = (_where(event), event.get("function"), event.get("resumed_at"))
+            first, count = recompiled.get(key, (event, 0))
+            recompiled[key] = (first, count + 1)
+        elif kind == "sync":  # one finding per user line (and library line): all its syncs, counted
+            counts.syncs += event.get("count", 1)
+            key = (_real(event.get("file")), event.get("line"), _where(event) if event.get("origin") else None)
+            entry = synced.setdefault(key, [event, 0, {}, []])
+            entry[1] += event.get("count", 1)
+            entry[2][event.get("index")] = event.get("calls") or 1
+            if event not in entry[3]:
+                entry[3].append(event)
+    for first, count in recompiled.values():
+        findings.append(_finding("PTL451", "recompilation", recompile_message(first, count), first.get("file") or None,
+                                 first.get("line"), label_of(first), origin=first.get("origin"), count=count))
+    for first, total, calls, sites in synced.values():
+        per_call = total / sum(calls.values())
+        whats = list(dict.fromkeys(site["what"] for site in sites))
+        message = sync_message(whats, first.get("origin"), total, sum(calls.values()), per(first))
+        findings.append(_finding("PTL452", "host-sync", message, first.get("file") or None, first.get("line"),
+                                 label_of(first), _sync_span(sites), origin=first.get("origin"),
+                                 count=int(per_call) if per_call == int(per_call) else round(per_call, 2)))
+    return findings, counts
 
 
 def findings_from(run: RunResult) -> tuple[list[Finding], Summary]:
     labels = {t["index"]: t["label"] for t in run.targets}
+    kinds = {t["index"]: t["kind"] for t in run.targets}
     # A failure with no file to point at is reported at the target's own path as written.
     names = {t["index"]: display_path(t["path"]) if t["kind"] != "module" else t["label"] for t in run.targets}
     fallback = {t["index"]: _target_file(t) for t in run.targets}
-    findings: list[Finding] = []
-    seen: set[tuple] = set()
-    breaks = recompiles = graphs = 0
-    for event in run.events:
-        kind = event["event"]
-        if kind == "end":
-            graphs += event.get("graphs", 0)
-        elif kind == "break":
-            types = event.get("types") or ["graph break"]
-            key = (_real(event.get("file")), event.get("line"), types[0])
-            if key in seen:
-                continue
-            seen.add(key)
-            breaks += 1
-            findings.append(_finding("PTL450", "graph-break", break_message(event), event.get("file") or None,
-                                     event.get("line"), labels.get(event["index"], "?")))
-        elif kind == "recompile":
-            guard = (event.get("guards") or ["unknown guard"])[0]
-            key = (_real(event.get("file")), event.get("line"), guard)
-            if key in seen:
-                continue
-            seen.add(key)
-            recompiles += 1
-            message = f"recompilation of `{event.get('function')}`: guard failed: {guard}"
-            if len(event.get("guards") or []) > 1:
-                message += f" (and {len(event['guards']) - 1} more)"
-            findings.append(_finding("PTL451", "recompilation", message, event.get("file") or None,
-                                     event.get("line"), labels.get(event["index"], "?")))
+    findings, counts = event_findings(
+        run.events, lambda event: labels.get(event.get("index"), "?"),
+        lambda event: "run" if kinds.get(event.get("index")) == "script" else "call")
+    graphs = sum(e.get("graphs", 0) for e in run.events if e["event"] == "end")
     starts = {e["index"]: e["location"] for e in run.events if e["event"] == "start" and e.get("location")}
     for failure in run.failures:
         # The user's frame; else the factory's definition; else line 1 of the target's file.
@@ -116,9 +184,10 @@ def findings_from(run: RunResult) -> tuple[list[Finding], Summary]:
         findings.append(_finding("PTL459", "dynamic-target-failed", failure.message, file, line,
                                  names.get(failure.index, "?")))
     ran = {e["index"] for e in run.events if e["event"] in ("start", "end")} | {f.index for f in run.failures}
-    run_count = len(ran)
     findings.sort(key=Finding.sort_key)
-    return findings, Summary(run_count, graphs, breaks, recompiles, len(run.failures), run.seconds, run.device)
+    syncs = sum(f.code == "PTL452" for f in findings) if run.syncs else None
+    return findings, Summary(len(ran), graphs, counts.breaks, counts.recompiles, len(run.failures), run.seconds,
+                             run.device, syncs)
 
 
 def break_message(event: dict[str, Any]) -> str:
@@ -129,6 +198,7 @@ def break_message(event: dict[str, Any]) -> str:
         text = f"graph break: {kind} ({gb})"
     else:
         text = f"graph break: {types[0]}"
+    text += _in_library(event.get("origin"))
     if GB_LOOP in ids and primary and primary[0][0] != GB_LOOP:
         text += f", inside a loop, so Dynamo skipped the whole frame ({GB_LOOP})"
     rule = related_rule(ids, event.get("explanation", ""))
@@ -140,6 +210,82 @@ def break_message(event: dict[str, Any]) -> str:
     if hints:
         text += f". Hint: {hints[0].rstrip('. ')}"
     return text + "."
+
+
+SKIPPED = "Dynamo then gave up on the whole function"
+
+
+def skipped_note(event: dict[str, Any]) -> str:
+    """What a follow-up "skipping the function" record adds to the break it follows."""
+    ids, types = event.get("gb_ids") or [], event.get("types") or []
+    why = f" ({ids[0]}: {types[0]})" if ids and types else ""
+    return f". {SKIPPED} and ran it eagerly{why}."
+
+
+def recompile_message(event: dict[str, Any], count: int) -> str:
+    origin = event.get("origin")
+    text = f"recompilation of `{event.get('function')}`"
+    if event.get("resumed_at"):
+        text += f" (resumed after line {event['resumed_at']})"
+    text += _in_library(origin, "called from here")
+    if count > 1:
+        text += f", {count} times"
+    guards = event.get("guards") or []
+    text += f": {describe_guard(event, guards[0] if guards else 'unknown guard')}"
+    if len(guards) > 1:
+        text += f" (and {len(guards) - 1} more)"
+    return text
+
+
+def describe_guard(event: dict[str, Any], guard: str) -> str:
+    """A guard in words where Dynamo specialised a Python number, else the guard as Dynamo wrote it."""
+    constant = _STACK_CONSTANT.match(guard)
+    if constant and event.get("resumed_at"):
+        line = event["resumed_at"]
+        origin = event.get("origin")
+        file = origin["path"] if origin else event.get("file") or ""
+        where = f"{installed_label(file)}:{line}" if origin else f"line {line}"
+        source = linecache.getline(file, line) if file else ""
+        reader = next((name for needle, name in _READERS if needle in source), None)
+        if reader:
+            value = f"the value read by {reader} at {where}"
+        else:
+            value = f"the Python value computed at {where}" + (f" (`{source.strip()}`)" if source.strip() else "")
+        return f"{value} was specialised as a constant ({constant.group('value')}); each new value recompiles"
+    argument = _ARG_CONSTANT.match(guard)
+    if argument:
+        return (f"the argument `{argument.group('name') or argument.group('bare')}` was specialised as the constant "
+                f"{argument.group('value')}; each new value recompiles")
+    identity = _OBJ_ID.match(guard)
+    if identity:
+        kind = f" (a `{identity.group('type')}`)" if identity.group("type") else ""
+        name = identity.group("what")
+        if name.startswith("___stack") and event.get("resumed_at"):
+            file = (event.get("origin") or {}).get("path") or event.get("file") or ""
+            source = linecache.getline(file, event["resumed_at"]).strip() if file else ""
+            name = f"the object in use at line {event['resumed_at']}" + (f" (`{source}`)" if source else "")
+        else:
+            name = "`" + _SCOPED_NAME.sub(r"\1", name) + "`"
+        return f"Dynamo guards on the identity of {name}{kind}, and it is a new object on this call"
+    return f"guard failed: {guard}"
+
+
+def _sync_span(sites: list[dict[str, Any]]) -> tuple[int | None, int | None, int | None]:
+    """From the first sync's expression to the last one's, when they are on one line."""
+    if any(site.get("column") is None or site.get("end_line") != site.get("line") for site in sites):
+        return None, None, None
+    return min(s["column"] for s in sites), sites[0]["line"], max(s["end_column"] for s in sites)
+
+
+def sync_message(whats: list[str], origin: dict[str, Any] | None, total: int, calls: int, per: str) -> str:
+    text = f"host sync: {'; '.join(whats)}"
+    text += _in_library(origin)
+    text += " — the host waits for the device"
+    if per == "call":
+        count = f"{total // calls} per call" if total % calls == 0 else f"{total} in {calls} calls"
+    else:
+        count = f"{total} time{'s' if total != 1 else ''} in the {per}"
+    return f"{text} ({count})."
 
 
 def _real(path: str | None) -> str | None:

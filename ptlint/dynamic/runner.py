@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .paths import frames_in, is_user_file
+from .paths import frames_in, is_user_file, torch_dirs
 
 INSTALL_HINT = 'the dynamic pass needs PyTorch: pip install "ptlint[dynamic]"'
 DEFAULT_TIMEOUT = 120.0
@@ -67,11 +67,12 @@ class Failure:
 @dataclass
 class RunResult:
     targets: list[dict[str, Any]]
-    events: list[dict[str, Any]] = field(default_factory=list)  # break, recompile, traced, end, start
+    events: list[dict[str, Any]] = field(default_factory=list)  # break, recompile, sync, traced, end, start
     failures: list[Failure] = field(default_factory=list)
     fatal: str | None = None  # the whole pass could not run (e.g. no CUDA for --device cuda)
     device: str | None = None
     seconds: float = 0.0
+    syncs: bool = False  # the host-sync sanitizer ran too
 
 
 def child_env() -> dict[str, str]:
@@ -83,24 +84,25 @@ def child_env() -> dict[str, str]:
 
 
 def run_targets(targets: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT, device: str = "auto",
-                sys_path: list[str] | None = None) -> RunResult:
-    """Run every target; a failed one becomes a Failure, the others still run."""
+                sys_path: list[str] | None = None, syncs: bool = False) -> RunResult:
+    """Run every target (and, with `syncs`, once more eagerly under the host-sync sanitizer);
+    a failed one becomes a Failure, the others still run."""
     for index, target in enumerate(targets):
         target["index"] = index
-    result = RunResult(targets)
+    result = RunResult(targets, syncs=syncs)
     started = time.perf_counter()
     pending = list(targets)
     with tempfile.TemporaryDirectory(prefix="ptlint-dynamic-") as scratch:
         attempt = 0
         while pending and result.fatal is None:
             attempt += 1
-            pending = _run_worker(pending, timeout, device, sys_path or [], scratch, attempt, result)
+            pending = _run_worker(pending, timeout, device, sys_path or [], scratch, attempt, result, syncs)
     result.seconds = time.perf_counter() - started
     return result
 
 
 def _run_worker(pending: list[dict[str, Any]], timeout: float, device: str, sys_path: list[str], scratch: str,
-                attempt: int, result: RunResult) -> list[dict[str, Any]]:
+                attempt: int, result: RunResult, syncs: bool) -> list[dict[str, Any]]:
     """One worker over `pending`; returns the targets still to run after a hang or a crash."""
     events_path = os.path.join(scratch, f"events{attempt}.jsonl")
     stacks_path = os.path.join(scratch, f"stacks{attempt}.txt")
@@ -108,7 +110,7 @@ def _run_worker(pending: list[dict[str, Any]], timeout: float, device: str, sys_
     spec_path = os.path.join(scratch, f"spec{attempt}.json")
     with open(spec_path, "w") as handle:
         json.dump({"events": events_path, "stacks": stacks_path, "device": device, "sys_path": sys_path,
-                   "targets": pending}, handle)
+                   "targets": pending, "syncs": syncs}, handle)
     open(events_path, "w").close()
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # Import ptlint from where this one lives, then drop that folder from sys.path again so it
@@ -133,7 +135,7 @@ def _run_worker(pending: list[dict[str, Any]], timeout: float, device: str, sys_
         elif kind == "error":
             result.failures.append(Failure(event["index"], _error_message(event, pending),
                                            event.get("file"), event.get("line")))
-        elif kind in ("break", "recompile", "traced", "start", "end"):
+        elif kind in ("break", "recompile", "sync", "traced", "start", "end"):
             result.events.append(event)
             if kind == "start":
                 state.update(current=event["index"], clock=time.monotonic())
@@ -192,7 +194,8 @@ def _run_worker(pending: list[dict[str, Any]], timeout: float, device: str, sys_
 def _error_message(event: dict[str, Any], pending: list[dict[str, Any]]) -> str:
     label = next((t["label"] for t in pending if t["index"] == event["index"]), "?")
     stage = {"import": "cannot import", "factory": "the factory failed", "call": "the compiled call failed",
-             "run": "the script failed"}.get(event.get("stage"), "failed")
+             "run": "the script failed", "syncs": "the eager run under the sync sanitizer failed"
+             }.get(event.get("stage"), "failed")
     return f"{label}: {stage}: {event.get('message')}"
 
 
@@ -236,18 +239,10 @@ def _last_user_frame(stacks_path: str) -> tuple[str, int] | None:
         return None
     blocks = re.split(r"^(?:Fatal Python error|Current thread|Thread 0x|Stack \(most recent)", text, flags=re.M)
     for block in reversed(blocks):
-        frames = [f for f in frames_in(block) if is_user_file(f[0], _torch_dirs())]
+        frames = [f for f in frames_in(block) if is_user_file(f[0], torch_dirs())]
         if frames:
             return frames[0][0], frames[0][1]
     return None
-
-
-def _torch_dirs() -> tuple[str, ...]:
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return ()
-    return tuple(os.path.realpath(p) for p in (spec.submodule_search_locations or [])) if spec else ()
 
 
 def _tail(path: str, limit: int = 300) -> str:

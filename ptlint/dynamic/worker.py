@@ -1,11 +1,12 @@
 """The child process of the dynamic pass: imports torch once, runs every target under
-`torch.compile` with a recording backend, and streams what Dynamo logs as JSON lines.
+`torch.compile` with a recording backend, and streams what Dynamo logs as JSON lines; with
+`syncs`, runs each target once more eagerly under the host-sync sanitizer.
 
 Run by ptlint.dynamic.runner as `python -c ... main(spec_file)`; never imported by the parent.
 Events go to a file of their own (not stdout, which belongs to the user's code):
-  ready {torch, device} · start {index, location} · break {...} · recompile {...}
-  traced {index, lines: {file: [line, ...]}} · end {index, graphs, calls, seconds}
-  error {index, stage, message, file, line} · fatal {message}
+  ready {torch, device} · start {index, location} · break {...} · recompile {...} (events.py)
+  sync {..., count, calls} (syncs.py) · traced {index, lines: {file: [line, ...]}}
+  end {index, graphs, calls, seconds} · error {index, stage, message, file, line} · fatal {message}
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import faulthandler
 import functools
 import inspect
 import json
-import logging
 import os
 import re
 import signal
@@ -23,7 +23,9 @@ import time
 import traceback
 from typing import Any
 
-from .paths import fold_name, frames_in, is_user_file
+from .events import DynamoListener, gb_registry, listening
+from .paths import is_user_file
+from .syncs import SyncCounter, sanitizing
 
 _EVENTS_FD = -1
 _TORCH_DIR: tuple[str, ...] = ()
@@ -40,112 +42,13 @@ def user_file(path: str) -> bool:
     return is_user_file(path, _TORCH_DIR)
 
 
-class Observer(logging.Handler):
-    """Reads Dynamo's own graph-break, recompile and trace-source records."""
-
-    # also "Graph break (user stack suppressed due to duplicate graph break) in user code at f.py:4"
-    _BREAK_AT = re.compile(r"^Graph break\b.*? in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
-    _GB_ID = re.compile(r"/gb/gb(\d{4})\.html")
-    _RECOMPILE = re.compile(r"^Recompiling function (?P<func>\S+) in (?P<file>.+):(?P<line>\d+)$", re.M)
-    _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(?P<guard>.+)$", re.M)
-    _TRACE = re.compile(r"^TRACE starts_line (?P<file>.+):(?P<line>\d+) in ")
-
-    def __init__(self, registry: dict[str, Any]) -> None:
-        super().__init__(logging.DEBUG)
-        self.registry = registry
-        self.index = -1
-        self.fallback: tuple[str, int] | None = None  # the target's own definition
-        self.traced: dict[str, set[int]] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:  # noqa: A003 - logging's name
-        try:
-            if record.name.endswith("__trace_source"):
-                self._trace(record.getMessage())
-            elif record.name.endswith("__graph_breaks"):
-                self._break(record.getMessage())
-            elif record.name.endswith("__recompiles"):
-                self._recompile(record.getMessage())
-        except Exception as exc:  # never let our parsing break the user's run
-            emit("note", message=f"could not read a Dynamo log record: {type(exc).__name__}: {exc}")
-
-    def _trace(self, text: str) -> None:
-        match = self._TRACE.match(text)
-        if match and user_file(match.group("file")):
-            self.traced.setdefault(os.path.realpath(match.group("file")), set()).add(int(match.group("line")))
-
-    def _break(self, text: str) -> None:
-        ids = [f"GB{number}" for number in self._GB_ID.findall(text)]
-        types = [self._gb_type(gb) for gb in ids]
-        if not ids:  # a record without a registry id: take the reason line
-            reason = re.search(r"^Graph Break Reason: (.*)$", text, re.M)
-            types = [reason.group(1).strip() if reason else "graph break"]
-        explanation = re.search(r"^\s+Explanation: (.*)$", text, re.M)
-        hints = [h.strip() for h in re.findall(r"^\s+Hint: (.*)$", text, re.M)]
-        location = None
-        user_frames: list[tuple[str, int, str]] = []
-        tail = text.split("User code traceback:", 1)
-        if len(tail) == 2:
-            user_frames = [f for f in frames_in(tail[1]) if user_file(f[0])]
-            if user_frames:
-                location = user_frames[-1]
-        if location is None:
-            header = self._BREAK_AT.search(text)
-            if header and user_file(header.group("file")):
-                location = (header.group("file"), int(header.group("line")), "")
-        file, line = (location[0], location[1]) if location else (self.fallback or ("", 0))
-        emit("break", index=self.index, file=file, line=line, function=location[2] if location else "",
-             gb_ids=ids, types=types, explanation=explanation.group(1).strip() if explanation else "",
-             hints=hints, frames=[[f[0], f[1]] for f in user_frames])
-
-    def _recompile(self, text: str) -> None:
-        match = self._RECOMPILE.search(text)
-        if not match:
-            return
-        guards = [g.group("guard").strip() for g in self._GUARD.finditer(text.split("guard failure(s):", 1)[-1])]
-        function = fold_name(match.group("func"))
-        if user_file(match.group("file")):
-            file, line = match.group("file"), int(match.group("line"))
-        else:  # torch's own wrapper (a compiled nn.Module): the user's call site, else the target
-            file, line = self._caller() or self.fallback or ("", 0)
-        emit("recompile", index=self.index, file=file, line=line, function=function, guards=guards)
-
-    @staticmethod
-    def _caller() -> tuple[str, int] | None:
-        frame = inspect.currentframe()
-        while frame is not None:
-            if user_file(frame.f_code.co_filename):
-                return frame.f_code.co_filename, frame.f_lineno
-            frame = frame.f_back
-        return None
-
-    def _gb_type(self, gb: str) -> str:
-        entries = self.registry.get(gb) or [{}]
-        return entries[0].get("Gb_type", gb)
-
-    def take_traced(self) -> dict[str, list[int]]:
-        out = {file: sorted(lines) for file, lines in self.traced.items()}
-        self.traced = {}
-        return out
+_target_index = -1  # the target whose events these are
 
 
-def _install_observer(torch: Any) -> Observer:
-    registry: dict[str, Any] = {}
-    try:
-        with open(os.path.join(os.path.dirname(torch.__file__), "_dynamo", "graph_break_registry.json")) as handle:
-            registry = json.load(handle)
-    except (OSError, ValueError):
-        pass
-    torch._logging.set_logs(graph_breaks=True, recompiles=True, trace_source=True)
-    try:  # set_logs also prints every record on stderr: keep only our handler
-        from torch._logging import _internal
-
-        for name in _internal.log_registry.get_log_qnames():
-            _internal._clear_handlers(logging.getLogger(name))
-    except Exception:
-        pass
-    observer = Observer(registry)
-    logging.getLogger("torch._dynamo").addHandler(observer)
-    return observer
+def _sink(event: dict[str, Any]) -> None:
+    event.setdefault("index", _target_index)
+    kind = event.pop("event")
+    emit(kind, **event)
 
 
 class Recorder:
@@ -233,9 +136,11 @@ def _takes_device(factory: Any) -> bool:
         return False
 
 
-def run_target(torch: Any, observer: Observer, recorder: Recorder, target: dict[str, Any], device: str) -> None:
-    index = target["index"]
-    observer.index, observer.fallback = index, None
+def run_target(torch: Any, listener: DynamoListener, recorder: Recorder, target: dict[str, Any], device: str,
+               syncs: bool) -> None:
+    global _target_index
+    index = _target_index = target["index"]
+    listener.fallback = None
     torch._dynamo.reset()  # every target starts with empty caches: its breaks are its own
     recorder.graphs = 0
     started = time.perf_counter()
@@ -243,33 +148,60 @@ def run_target(torch: Any, observer: Observer, recorder: Recorder, target: dict[
     try:
         if target["kind"] == "script":
             emit("start", index=index, location=[target["path"], 1])
-            observer.fallback = (target["path"], 1)
+            listener.fallback = (target["path"], 1)
             stage = "run"
             _run_script(torch, recorder, target)
+            if syncs:
+                stage = "syncs"
+                _sanitize(torch, listener.fallback, torch.cuda.is_available(), 1,
+                          lambda: _run_script(torch, recorder, target, eager=True))
         else:
             factory = _load_factory(target)
-            observer.fallback = _location_of(factory)
-            emit("start", index=index, location=list(observer.fallback) if observer.fallback else None)
+            listener.fallback = _location_of(factory)
+            emit("start", index=index, location=list(listener.fallback) if listener.fallback else None)
             stage = "factory"
             result = factory(device=device) if _takes_device(factory) else factory()
             fn, all_args = _calls(result)
-            observer.fallback = _location_of(fn) or observer.fallback
+            listener.fallback = _location_of(fn) or listener.fallback
             compiled = torch.compile(fn, backend=recorder)
             stage = "call"
             for args in all_args:
                 compiled(*args)
                 calls += 1
+            if syncs:
+                stage = "syncs"
+                _sanitize(torch, listener.fallback, device != "cpu", len(all_args),
+                          *(functools.partial(fn, *args) for args in all_args))
     except (Exception, SystemExit, KeyboardInterrupt) as exc:
         if not (target["kind"] == "script" and isinstance(exc, SystemExit) and exc.code in (0, None)):
             where = _error_location(exc)
             emit("error", index=index, stage=stage, message=_describe(exc),
                  file=where[0] if where else None, line=where[1] if where else None)
-    emit("traced", index=index, lines=observer.take_traced())
+    emit("traced", index=index, lines=listener.take_traced())
     emit("end", index=index, graphs=recorder.graphs, calls=calls, seconds=round(time.perf_counter() - started, 3))
 
 
-def _run_script(torch: Any, recorder: Recorder, target: dict[str, Any]) -> None:
-    """runpy the script with its argv; its torch.compile calls use the recording backend."""
+def _sanitize(torch: Any, fallback: tuple[str, int] | None, on_device: bool, calls: int, *runs: Any) -> None:
+    """Each run eagerly (every torch.compile off) under the sync sanitizer; the syncs of each run
+    are streamed as soon as it returns, and what a failing run did before it failed is kept."""
+    counter = SyncCounter(user_file, fallback)
+    try:
+        with torch._dynamo.config.patch(disable=True), sanitizing(counter, hypothetical=not on_device):
+            for run in runs:
+                run()
+                _emit_syncs(counter, calls)
+    finally:
+        _emit_syncs(counter, calls)
+
+
+def _emit_syncs(counter: SyncCounter, calls: int) -> None:
+    for event in counter.take():
+        _sink(dict(event, calls=calls))
+
+
+def _run_script(torch: Any, recorder: Recorder, target: dict[str, Any], eager: bool = False) -> None:
+    """runpy the script with its argv; its torch.compile calls use the recording backend (or,
+    `eager`, run as they are while Dynamo is disabled)."""
     import runpy
 
     real_compile = torch.compile
@@ -281,12 +213,16 @@ def _run_script(torch: Any, recorder: Recorder, target: dict[str, Any]) -> None:
         kwargs.pop("options", None)
         return real_compile(model, **kwargs) if model is not None else real_compile(**kwargs)
 
-    torch.compile = compile
+    if not eager:
+        torch.compile = compile
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [target["path"], *target.get("argv", [])]
     sys.path.insert(0, os.path.dirname(os.path.abspath(target["path"])))
     try:
         runpy.run_path(target["path"], run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
     finally:
         torch.compile = real_compile
         sys.argv, sys.path[:] = saved_argv, saved_path
@@ -314,11 +250,12 @@ def main(spec_file: str) -> None:
     elif device == "cuda" and not torch.cuda.is_available():
         emit("fatal", message="--device cuda was asked for, but torch.cuda.is_available() is False")
         return
-    observer = _install_observer(torch)
+    listener = DynamoListener(_sink, user_file, gb_registry(torch), trace_source=True)
     recorder = Recorder()
     emit("ready", torch=torch.__version__, device=device)
-    for target in spec["targets"]:
-        run_target(torch, observer, recorder, target, device)
+    with listening(listener, trace_source=True):
+        for target in spec["targets"]:
+            run_target(torch, listener, recorder, target, device, bool(spec.get("syncs")))
     emit("done")
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: user threads or atexit hooks must not hang us
