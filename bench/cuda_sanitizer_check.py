@@ -108,8 +108,11 @@ def main() -> int:
         found = {f["line"] for f in syncs}
         check("explain --syncs: PTL452 exactly at the marked lines", found == expected(on_cuda),
               f"found {sorted(found)}, expected {sorted(expected(on_cuda))}")
-        check("explain --syncs: one finding per line, 1 per call",
-              len(syncs) == len(found) and all(f["count"] == 1 for f in syncs))
+        # one finding per line; once per call, except where only the CUDA debug mode sees the
+        # sync: it counts each synchronizing operation (bincount makes two on an H100, torch 2.11)
+        check("explain --syncs: one finding per line, 1 per call (debug-mode lines: at least 1)",
+              len(syncs) == len(found) and all(f["count"] == 1 or ("set_sync_debug_mode" in f["message"]
+                                                                   and f["count"] >= 1) for f in syncs))
         if on_cuda:
             debug = [f for f in syncs if "set_sync_debug_mode" in f["message"]]
             check("the CUDA sync debug mode caught the sync the table does not name (bincount)",
