@@ -82,15 +82,19 @@ def encode_source(source: SourceFile, text: str) -> bytes:
     return codecs.BOM_UTF8 + data if source.bom else data
 
 
-def read_source(path: str) -> SourceFile:
+def read_bytes(path: str) -> bytes:
+    """A file's bytes; SourceError with a one-line reason."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # opening a FIFO would block for ever
             raise SourceError("not a regular file (a FIFO, socket or device), skipped")
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as exc:
         raise SourceError(_short(exc)) from None
-    return decode_source(data, path)
+
+
+def read_source(path: str) -> SourceFile:
+    return decode_source(read_bytes(path), path)
 
 
 def _short(exc: BaseException) -> str:

@@ -90,18 +90,38 @@ def test_hooks_through_pre_commit_try_repo(tmp_path: Path):
         assert not any(f.fix and f.fix.applicability == "safe" for f in check_text((project / "fixme.py").read_text()))
 
 
-def test_explicit_files_honour_the_configured_exclude(tmp_path: Path):
-    """What the hook relies on, without pre-commit: files named on the command line are still
-    matched against `exclude` (the default folder skips apply to folder walks only)."""
+def test_explicit_files_and_force_exclude(tmp_path: Path):
+    """What the hooks rely on, without pre-commit: a file named on the command line is checked even
+    when `exclude` matches it (ruff's rule), unless --force-exclude (which the hooks pass) or
+    `force-exclude = true` is given; the default folder skips apply to folder walks only."""
     from helpers import run_ptlint
 
     (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nexclude = ["generated", "legacy_*.py"]\n')
     (tmp_path / "generated").mkdir()
     for name in ("train.py", "generated/ops.py", "legacy_loop.py"):
         (tmp_path / name).write_text(BAD)
-    result = run_ptlint("check", "--no-cache", "--quiet", "--output-format", "concise",
-                        "train.py", "generated/ops.py", "legacy_loop.py", cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
-    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["train.py"]
+    named = ("train.py", "generated/ops.py", "legacy_loop.py")
+
+    def checked(*args: str) -> list[str]:
+        result = run_ptlint("check", "--no-cache", "--quiet", "--output-format", "concise", *args, cwd=tmp_path)
+        assert result.returncode in (0, 1), result.stderr
+        return sorted(line.split(":")[0] for line in result.stdout.splitlines())
+
+    assert checked(*named) == ["generated/ops.py", "legacy_loop.py", "train.py"]
+    assert checked("--force-exclude", *named) == ["train.py"]
+    assert checked(".") == ["train.py"]  # a folder walk always honours exclude
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nexclude = ["generated", "legacy_*.py"]\n'
+                                            'force-exclude = true\n')
+    assert checked(*named) == ["train.py"]
+    assert checked("--no-force-exclude", *named) == ["generated/ops.py", "legacy_loop.py", "train.py"]
     clean = run_ptlint("check", "--no-cache", "generated/ops.py", "legacy_loop.py", cwd=tmp_path)
     assert clean.returncode == 0, clean.stdout + clean.stderr
+
+
+def test_hook_definitions_pass_force_exclude_and_notebooks():
+    import yaml  # pre-commit's own dependency
+
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    assert hooks["ptlint"]["entry"] == "ptlint check --force-exclude"
+    assert hooks["ptlint-fix"]["entry"] == "ptlint fix --apply --force-exclude"
+    assert all(hook["types_or"] == ["python", "jupyter"] for hook in hooks.values())
