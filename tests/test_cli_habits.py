@@ -63,8 +63,9 @@ def test_fix_on_standard_input_prints_the_fixed_source(tmp_path: Path):
     assert "train.py:11:23: PTL103 [-] " in result.stderr and "train.py:12:15: PTL101 " in result.stderr
     unsafe = run_ptlint("fix", "--unsafe-fixes", "--stdin-filename", "train.py", "-", cwd=tmp_path, input=SOURCE)
     assert "losses.append(loss.detach())" in unsafe.stdout
-    nothing = run_ptlint("fix", "--stdin-filename", "ok.py", "-", cwd=tmp_path, input="x = 1\r\n")
-    assert nothing.returncode == 0 and nothing.stdout == "x = 1\r\n" and nothing.stderr == ""
+    nothing = subprocess.run([sys.executable, "-m", "ptlint", "fix", "--stdin-filename", "ok.py", "-"], cwd=tmp_path,
+                             input=b"x = 1\r\n# caf\xc3\xa9\r\n", capture_output=True, timeout=60)
+    assert nothing.returncode == 0 and nothing.stdout == b"x = 1\r\n# caf\xc3\xa9\r\n" and nothing.stderr == b""
     broken = run_ptlint("fix", "--stdin-filename", "bad.py", "-", cwd=tmp_path, input="def f(:\n")
     assert broken.stdout == "def f(:\n" and broken.returncode == 1 and "PTL001" in broken.stderr
 
