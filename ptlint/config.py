@@ -8,12 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-from .registry import DYNAMIC_CODES, all_rules, known_codes
+from .registry import DYNAMIC_CODES, known_codes, rule_index
 
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules", ".ipynb_checkpoints")
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
@@ -114,9 +109,10 @@ def split_codes(value: str | None) -> list[str] | None:
 _TOML_CACHE: dict[str, tuple[tuple[int, int], dict[str, Any] | ConfigError]] = {}
 
 
-def _read_toml(path: str) -> dict[str, Any]:
+def _read_toml(path: str, only_if_mentioning: bytes | None = None) -> dict[str, Any]:
     """A pyproject.toml's data, memoised on (mtime, size): a run or a language server that asks
-    for many files reads each config once, and sees an edited one at once."""
+    for many files reads each config once, and sees an edited one at once. With
+    `only_if_mentioning`, a file whose bytes do not contain it is not parsed (it reads as empty)."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -126,21 +122,34 @@ def _read_toml(path: str) -> dict[str, Any]:
     if cached is None or cached[0] != stamp:
         try:
             with open(path, "rb") as handle:
-                data: dict[str, Any] | ConfigError = tomllib.load(handle)
+                raw = handle.read()
         except OSError as exc:
-            data = ConfigError(f"{path}: cannot read: {exc.strerror or exc}")
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # tomllib decodes as UTF-8
-            data = ConfigError(f"{path}: invalid TOML: {str(exc).splitlines()[0]}")
-        cached = _TOML_CACHE[path] = (stamp, data)
+            cached = (stamp, ConfigError(f"{path}: cannot read: {exc.strerror or exc}"))
+        else:
+            if only_if_mentioning is not None and only_if_mentioning not in raw:
+                return {}  # not ptlint's business: not even parsed (nor tomllib imported)
+            cached = (stamp, _parse_toml(raw, path))
+        _TOML_CACHE[path] = cached
     if isinstance(cached[1], ConfigError):
         raise cached[1]
     return cached[1]
 
 
+def _parse_toml(raw: bytes, path: str) -> dict[str, Any] | ConfigError:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # TOML is UTF-8
+        return ConfigError(f"{path}: invalid TOML: {str(exc).splitlines()[0]}")
+
+
 def _has_ptlint_table(path: str) -> bool:
     if not os.path.isfile(path):
         return False
-    tool = _read_toml(path).get("tool")
+    tool = _read_toml(path, only_if_mentioning=b"ptlint").get("tool")
     return isinstance(tool, dict) and "ptlint" in tool
 
 
@@ -202,8 +211,7 @@ def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None
 
     In each layer `select` replaces the set, `extend-select` adds, `ignore` removes.
     """
-    rules = all_rules()
-    enabled = {code for code, cls in rules.items() if cls.default} | set(DYNAMIC_CODES)
+    enabled = {code for code, info in rule_index().items() if info.default} | set(DYNAMIC_CODES)
     for select, extend, ignore, label in ((file_select, file_extend, file_ignore, config_label),
                                           (cli_select, cli_extend, cli_ignore, "--select/--ignore")):
         if select is not None:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from .notebook import is_notebook
 from .output import applicable, sort_key
 from .rule import Finding
 from .runner import Job
-from .source import SourceError, decode_source, encode_source, read_bytes
+from .source import SourceError, decode_source, encode_source, is_notebook, read_bytes
 
 
 @dataclass

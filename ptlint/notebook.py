@@ -24,10 +24,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from .output import cell_of, sort_key
 from .rule import Finding
 from .source import SourceError, SourceFile
-
-NOTEBOOK_SUFFIX = ".ipynb"
 _MARKER = "# ptlint-notebook-cell: {number}"
 _MARKER_LINE = re.compile(r"^# ptlint-notebook-cell: (\d+)$")
 _PLACEHOLDER = "{indent}pass  # ptlint-magic-{id}"
@@ -45,15 +44,6 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 class NotebookError(SourceError):
     """A notebook that cannot be read; the message is one line."""
-
-
-def is_notebook(path: str) -> bool:
-    return path.endswith(NOTEBOOK_SUFFIX)
-
-
-def cell_of(finding: Finding) -> int | None:
-    cell = finding.extra.get("cell")
-    return cell if isinstance(cell, int) else None
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -495,10 +485,6 @@ def locate(module_text: str, path: str, findings: list[Finding]) -> list[Finding
     return out
 
 
-def sort_key(finding: Finding) -> tuple:
-    return (finding.path, cell_of(finding) or 0, finding.line, finding.column, finding.code)
-
-
 # -- check and fix ----------------------------------------------------------------------------
 
 def check_notebook(notebook: Notebook, rule_classes: list, test_code: bool) -> list[Finding]:
@@ -543,10 +529,9 @@ def fix_notebook(notebook: Notebook, codes: tuple[str, ...], unsafe: bool, test_
     """Fix the code cells; only the `source` of changed cells is rewritten in the file."""
     from .fixer import fix_source
     from .output import applicable
-    from .registry import all_rules
+    from .registry import rule_classes_for
 
-    rules = all_rules()
-    rule_classes = [rules[code] for code in codes if code in rules]
+    rule_classes = rule_classes_for(codes)
     findings, broken = _check(notebook, rule_classes, test_code)
     outcome = NotebookFix(notebook.path, notebook.text, notebook.text, remaining=findings)
     if not any(applicable(f, unsafe) for f in findings):

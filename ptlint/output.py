@@ -6,14 +6,12 @@ cell). Colour is for terminals only: `Style` decides it once, and the machine fo
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from typing import Callable
 
-from .notebook import cell_of, is_notebook
 from .rule import SAFE, UNSAFE, Finding
-from .source import SourceError, decode_source, read_bytes
+from .source import SourceError, decode_source, is_notebook, read_bytes
 
 FORMATS = ("full", "concise", "json", "sarif", "github")
 HUMAN_FORMATS = ("full", "concise")
@@ -121,6 +119,12 @@ def _split(text: str) -> list[str]:
     return [source.line(number) for number in range(1, len(source.line_starts) + 1)]
 
 
+def cell_of(finding: Finding) -> int | None:
+    """The notebook cell a finding is in (1-based among all cells), or None outside notebooks."""
+    cell = finding.extra.get("cell")
+    return cell if isinstance(cell, int) else None
+
+
 def location(finding: Finding) -> str:
     """`path:line:column`, or `path:cell N:line:column` in a notebook."""
     cell = cell_of(finding)
@@ -190,6 +194,8 @@ def format_full(findings: list[Finding], unsafe_fixes: bool = False, style: Styl
 
 def format_json(findings: list[Finding], unsafe_fixes: bool = False, style: Style = PLAIN,
                 sources: Sources | None = None) -> str:
+    import json
+
     return json.dumps([f.to_json() for f in findings], indent=2) + "\n"
 
 

@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 
 from .config import DEFAULT_EXCLUDES, ConfigError, Resolver, Settings
 from .rule import Finding
-from .source import SourceError, decode_source, read_bytes
+from .source import SourceError, decode_source, is_notebook, read_bytes
 
 # What a folder walk picks up. A file named on the command line is checked whatever its name
 # (as Python, or as a notebook when it ends in .ipynb).
@@ -137,8 +137,6 @@ def _is_ancestor(candidate: str, path: str) -> bool:
 
 def check_file(job: Job, caches=None) -> FileResult:
     """Findings for one file or notebook; one that cannot be read or decoded gives a one-line error."""
-    from .notebook import is_notebook
-
     path, settings = job.path, job.settings
     try:
         data = job.data if job.data is not None else read_bytes(path)
@@ -155,19 +153,19 @@ def check_file(job: Job, caches=None) -> FileResult:
         cached = cache.get(key, path)
         if cached is not None:
             return FileResult(path, cached)
-    from .registry import all_rules
+    from .registry import rule_classes_for
 
-    rules = all_rules()
-    rule_classes = [rules[code] for code in codes if code in rules]
     try:
         if notebook:
             from .notebook import check_notebook, read_notebook
 
-            findings = check_notebook(read_notebook(data, path), rule_classes, test_code)
+            findings = check_notebook(read_notebook(data, path), rule_classes_for(codes), test_code)
         else:
             from .engine import lint_source
 
-            findings = lint_source(decode_source(data, path), rule_classes, test_code)
+            source = decode_source(data, path)
+            # only the rules that can fire in this text are imported (registry.rule_index)
+            findings = lint_source(source, rule_classes_for(codes, source.text), test_code)
     except SourceError as exc:
         return FileResult(path, error=f"{path}: {exc}")
     except RecursionError:

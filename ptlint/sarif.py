@@ -10,7 +10,7 @@ from urllib.parse import quote
 from . import __version__
 from .catalogue import DOCS_URL
 from .registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
-from .notebook import cell_of
+from .output import cell_of
 from .rule import SAFE, Finding, doc_section
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -14,6 +14,14 @@ from dataclasses import dataclass, field
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    """A Jupyter notebook (checked cell by cell) rather than a Python file."""
+    return path.endswith(NOTEBOOK_SUFFIX)
+
+
 class SourceError(Exception):
     """A file that cannot be read as Python text; the message is one line for the user."""
 

@@ -71,3 +71,36 @@ def test_readme_commands_match_ci():
     assert 'pip install -e ".[test]" && python -m pytest -q' in readme
     assert 'pip install -q -e ".[test]"\npython -m pytest -q' in ci
     assert "ptlint check fixtures/sample_project" in readme
+
+
+def test_rule_index_describes_the_rules_and_a_stale_one_is_ignored(monkeypatch):
+    from ptlint import registry
+
+    registry.rule_index.cache_clear()
+    assert registry.rule_index() == registry.index_from_classes()
+    monkeypatch.setattr(registry, "rules_fingerprint", lambda: "edited since")
+    registry.rule_index.cache_clear()
+    import ptlint.rules._index as index
+
+    monkeypatch.setitem(index.RULES, "PTL101", ("wrong", False, "nowhere", ()))
+    assert registry.rule_index()["PTL101"].name == "sync-in-loop"  # the classes, not the stale index
+    monkeypatch.undo()
+    registry.rule_index.cache_clear()
+
+
+def test_a_check_imports_only_the_rules_that_can_fire():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from ptlint.config import build_settings\n"
+            "from ptlint.registry import rule_classes_for\n"
+            "codes = build_settings(['.']).enabled\n"
+            "assert not [m for m in sys.modules if m.startswith('ptlint.rules.ptl')], 'settings imported rules'\n"
+            "classes = rule_classes_for(codes, 'for x in xs:\\n    x.item()\\n')\n"
+            "loaded = sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('ptlint.rules.ptl'))\n"
+            "print(loaded)\n"
+            "assert [c.code for c in classes] == ['PTL101', 'PTL402'], classes\n"
+            "assert loaded == ['ptl101_sync_in_loop', 'ptl402_scalar_in_compiled'], loaded\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

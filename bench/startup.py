@@ -1,0 +1,98 @@
+"""Start-up: wall time of `ptlint check` on one small file, as pre-commit and editors run it.
+
+    python bench/startup.py                 # 30 rounds
+    python bench/startup.py --rounds 50 --importtime
+
+Each round runs every command once, in turn (so a busy machine slows them alike); the table
+shows medians and the spread, in ms. Commands: the interpreter alone (`python -c pass`, the
+floor), `ptlint check` with and without the cache, ruff on the same file when it is installed,
+and `import ptlint.cli`. With --importtime, the modules a one-file check imports, by self time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SMALL = """\
+import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+"""
+
+
+def ptlint_command() -> list[str]:
+    script = Path(sys.executable).with_name("ptlint")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ptlint"]
+
+
+def time_once(command: list[str], cwd: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--importtime", action="store_true", help="also list the imports of one check")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "train.py").write_text(SMALL)
+        ptlint = ptlint_command()
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "import ptlint.cli": [sys.executable, "-c", "import ptlint.cli"],
+            "ptlint check --no-cache": [*ptlint, "check", "--no-cache", "train.py"],
+            "ptlint check (warm cache)": [*ptlint, "check", "train.py"],
+        }
+        ruff = shutil.which("ruff") or (str(Path(sys.executable).with_name("ruff"))
+                                        if Path(sys.executable).with_name("ruff").exists() else None)
+        if ruff:
+            commands["ruff check --no-cache"] = [ruff, "check", "--no-cache", "train.py"]
+        for command in commands.values():  # warm the OS file cache, fill ptlint's cache
+            time_once(command, folder)
+        timings: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.rounds):
+            for name, command in commands.items():
+                timings[name].append(time_once(command, folder) * 1000)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        print(f"one {SMALL.count(chr(10))}-line file, {args.rounds} rounds, {cpus} cores, "
+              f"load {os.getloadavg()[0]:.2f}; medians (min-max), ms")
+        for name, values in timings.items():
+            print(f"  {name:<28} {statistics.median(values):7.1f}  ({min(values):.1f}-{max(values):.1f})")
+        if ruff:
+            ratio = statistics.median(timings["ptlint check --no-cache"]) / statistics.median(
+                timings["ruff check --no-cache"])
+            print(f"  ptlint / ruff (no cache)     {ratio:7.1f}x")
+        if args.importtime:
+            result = subprocess.run([sys.executable, "-X", "importtime", "-m", "ptlint", "check", "--no-cache",
+                                     "train.py"], cwd=folder, capture_output=True, text=True)
+            rows = []
+            for line in result.stderr.splitlines():
+                if line.startswith("import time:") and "|" in line and "self" not in line:
+                    self_us, _, name = line[len("import time:"):].split("|")
+                    rows.append((int(self_us), name.strip()))
+            print(f"imports of one check: {len(rows)} modules, {sum(r[0] for r in rows) / 1000:.1f} ms self in all;"
+                  " the largest:")
+            for self_us, name in sorted(rows, reverse=True)[:15]:
+                print(f"  {self_us / 1000:6.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
