@@ -4,7 +4,8 @@
     python bench/startup.py --rounds 50 --importtime
 
 Each round runs every command once, in turn (so a busy machine slows them alike); the table
-shows medians and the spread, in ms. Commands: the interpreter alone (`python -c pass`, the
+shows medians and the spread of the wall time, and the median CPU time (user + system: on a
+machine busy with other work, what the command itself cost), in ms. Commands: the interpreter alone (`python -c pass`, the
 floor), `ptlint check` with and without the cache, ruff on the same file when it is installed,
 and `import ptlint.cli`. With --importtime, the modules a one-file check imports, by self time.
 """
@@ -41,10 +42,15 @@ def ptlint_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "ptlint"]
 
 
-def time_once(command: list[str], cwd: str) -> float:
+def time_once(command: list[str], cwd: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one run. On a busy machine the CPU time is
+    what the command itself cost; the wall time adds the wait for a core."""
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = 0  # reaped by wait4
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -68,18 +74,25 @@ def main() -> None:
         for command in commands.values():  # warm the OS file cache, fill ptlint's cache
             time_once(command, folder)
         timings: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
+        load = os.getloadavg()[0]
         for _ in range(args.rounds):
             for name, command in commands.items():
-                timings[name].append(time_once(command, folder) * 1000)
+                wall, used = time_once(command, folder)
+                timings[name].append(wall * 1000)
+                cpu[name].append(used * 1000)
+        load = (load + os.getloadavg()[0]) / 2
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        print(f"one {SMALL.count(chr(10))}-line file, {args.rounds} rounds, {cpus} cores, "
-              f"load {os.getloadavg()[0]:.2f}; medians (min-max), ms")
+        print(f"one {SMALL.count(chr(10))}-line file, {args.rounds} rounds, {cpus} cores, load {load:.2f}, "
+              f"Python {sys.version.split()[0]}; medians (min-max), ms")
+        print(f"  {'':<28} {'wall':>7}  {'':<13} {'CPU':>7}")
         for name, values in timings.items():
-            print(f"  {name:<28} {statistics.median(values):7.1f}  ({min(values):.1f}-{max(values):.1f})")
+            print(f"  {name:<28} {statistics.median(values):7.1f}  {f'({min(values):.1f}-{max(values):.1f})':<13} "
+                  f"{statistics.median(cpu[name]):7.1f}")
         if ruff:
             ratio = statistics.median(timings["ptlint check --no-cache"]) / statistics.median(
                 timings["ruff check --no-cache"])
-            print(f"  ptlint / ruff (no cache)     {ratio:7.1f}x")
+            print(f"  ptlint / ruff, wall (no cache) {ratio:5.1f}x")
         if args.importtime:
             result = subprocess.run([sys.executable, "-X", "importtime", "-m", "ptlint", "check", "--no-cache",
                                      "train.py"], cwd=folder, capture_output=True, text=True)

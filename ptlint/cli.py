@@ -93,8 +93,26 @@ def _positive(text: str) -> int:
     return value
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the width up front: left to itself it imports shutil (and with it
+    bz2 and lzma) on every add_argument, which a one-file check pays for at start-up."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) - 2
+            except ValueError:
+                try:
+                    width = os.get_terminal_size(sys.stdout.fileno()).columns - 2
+                except (OSError, ValueError, AttributeError):
+                    width = 78
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 def _parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"ptlint {command}", description=COMMANDS[command], allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog=f"ptlint {command}", description=COMMANDS[command], allow_abbrev=False,
+                                     formatter_class=_Formatter)
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="Files, folders or notebooks (default: the current folder); `-` reads standard input.")
     add = parser.add_argument
@@ -403,7 +421,8 @@ def _color_diff(diff: str, style: Style) -> str:
 # -- rule and lsp ------------------------------------------------------------------------------
 
 def command_rule(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="ptlint rule", description=COMMANDS["rule"], allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="ptlint rule", description=COMMANDS["rule"], allow_abbrev=False,
+                                     formatter_class=_Formatter)
     parser.add_argument("code", nargs="?", help="A rule code, e.g. PTL101.")
     parser.add_argument("--all", dest="show_all", action="store_true", help="List every rule.")
     parser.add_argument("--output-format", choices=("text", "json"), default="text")

@@ -3,7 +3,7 @@
 code: (name, default, module, triggers); FINGERPRINT is the hash of the modules it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "257dd892e7085d9817b68f7f"
+FINGERPRINT = "4be4e82a-166508"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(')),
     'PTL102': ('sync-call-in-loop', True, 'ptl102_sync_call_in_loop', ('synchronize', 'empty_cache')),
