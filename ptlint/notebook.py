@@ -27,6 +27,7 @@ from typing import Iterable
 from .output import cell_of, sort_key
 from .rule import Finding
 from .source import SourceError, SourceFile
+
 _MARKER = "# ptlint-notebook-cell: {number}"
 _MARKER_LINE = re.compile(r"^# ptlint-notebook-cell: (\d+)$")
 _PLACEHOLDER = "{indent}pass  # ptlint-magic-{id}"
@@ -167,14 +168,14 @@ def read_notebook(data: bytes, path: str) -> Notebook:
                             "`jupyter nbconvert --to notebook --nbformat 4`)")
     node = _validated(document)
     spans = _source_spans(text)
+    if len(spans) != len(node.cells):
+        raise NotebookError("could not locate the cells' sources in the file")
     cells = []
     for number, (cell, (span, pieces)) in enumerate(zip(node.cells, spans), 1):
         source = "".join(json.loads(text[start:end]) for start, end in pieces)
         if source != cell.source:  # our reading of the JSON must agree with nbformat's
             raise NotebookError(f"cell {number}: could not locate its source in the file")
         cells.append(Cell(number, cell.cell_type, source, span, pieces))
-    if len(spans) != len(node.cells):
-        raise NotebookError("could not locate the cells' sources in the file")
     metadata = node.get("metadata", {})
     language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
     python = language is None or str(language).lower() in ("python", "python3", "ipython", "ipython3")
@@ -191,15 +192,21 @@ def _validated(document: dict):
             node = nbformat.versions[4].to_notebook_json(document, minor=document.get("nbformat_minor", 0))
             validate(node)
     except ValidationError as exc:
-        where = list(getattr(exc, "absolute_path", None) or [])
-        prefix = f"cell {where[1] + 1}: " if len(where) >= 2 and where[0] == "cells" and isinstance(where[1], int) \
-            else "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in where).lstrip(".") + ": " if where \
-            else ""
         message = str(getattr(exc, "message", exc)).splitlines()[0]
-        raise NotebookError(f"not a valid notebook: {prefix}{message}") from None
+        raise NotebookError(f"not a valid notebook: {_where(exc)}{message}") from None
     except (AttributeError, KeyError, TypeError) as exc:
         raise NotebookError(f"not a valid notebook: {type(exc).__name__}: {exc}") from None
     return node
+
+
+def _where(error) -> str:
+    """`cell 3: ` (1-based, as findings count cells) or `metadata.kernelspec: ` for a schema error."""
+    path = list(getattr(error, "absolute_path", None) or [])
+    if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
+        return f"cell {path[1] + 1}: "
+    if path:
+        return ".".join(str(part) for part in path) + ": "
+    return ""
 
 
 # The JSON text, tokenised just enough to know where each cell's "source" value lies.

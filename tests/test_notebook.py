@@ -248,3 +248,38 @@ def test_noqa_in_a_cell(tmp_path: Path):
     (tmp_path / "nb.ipynb").write_text(nbformat.writes(notebook))
     _, findings = check_json(tmp_path, "nb.ipynb")
     assert [(f["cell"], f["line"]) for f in findings] == [(1, 4)]
+
+
+# -- the writer, over many JSON styles -----------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+_SOURCE = st.lists(_TEXT, max_size=4).map(lambda lines: "\n".join(lines))
+
+
+@settings(max_examples=150, deadline=None)
+@given(sources=st.lists(_SOURCE, min_size=1, max_size=4), new=_SOURCE, target=st.integers(0, 3),
+       indent=st.sampled_from([None, 0, 1, 2, "\t"]), ascii_only=st.booleans(), as_lists=st.booleans(),
+       crlf=st.booleans())
+def test_writer_changes_only_the_target_cells_source(sources, new, target, indent, ascii_only, as_lists, crlf):
+    target %= len(sources)
+    cells = [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {"tags": ["x"], "note": source[:3]},
+              "outputs": [{"name": "stdout", "output_type": "stream", "text": [source]}],
+              "source": source.splitlines(keepends=True) if as_lists else source}
+             for i, source in enumerate(sources)]
+    document = {"metadata": {"source": "not a cell", "cells": [1]}, "nbformat": 4, "nbformat_minor": 5,
+                "cells": cells}
+    text = json.dumps(document, indent=indent, ensure_ascii=ascii_only)
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    notebook = read_notebook(text.encode(), "nb.ipynb")
+    assert [cell.source for cell in notebook.cells] == sources
+    written = notebook.with_sources({target + 1: new})
+    after = json.loads(written)
+    assert "".join(after["cells"][target]["source"]) == new
+    after["cells"][target]["source"] = document["cells"][target]["source"]
+    assert after == document
+    span = notebook.cells[target].span
+    assert written.startswith(text[:span[0]]) and written.endswith(text[span[1]:])
+    assert read_notebook(written.encode(), "nb.ipynb").cells[target].source == new
