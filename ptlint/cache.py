@@ -69,17 +69,21 @@ class Cache:
 
     def put(self, key: str, findings: list[Finding]) -> None:
         target = self._file(key)
+        # a name no other process or thread uses (tempfile would cost its import at start-up)
+        temporary = f"{target}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
-            import tempfile
-
             os.makedirs(os.path.dirname(target), exist_ok=True)
             _ensure_gitignore(os.path.dirname(self.directory))
-            fd, temporary = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump([finding.to_cache() for finding in findings], handle)
             os.replace(temporary, target)
         except OSError:
-            pass  # a read-only or full disk costs speed, never a result
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            # a read-only or full disk costs speed, never a result
 
 
 class Caches:
