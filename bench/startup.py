@@ -8,6 +8,8 @@ shows medians and the spread of the wall time, and the median CPU time (user + s
 machine busy with other work, what the command itself cost), in ms. Commands: the interpreter alone (`python -c pass`, the
 floor), `ptlint check` with and without the cache, ruff on the same file when it is installed,
 and `import ptlint.cli`. With --importtime, the modules a one-file check imports, by self time.
+With --grow N, also a copy of ptlint whose catalogue has N more rule modules (clones of the
+existing ones), checked with its rule index and without (every rule module imported).
 """
 
 from __future__ import annotations
@@ -53,10 +55,33 @@ def time_once(command: list[str], cwd: str) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def grown_catalogue(folder: Path, copies: int) -> Path:
+    """A copy of the ptlint package with `copies` more rule modules (clones of the existing ones
+    under new codes), its rule index regenerated: the catalogue as it will grow."""
+    import ptlint
+
+    root = folder / "grown"
+    shutil.copytree(Path(ptlint.__file__).parent, root / "ptlint",
+                    ignore=shutil.ignore_patterns("__pycache__", "_index.py"))
+    rules = root / "ptlint" / "rules"
+    originals = sorted(rules.glob("ptl[0-9]*.py"))
+    for index in range(min(copies, 100)):  # codes PTL900-PTL999
+        original = originals[index % len(originals)]
+        text = original.read_text().replace(f'"PTL{original.name[3:6]}"', f'"PTL9{index:02d}"')
+        (rules / f"ptl9{index:02d}_{original.stem[7:]}_copy.py").write_text(text)
+    subprocess.run([sys.executable, "-c", "from ptlint.catalogue import rule_index_module; "
+                    f"open({str(rules / '_index.py')!r}, 'w').write(rule_index_module())"],
+                   env={**os.environ, "PYTHONPATH": str(root)}, check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root)], check=True)
+    return root
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--importtime", action="store_true", help="also list the imports of one check")
+    parser.add_argument("--grow", type=int, default=0, metavar="N",
+                        help="also time a catalogue grown by N rule modules, with and without the rule index")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "train.py").write_text(SMALL)
@@ -67,6 +92,15 @@ def main() -> None:
             "ptlint check --no-cache": [*ptlint, "check", "--no-cache", "train.py"],
             "ptlint check (warm cache)": [*ptlint, "check", "train.py"],
         }
+        if args.grow:
+            grown = grown_catalogue(Path(folder), args.grow)
+            check = [sys.executable, "-c", "import sys; from ptlint.cli import main; main()", "check", "--no-cache",
+                     "train.py"]
+            commands[f"+{args.grow} rules, with index"] = ["env", f"PYTHONPATH={grown}", *check]
+            stale = Path(folder) / "stale"
+            shutil.copytree(grown, stale)
+            (stale / "ptlint" / "rules" / "_index.py").unlink()
+            commands[f"+{args.grow} rules, no index"] = ["env", f"PYTHONPATH={stale}", *check]
         ruff = shutil.which("ruff") or (str(Path(sys.executable).with_name("ruff"))
                                         if Path(sys.executable).with_name("ruff").exists() else None)
         if ruff:
