@@ -207,7 +207,7 @@ def emit(findings: list[Finding], output_format: str, show_statistics: bool, uns
     `unsafe_fixes`: a bool, or per path (files under different configs may differ)."""
     stream = out if out is not None else Output(None, "auto")
     style = getattr(stream, "style", PLAIN)
-    unsafe = _unsafe_of(unsafe_fixes)
+    unsafe = unsafe_fixes
     if show_statistics and output_format in HUMAN_FORMATS:
         stream.write(statistics(findings, unsafe, style))
         return
@@ -217,13 +217,6 @@ def emit(findings: list[Finding], output_format: str, show_statistics: bool, uns
             stream.write(f"No findings in the files that were checked; {unchecked} path(s) could not be checked.\n")
         else:
             stream.write(summary(findings, unsafe, style))
-
-
-def _unsafe_of(unsafe_fixes: bool | dict) -> bool:
-    """One answer for the run's summary: on when the command line or every file's config says so."""
-    if isinstance(unsafe_fixes, dict):
-        return bool(unsafe_fixes) and all(unsafe_fixes.values())
-    return bool(unsafe_fixes)
 
 
 def report_errors(messages: list[str]) -> None:
@@ -393,7 +386,7 @@ def _fix_stdin(run: Run, findings: list[Finding], out: Output) -> int:
         except OSError as exc:
             raise Failure(f"{out.path}: cannot write the output file: {exc.strerror or exc}") from None
     if remaining and not run.args.quiet:
-        text = formatter("concise")(sorted(remaining, key=sort_key), _unsafe_of(run.unsafe_fixes()))
+        text = formatter("concise")(sorted(remaining, key=sort_key), run.unsafe_fixes())
         sys.stderr.write(text)
     if run.failed:
         return EXIT_ERROR

@@ -136,12 +136,21 @@ def sort_key(finding: Finding) -> tuple:
     return (finding.path, cell_of(finding) or 0, finding.line, finding.column, finding.code)
 
 
-def applicable(finding: Finding, unsafe_fixes: bool) -> bool:
+# `unsafe_fixes` below: one answer for the run (--unsafe-fixes), or one per file path (each
+# file's config may say `unsafe-fixes = true`).
+
+def unsafe_for(unsafe_fixes: bool | dict[str, bool], finding: Finding) -> bool:
+    if isinstance(unsafe_fixes, dict):
+        return unsafe_fixes.get(finding.path, False)
+    return bool(unsafe_fixes)
+
+
+def applicable(finding: Finding, unsafe_fixes: bool | dict[str, bool]) -> bool:
     """True when `ptlint fix --apply` (with --unsafe-fixes when given) would fix it."""
-    return finding.fix is not None and (finding.fix.applicability == SAFE or unsafe_fixes)
+    return finding.fix is not None and (finding.fix.applicability == SAFE or unsafe_for(unsafe_fixes, finding))
 
 
-def fix_marker(finding: Finding, unsafe_fixes: bool) -> str:
+def fix_marker(finding: Finding, unsafe_fixes: bool | dict[str, bool]) -> str:
     if applicable(finding, unsafe_fixes):
         return "[*]"
     if finding.fix:
@@ -203,12 +212,12 @@ def summary(findings: list[Finding], unsafe_fixes: bool, style: Style = PLAIN) -
     """`Found 3 findings. 1 fixable with `ptlint fix --apply` (1 more with --unsafe-fixes).`"""
     if not findings:
         return "All checks passed!\n"
-    safe = sum(1 for f in findings if f.fix and (f.fix.applicability == SAFE or unsafe_fixes))
-    unsafe_only = sum(1 for f in findings if f.fix and f.fix.applicability == UNSAFE and not unsafe_fixes)
+    safe = sum(1 for f in findings if applicable(f, unsafe_fixes))
+    unsafe_only = sum(1 for f in findings if f.fix and f.fix.applicability == UNSAFE and not applicable(f, unsafe_fixes))
     noun = "finding" if len(findings) == 1 else "findings"
     text = f"Found {len(findings)} {noun}."
     if safe:
-        flag = " --unsafe-fixes" if unsafe_fixes else ""
+        flag = " --unsafe-fixes" if unsafe_fixes is True else ""
         text += f"\n{style.marker('[*]')} {safe} fixable with `ptlint fix --apply{flag}`."
     if unsafe_only:
         text += f"\n{style.marker('[-]')} {unsafe_only} more fixable with `ptlint fix --apply --unsafe-fixes`."

@@ -10,8 +10,8 @@ from urllib.parse import quote
 from . import __version__
 from .catalogue import DOCS_URL
 from .registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
-from .output import cell_of
-from .rule import SAFE, Finding, doc_section
+from .output import applicable, cell_of
+from .rule import Finding, doc_section
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/ptlint/ptlint"
@@ -140,7 +140,7 @@ def format_sarif(findings: list[Finding], unsafe_fixes: bool = False, style=None
             properties.update(cell=cell_of(finding), cellLine=finding.line, cellColumn=finding.column)
         if finding.fix:
             properties["fix"] = {"applicability": finding.fix.applicability, "message": finding.fix.message,
-                                 "applied_by_default": finding.fix.applicability == SAFE or unsafe_fixes}
+                                 "applied_by_default": applicable(finding, unsafe_fixes)}
         result["properties"] = properties
         results.append(result)
     root_uri = "file://" + quote(root.replace(os.sep, "/").rstrip("/") + "/")

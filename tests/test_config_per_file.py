@@ -127,3 +127,28 @@ def test_flake8_uses_each_files_nearest_config(two_projects: Path):
                                 capture_output=True, text=True, timeout=120)
         found = {(line.split(":")[0], line.split()[1]) for line in result.stdout.splitlines()}
         assert found == {("a/m.py", "PTL102"), ("b/m.py", "PTL101")}, result.stdout + result.stderr
+
+
+def test_unsafe_fixes_of_each_config_mark_its_own_findings(tmp_path: Path):
+    kept = textwrap.dedent("""\
+        import torch
+
+        def train(model, loader):
+            losses = []
+            for x in loader:
+                loss = model(x).mean()
+                loss.backward()
+                losses.append(loss)
+            return losses
+    """)
+    for folder, unsafe in (("a", "true"), ("b", "false")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "pyproject.toml").write_text(f"[tool.ptlint]\nunsafe-fixes = {unsafe}\n")
+        (tmp_path / folder / "m.py").write_text(kept)
+    for order in (("a", "b"), ("b", "a")):
+        result = run_ptlint("check", "--no-cache", "--output-format", "concise", *order, cwd=tmp_path)
+        marks = {line.split(":")[0]: line.split()[2] for line in result.stdout.splitlines() if " PTL103 " in line}
+        assert marks == {"a/m.py": "[*]", "b/m.py": "[-]"}, result.stdout
+    applied = run_ptlint("fix", "--apply", "--no-cache", "b", "a", cwd=tmp_path)
+    assert "losses.append(loss.detach())" in (tmp_path / "a" / "m.py").read_text(), applied.stderr
+    assert (tmp_path / "b" / "m.py").read_text() == kept
