@@ -5,11 +5,12 @@
 
 Each round runs every command once, in turn (so a busy machine slows them alike); the table
 shows medians and the spread of the wall time, and the median CPU time (user + system: on a
-machine busy with other work, what the command itself cost), in ms. Commands: the interpreter alone (`python -c pass`, the
-floor), `ptlint check` with and without the cache, ruff on the same file when it is installed,
-and `import ptlint.cli`. With --importtime, the modules a one-file check imports, by self time.
-With --grow N, also a copy of ptlint whose catalogue has N more rule modules (clones of the
-existing ones), checked with its rule index and without (every rule module imported).
+machine busy with other work, what the command itself cost), in ms. Commands: the interpreter
+alone (`python -c pass`, the floor), the standard-library modules a check needs, `import
+ptlint.cli`, `ptlint check` with and without the cache, and ruff on the same file when it is
+installed. With --importtime, the modules a one-file check imports, by self time. With --grow N,
+also a copy of ptlint whose catalogue has N more rule modules (clones of the existing ones),
+checked with its rule index and without (every rule module imported).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def main() -> None:
         ptlint = ptlint_command()
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            # the standard library a check cannot do without: the floor under ptlint's own imports
+            "stdlib it needs": [sys.executable, "-c", "import argparse, dataclasses, typing, ast, tokenize, fnmatch"],
             "import ptlint.cli": [sys.executable, "-c", "import ptlint.cli"],
             "ptlint check --no-cache": [*ptlint, "check", "--no-cache", "train.py"],
             "ptlint check (warm cache)": [*ptlint, "check", "train.py"],
