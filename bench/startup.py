@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--importtime", action="store_true", help="also list the imports of one check")
     parser.add_argument("--grow", type=int, default=0, metavar="N",
                         help="also time a catalogue grown by N rule modules, with and without the rule index")
+    parser.add_argument("--other", metavar="EXE", help="also time another ptlint executable (e.g. an older install)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "train.py").write_text(SMALL)
@@ -95,6 +96,8 @@ def main() -> None:
             "ptlint check --no-cache": [*ptlint, "check", "--no-cache", "train.py"],
             "ptlint check (warm cache)": [*ptlint, "check", "train.py"],
         }
+        if args.other:
+            commands["other ptlint --no-cache"] = [args.other, "check", "--no-cache", "train.py"]
         if args.grow:
             grown = grown_catalogue(Path(folder), args.grow)
             check = [sys.executable, "-c", "import sys; from ptlint.cli import main; main()", "check", "--no-cache",
