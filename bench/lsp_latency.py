@@ -1,12 +1,14 @@
-"""Language-server latency: time from `didChange` to the `publishDiagnostics` for that version.
+"""Language-server latency: from `didOpen` (and `didChange`) to the `publishDiagnostics` for it.
 
-    python bench/lsp_latency.py                  # 1,000-line file, 20 changes, both debounce settings
+    python bench/lsp_latency.py                  # 1,000-line file: 20 opens, 20 changes
     python bench/lsp_latency.py --lines 5000 --changes 50
 
-The server (`python -m ptlint lsp`) runs as an editor would start it, over stdio. It is measured
-twice: with its default debounce (the pause it waits after a change, so typing does not lint on
-every key) and with `PTLINT_LSP_DEBOUNCE=0`, which leaves the processing time alone. The same
-text is also linted in process (settings lookup + lint), to show what the server adds.
+The server (`python -m ptlint lsp`) runs as an editor would start it, over stdio. `didOpen` is
+measured on a fresh document each time (another file of the same folder, closed afterwards; the
+first open, which also imports the rules, is reported apart). `didChange` is measured twice: with
+the default debounce (the pause after a change, so typing does not lint on every key) and with
+`PTLINT_LSP_DEBOUNCE=0`, which leaves the processing time alone. The same text is also linted in
+process (settings lookup + lint), to show what the server adds. Medians (min-max), in ms.
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ def make_source(lines: int) -> str:
     return "\n".join(text.split("\n")[:lines]) + "\n"
 
 
-async def measure(path: Path, text: str, changes: int, debounce: str | None) -> tuple[list[float], int]:
+async def measure(path: Path, text: str, changes: int, debounce: str | None
+                  ) -> tuple[list[float], list[float], float, int]:
+    """(didOpen timings, didChange timings, the first didOpen, diagnostics in the last answer)."""
     env = dict(os.environ)
     env.pop("PTLINT_LSP_DEBOUNCE", None)
     if debounce is not None:
@@ -88,12 +92,25 @@ async def measure(path: Path, text: str, changes: int, debounce: str | None) -> 
     await client.start_io(sys.executable, "-m", "ptlint", "lsp", env=env)
     await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities()))
     client.initialized(types.InitializedParams())
-    uri = path.as_uri()
     loop = asyncio.get_running_loop()
+    opens = []
+    for index in range(changes + 1):
+        # an editor opening another file of the project; version 1 is what a fresh document has
+        other = path.with_name(f"model_{index}.py")
+        other.write_text(text)
+        future = waiting[1] = loop.create_future()
+        start = time.perf_counter()
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=other.as_uri(), language_id="python", version=1, text=text)))
+        opens.append(await asyncio.wait_for(future, 60) - start)
+        client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=other.as_uri())))
+        await asyncio.sleep(0.05)
+    uri = path.as_uri()
     waiting[1] = loop.create_future()
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
-    await asyncio.wait_for(waiting[1] if 1 in waiting else asyncio.sleep(0), 60)
+    await asyncio.wait_for(waiting[1], 60)
     timings = []
     for version in range(2, changes + 2):
         # an edit as a user makes it: one line changes (a comment typed at the end of the file)
@@ -109,23 +126,25 @@ async def measure(path: Path, text: str, changes: int, debounce: str | None) -> 
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    return timings, counts[-1] if counts else -1
+    return opens[1:], timings, opens[0], counts[-1] if counts else -1
 
 
-def in_process(path: Path, text: str, repeat: int) -> list[float]:
+def in_process(path: Path, text: str, repeat: int) -> tuple[list[float], list[float]]:
+    """(wall, CPU) seconds of settings lookup + lint, in this process: what the server must do."""
     from ptlint.config import build_settings
     from ptlint.engine import lint_source
     from ptlint.registry import all_rules
     from ptlint.source import SourceFile
 
     rules = all_rules()
-    timings = []
+    timings, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         settings = build_settings([str(path)])
         lint_source(SourceFile(str(path), text), [rules[c] for c in settings.codes_for(str(path)) if c in rules])
         timings.append(time.perf_counter() - start)
-    return timings
+        cpu.append(time.process_time() - start_cpu)
+    return timings, cpu
 
 
 def main() -> None:
@@ -140,14 +159,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "model.py"
         path.write_text(text)
-        print(f"{args.lines}-line file, {args.changes} changes each, medians (min-max), ms")
+        print(f"{args.lines}-line file, {args.changes} opens and {args.changes} changes, medians (min-max), ms")
         for label, debounce in ((f"default debounce ({DEBOUNCE * 1000:.0f} ms)", None), ("debounce 0", "0")):
-            timings, found = asyncio.run(measure(path, text, args.changes, debounce))
+            opens, timings, first, found = asyncio.run(measure(path, text, args.changes, debounce))
+            if debounce is None:
+                ms = [t * 1000 for t in opens]
+                print(f"  didOpen   -> publishDiagnostics{'':<29} {statistics.median(ms):7.1f} "
+                      f"({min(ms):.1f}-{max(ms):.1f})  [{found} diagnostics; first open {first * 1000:.1f}]")
             ms = [t * 1000 for t in timings]
             print(f"  didChange -> publishDiagnostics, {label:<26} {statistics.median(ms):7.1f} "
-                  f"({min(ms):.1f}-{max(ms):.1f})  [{found} diagnostics]")
-        ms = [t * 1000 for t in in_process(path, text, args.changes)]
-        print(f"  settings + lint in process{'':<27} {statistics.median(ms):7.1f} ({min(ms):.1f}-{max(ms):.1f})")
+                  f"({min(ms):.1f}-{max(ms):.1f})")
+        wall, cpu = in_process(path, text, args.changes)
+        ms = [t * 1000 for t in wall]
+        print(f"  settings + lint in process{'':<33} {statistics.median(ms):7.1f} ({min(ms):.1f}-{max(ms):.1f})"
+              f"  [CPU {statistics.median(cpu) * 1000:.1f}]")
+        print(f"  load average {os.getloadavg()[0]:.2f}, {len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}")
 
 
 if __name__ == "__main__":

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Iterable
 
 from .engine import lint_source
-from .registry import all_rules
+from .registry import all_rules, rule_index
 from .rule import Finding
 from .source import SourceFile
 
 
 def default_codes() -> tuple[str, ...]:
-    return tuple(code for code, cls in all_rules().items() if cls.default)
+    return tuple(code for code, info in rule_index().items() if info.default)
 
 
 def check_text(text: str, codes: Iterable[str] | None = None, path: str = "<string>") -> list[Finding]:

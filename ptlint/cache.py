@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+from functools import lru_cache
 
 from . import __version__
 from .rule import Finding
@@ -17,17 +17,21 @@ from .rule import Finding
 DEFAULT_DIR = ".ptlint_cache"
 
 
+@lru_cache(maxsize=None)
 def code_fingerprint() -> str:
-    """A hash of ptlint's own source (engine and rules): a development install whose rules
-    changed without a version bump must not be answered from stale entries."""
+    """A hash of the name, size and modification time of ptlint's own source files (engine and
+    rules): a development install whose rules changed without a version bump must not be
+    answered from stale entries. Their stat, not their bytes: reading them all cost a one-file
+    run as much as checking the file."""
     from . import rules
 
     digest = hashlib.blake2b(digest_size=8)
     for folder in sorted({os.path.dirname(__file__), *rules.__path__}):
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name), "rb") as handle:
-                    digest.update(name.encode() + b"\0" + handle.read())
+        with os.scandir(folder) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.endswith(".py"):
+                    info = entry.stat()
+                    digest.update(f"{entry.name}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
     return digest.hexdigest()
 
 
@@ -44,11 +48,12 @@ class Cache:
             return chosen if os.path.isabs(chosen) else os.path.abspath(chosen)
         return os.path.join(root, DEFAULT_DIR)
 
-    def key(self, text: str, codes: tuple[str, ...]) -> str:
+    def key(self, data: bytes, codes: tuple[str, ...]) -> str:
+        """The entry for a file's bytes under these codes."""
         digest = hashlib.blake2b(digest_size=20)
         digest.update(self.settings_key.encode())
         digest.update(repr(codes).encode())
-        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(data)
         return digest.hexdigest()
 
     def _file(self, key: str) -> str:
@@ -67,15 +72,37 @@ class Cache:
 
     def put(self, key: str, findings: list[Finding]) -> None:
         target = self._file(key)
+        # a name no other process or thread uses (tempfile would cost its import at start-up)
+        temporary = f"{target}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             _ensure_gitignore(os.path.dirname(self.directory))
-            fd, temporary = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump([finding.to_cache() for finding in findings], handle)
             os.replace(temporary, target)
         except OSError:
-            pass  # a read-only or full disk costs speed, never a result
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            # a read-only or full disk costs speed, never a result
+
+
+class Caches:
+    """The cache for each file's settings: files under different configs keep their entries beside
+    their own config (or all in --cache-dir / $PTLINT_CACHE_DIR), keyed by their own settings."""
+
+    def __init__(self, cli_dir: str | None) -> None:
+        self.cli_dir = cli_dir
+        self._open: dict[tuple[str, str], Cache] = {}
+
+    def for_settings(self, settings) -> Cache:
+        location = Cache.location(self.cli_dir, settings.cache_dir, settings.root)
+        key = (location, settings.cache_key())
+        if key not in self._open:
+            self._open[key] = Cache(location, key[1])
+        return self._open[key]
 
 
 def _ensure_gitignore(directory: str) -> None:

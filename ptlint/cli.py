@@ -2,231 +2,447 @@
 
 Exit codes (DESIGN.md): 0 clean, 1 findings (or something to fix), 2 usage, config or internal
 error, or a path that does not exist.
+
+The parser is argparse, and each command imports only what it uses: a one-file `ptlint check`
+(what pre-commit runs) must start fast. `explain` is the dynamic pass's own command, loaded only
+when it is asked for.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
-from typing import Callable
-
-import click
+from typing import Callable, TextIO
 
 from . import __version__
-from .config import ConfigError, Settings, build_settings
-from .output import FORMATS, formatter, statistics, summary
+from .config import ConfigError, Resolver
+from .output import COLOR_CHOICES, FORMATS, HUMAN_FORMATS, PLAIN, Sources, Style, formatter, sort_key, \
+    statistics, summary, use_color
 from .rule import Finding
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+STDIN = "-"
+COMMANDS = {
+    "check": "Lint files, folders and notebooks (folders recursively: *.py, *.ipynb).",
+    "fix": "Show (or with --apply, write) the fixes for the findings.",
+    "explain": "Run entry points under TorchDynamo; report graph breaks and recompilations.",
+    "rule": "Print a rule's documentation, or the catalogue with --all.",
+    "lsp": 'Run the language server on stdio (needs `pip install "ptlint[lsp]"`).',
+}
 
 
-class Failure(click.ClickException):
+class Failure(Exception):
     """A usage, config or internal error: one line on stderr, exit 2."""
 
-    exit_code = EXIT_ERROR
 
-    def show(self, file=None) -> None:
-        click.echo(f"ptlint: error: {self.format_message()}", err=True)
-
-
-class Group(click.Group):
-    def main(self, *args, **kwargs):  # usage errors exit 2 (click's default), never a traceback
-        try:
-            return super().main(*args, **kwargs)
-        except KeyboardInterrupt:  # pragma: no cover
-            click.echo("ptlint: interrupted", err=True)
-            sys.exit(130)
-
-
-def common_options(function: Callable) -> Callable:
-    options = [
-        click.option("--select", help="Comma list of codes or prefixes to enable (PTL = all); replaces the config's."),
-        click.option("--extend-select", help="Codes or prefixes to enable in addition."),
-        click.option("--ignore", help="Comma list of codes or prefixes to disable."),
-        click.option("--output-format", type=click.Choice(FORMATS), default=None,
-                     help="How findings are printed (default: full; concise for fix --apply)."),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False),
-                     help="Use this pyproject.toml instead of the nearest one."),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
-        click.option("--cache-dir", help="Cache folder (default .ptlint_cache/ beside the config; or $PTLINT_CACHE_DIR)."),
-        click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings."),
-        click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding."),
-        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-                     help="Worker processes (default: all cores)."),
-        click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
-def load_settings(paths: list[str], config_file: str | None, select: str | None, ignore: str | None,
-                  extend_select: str | None, unsafe_fixes: bool | None = None) -> Settings:
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return build_settings(paths, config_file=config_file, select=select, ignore=ignore,
-                              extend_select=extend_select, unsafe_fixes=unsafe_fixes)
+        code = run(argv)
+    except Failure as exc:
+        print(f"ptlint: error: {exc}", file=sys.stderr)
+        code = EXIT_ERROR
+    except KeyboardInterrupt:  # pragma: no cover
+        print("ptlint: interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code)
+
+
+def run(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return EXIT_CLEAN if argv else EXIT_ERROR
+    if argv[0] == "--version":
+        print(f"ptlint, version {__version__}")
+        return EXIT_CLEAN
+    command, rest = argv[0], argv[1:]
+    if command == "explain":
+        from .dynamic.command import explain
+
+        explain.main(args=rest, prog_name="ptlint explain")  # click exits with the command's code
+        return EXIT_CLEAN
+    handlers: dict[str, Callable[[list[str]], int]] = {
+        "check": command_check, "fix": command_fix, "rule": command_rule, "lsp": command_lsp}
+    if command not in handlers:
+        print(_usage(), file=sys.stderr)
+        print(f"ptlint: error: unknown command {command!r}", file=sys.stderr)
+        return EXIT_ERROR
+    return handlers[command](rest)
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: ptlint [--version] [-h] COMMAND [ARGS]...", "",
+             "ptlint: find PyTorch code that makes training slow or numerically unsafe, and fix it.", "",
+             "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    lines += ["", "`ptlint COMMAND --help` describes a command's options."]
+    return "\n".join(lines)
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is smaller than 1")
+    return value
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the width up front: left to itself it imports shutil (and with it
+    bz2 and lzma) on every add_argument, which a one-file check pays for at start-up."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) - 2
+            except ValueError:
+                try:
+                    width = os.get_terminal_size(sys.stdout.fileno()).columns - 2
+                except (OSError, ValueError, AttributeError):
+                    width = 78
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"ptlint {command}", description=COMMANDS[command], allow_abbrev=False,
+                                     formatter_class=_Formatter)
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="Files, folders or notebooks (default: the current folder); `-` reads standard input.")
+    add = parser.add_argument
+    add("--select", help="Comma list of codes or prefixes to enable (PTL = all); replaces the config's.")
+    add("--extend-select", help="Codes or prefixes to enable in addition.")
+    add("--ignore", help="Comma list of codes or prefixes to disable.")
+    add("--output-format", choices=FORMATS, default=None,
+        help="How findings are printed (default: full; concise for fix --apply).")
+    add("--output-file", metavar="FILE", help="Write the output to FILE instead of standard output.")
+    add("--color", choices=COLOR_CHOICES, default="auto",
+        help="Colour the text formats: auto (a terminal, unless NO_COLOR is set), always, never.")
+    add("--config", dest="config_file", metavar="FILE",
+        help="Use this pyproject.toml for every file instead of each file's nearest one.")
+    add("--stdin-filename", metavar="PATH",
+        help="Read the source from standard input and check it as if it were PATH (config, notebook or not).")
+    force = parser.add_mutually_exclusive_group()
+    force.add_argument("--force-exclude", dest="force_exclude", action="store_true", default=None,
+                       help="Apply `exclude` also to paths named on the command line (as pre-commit passes them).")
+    force.add_argument("--no-force-exclude", dest="force_exclude", action="store_false")
+    add("--no-cache", action="store_true", help="Neither read nor write the cache.")
+    add("--cache-dir", help="Cache folder (default .ptlint_cache/ beside the config; or $PTLINT_CACHE_DIR).")
+    add("--exit-zero", action="store_true", help="Exit 0 even when there are findings.")
+    add("--statistics", action="store_true", help="Print a count per rule instead of each finding.")
+    add("--jobs", "-j", type=_positive, default=None, help="Worker processes (default: all cores).")
+    add("--quiet", "-q", action="store_true", help="Print findings only, no summary.")
+    if command == "check":
+        add("--dynamic", action="store_true", help="Also run the dynamic targets of [tool.ptlint.dynamic].")
+        add("--unsafe-fixes", action="store_true", default=None, help="Count unsafe fixes as available.")
+    else:
+        add("--apply", action="store_true", help="Write the fixes (default: print the diff).")
+        add("--unsafe-fixes", action="store_true", default=None, help="Also apply fixes that may change behaviour.")
+        add("--diff", dest="show_diff", action="store_true", help="With --apply, also print the diff.")
+    return parser
+
+
+def _resolver(args: argparse.Namespace) -> Resolver:
+    try:
+        return Resolver(args.config_file, select=args.select, ignore=args.ignore, extend_select=args.extend_select,
+                        unsafe_fixes=args.unsafe_fixes, force_exclude=args.force_exclude)
     except ConfigError as exc:
         raise Failure(str(exc)) from None
 
 
-def open_cache(settings: Settings, no_cache: bool, cache_dir: str | None):
-    if no_cache:
-        return None
-    from .cache import Cache
+def _stdin_name(args: argparse.Namespace) -> str | None:
+    """The name standard input is checked under, or None when the paths are files."""
+    if STDIN in args.paths:
+        if len(args.paths) > 1:
+            raise Failure("`-` (standard input) cannot be combined with other paths")
+        return args.stdin_filename or STDIN
+    if args.stdin_filename and not args.paths:
+        return args.stdin_filename
+    if args.stdin_filename:
+        raise Failure("--stdin-filename names standard input: give `-` as the only path")
+    return None
 
-    return Cache(Cache.location(cache_dir, settings.cache_dir, settings.root), settings.cache_key())
 
+# -- output ------------------------------------------------------------------------------------
 
-def emit(findings: list[Finding], output_format: str, show_statistics: bool, unsafe_fixes: bool,
-         quiet: bool = False, unchecked: int = 0) -> None:
-    """Print findings in the chosen format; the summary goes with the human formats only."""
-    if show_statistics and output_format in ("full", "concise"):
-        click.echo(statistics(findings), nl=False)
-        return
-    text = formatter(output_format)(findings, unsafe_fixes)
-    if text:
-        click.echo(text, nl=False)
-    if output_format in ("full", "concise") and not quiet:
-        if unchecked and not findings:
-            click.echo(f"No findings in the files that were checked; {unchecked} path(s) could not be checked.")
+class Output:
+    """Standard output or --output-file (written once, at the end), and whether to colour it."""
+
+    def __init__(self, path: str | None, color: str) -> None:
+        self.path = path
+        self.parts: list[str] = []
+        self.style = Style(use_color(color, sys.stdout) if path is None else color == "always")
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        if self.path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
         else:
-            click.echo(summary(findings, unsafe_fixes), nl=False)
+            self.parts.append(text)
+
+    def close(self) -> None:
+        if self.path is None:
+            return
+        try:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(folder, exist_ok=True)
+            with open(self.path, "w", encoding="utf-8") as handle:
+                handle.write("".join(self.parts))
+        except OSError as exc:
+            raise Failure(f"{self.path}: cannot write the output file: {exc.strerror or exc}") from None
+
+
+def emit(findings: list[Finding], output_format: str, show_statistics: bool, unsafe_fixes: bool | dict,
+         quiet: bool = False, unchecked: int = 0, out: Output | TextIO | None = None, sources: Sources | None = None
+         ) -> None:
+    """Print findings in the chosen format; the summary goes with the human formats only.
+    `unsafe_fixes`: a bool, or per path (files under different configs may differ)."""
+    stream = out if out is not None else Output(None, "auto")
+    style = getattr(stream, "style", PLAIN)
+    unsafe = unsafe_fixes
+    if show_statistics and output_format in HUMAN_FORMATS:
+        stream.write(statistics(findings, unsafe, style))
+        return
+    stream.write(formatter(output_format)(findings, unsafe, style=style, sources=sources))
+    if output_format in HUMAN_FORMATS and not quiet:
+        if unchecked and not findings:
+            stream.write(f"No findings in the files that were checked; {unchecked} path(s) could not be checked.\n")
+        else:
+            stream.write(summary(findings, unsafe, style))
 
 
 def report_errors(messages: list[str]) -> None:
     for message in messages:
-        click.echo(f"ptlint: {message}", err=True)
+        print(f"ptlint: {message}", file=sys.stderr)
 
 
-def gather(paths: tuple[str, ...], settings: Settings, no_cache: bool, cache_dir: str | None,
-           jobs: int | None) -> tuple[list[Finding], list[str], bool]:
-    """Discover and check: (findings, one-line errors, whether any error should exit 2)."""
-    from .runner import check_files, discover
-    from .progress import Progress
+# -- check and fix -----------------------------------------------------------------------------
 
-    found = discover(list(paths), settings)
-    errors = list(found.missing)
-    errors += found.errors
-    cache = open_cache(settings, no_cache, cache_dir)
-    with Progress(len(found.files)) as progress:
-        results = check_files(found.files, settings, cache=cache, jobs=jobs, progress=progress.update)
-    findings: list[Finding] = []
-    failed = bool(found.missing)
-    for result in results:
-        if result.error:
-            errors.append(result.error)
-            failed = True
-        findings.extend(result.findings)
-    findings.sort(key=Finding.sort_key)
-    return findings, errors, failed
+class Run:
+    """What `check` and `fix` share: the files with their settings, their findings, the errors."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from .runner import Job, discover
+
+        self.args = args
+        self.resolver = _resolver(args)
+        self.stdin_name = _stdin_name(args)
+        self.errors: list[str] = []
+        self.failed = False
+        self.sources = Sources()
+        if self.stdin_name is not None:
+            data = sys.stdin.buffer.read()
+            self.sources.given[self.stdin_name] = data
+            try:
+                settings = self.resolver.settings_for(self.stdin_name)
+            except ConfigError as exc:
+                raise Failure(str(exc)) from None
+            excluded = settings.force_exclude and settings.matches_exclude(self.stdin_name)
+            self.jobs = [] if excluded else [Job(self.stdin_name, settings, data)]
+            self.stdin_data: bytes | None = data
+        else:
+            found = discover(list(args.paths or ["."]), self.resolver)
+            self.jobs = found.jobs
+            self.errors += found.failures + found.warnings
+            self.failed = bool(found.failures)
+            self.stdin_data = None
+
+    def check(self) -> list[Finding]:
+        from .progress import Progress
+        from .runner import check_files
+
+        caches = None
+        if not self.args.no_cache and self.stdin_name is None:
+            from .cache import Caches
+
+            caches = Caches(self.args.cache_dir)
+        self.caches = caches  # fix reads the check's findings back from it
+        with Progress(len(self.jobs)) as progress:
+            results = check_files(self.jobs, caches, workers=self.args.jobs, progress=progress.update)
+        findings: list[Finding] = []
+        for result in results:
+            if result.error:
+                self.errors.append(result.error)
+                self.failed = True
+            findings.extend(result.findings)
+        return sorted(findings, key=sort_key)
+
+    def unsafe_fixes(self) -> bool | dict[str, bool]:
+        if self.args.unsafe_fixes is not None:
+            return self.args.unsafe_fixes
+        return {job.path: job.settings.unsafe_fixes for job in self.jobs}
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="ptlint")
-def main() -> None:
-    """ptlint: find PyTorch code that makes training slow or numerically unsafe, and fix it."""
+def command_check(argv: list[str]) -> int:
+    args = _parser("check").parse_intermixed_args(argv)
+    run = Run(args)
+    findings = run.check()
+    if args.dynamic:
+        dynamic_findings, dynamic_errors = _dynamic(run, findings)
+        findings = sorted(findings + dynamic_findings, key=sort_key)
+        run.errors += dynamic_errors
+        run.failed = run.failed or bool(dynamic_errors)
+    report_errors(run.errors)
+    out = Output(args.output_file, args.color)
+    emit(findings, args.output_format or "full", args.statistics, run.unsafe_fixes(), args.quiet,
+         unchecked=len(run.errors), out=out, sources=run.sources)
+    out.close()
+    if run.failed:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 
 
-@main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
-@common_options
-@click.option("--dynamic", is_flag=True, help="Also run the dynamic targets of [tool.ptlint.dynamic].")
-@click.option("--unsafe-fixes", is_flag=True, default=None, help="Count unsafe fixes as available.")
-def check(paths, select, extend_select, ignore, output_format, config_file, no_cache, cache_dir, exit_zero,
-          statistics, jobs, quiet, dynamic, unsafe_fixes) -> None:
-    """Lint files and folders (folders recursively, *.py)."""
-    paths = paths or (".",)
-    settings = load_settings(list(paths), config_file, select, ignore, extend_select, unsafe_fixes)
-    findings, errors, failed = gather(paths, settings, no_cache, cache_dir, jobs)
-    if dynamic:
-        from .dynamic.merge import run_configured_targets
+def _dynamic(run: Run, findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """The configured dynamic targets of the named paths' configs (each config once, in a fixed order)."""
+    from .dynamic.merge import run_configured_targets
 
-        dynamic_findings, dynamic_errors = run_configured_targets(settings, findings)
-        findings = sorted(findings + dynamic_findings, key=Finding.sort_key)
-        errors += dynamic_errors
-        failed = failed or bool(dynamic_errors)
-    report_errors(errors)
-    emit(findings, output_format or "full", statistics, settings.unsafe_fixes, quiet, unchecked=len(errors))
-    if failed:
-        sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+    configs = {}
+    for path in run.args.paths or ["."]:
+        try:
+            settings = run.resolver.settings_for(path if path != STDIN else (run.stdin_name or "."))
+        except ConfigError:
+            continue  # already reported by discovery
+        configs.setdefault(settings.config_path or "", settings)
+    chosen = [settings for _, settings in sorted(configs.items()) if settings.dynamic.get("targets")]
+    chosen = chosen or [settings for _, settings in sorted(configs.items())][:1]
+    found: list[Finding] = []
+    errors: list[str] = []
+    for settings in chosen:
+        more, problems = run_configured_targets(settings, findings)
+        found += more
+        errors += problems
+    return found, errors
 
 
-@main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
-@common_options
-@click.option("--apply", "apply_fixes", is_flag=True, help="Write the fixes (default: print the diff).")
-@click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes that may change behaviour.")
-@click.option("--diff", "show_diff", is_flag=True, help="With --apply, also print the diff.")
-def fix(paths, select, extend_select, ignore, output_format, config_file, no_cache, cache_dir, exit_zero,
-        statistics, jobs, quiet, apply_fixes, unsafe_fixes, show_diff) -> None:
-    """Show (or with --apply, write) the fixes for the findings."""
-    from .fixer import fix_paths
+def command_fix(argv: list[str]) -> int:
+    from .fixing import fix_jobs
 
-    paths = paths or (".",)
-    settings = load_settings(list(paths), config_file, select, ignore, extend_select, unsafe_fixes)
-    findings, errors, failed = gather(paths, settings, no_cache, cache_dir, jobs)
-    outcome = fix_paths(findings, settings, write=apply_fixes, cache=open_cache(settings, no_cache, cache_dir))
-    errors += outcome.errors
-    failed = failed or bool(outcome.errors)
-    report_errors(errors)
-    if not apply_fixes or show_diff:
-        click.echo(outcome.diff, nl=False)
-    for message in outcome.messages:
-        click.echo(f"ptlint: {message}", err=True)
-    if apply_fixes:
+    args = _parser("fix").parse_intermixed_args(argv)
+    run = Run(args)
+    findings = run.check()
+    out = Output(args.output_file, args.color)
+    if run.stdin_name is not None:
+        return _fix_stdin(run, findings, out)
+    outcome = fix_jobs(run.jobs, findings, write=args.apply, caches=run.caches)
+    run.errors += outcome.errors
+    failed = run.failed or bool(outcome.errors)
+    report_errors(run.errors)
+    if not args.apply or args.show_diff:
+        out.write(_color_diff(outcome.diff, out.style))
+    report_errors(outcome.messages)
+    if args.apply:
         remaining = outcome.remaining
-        if remaining and not quiet:
-            emit(remaining, output_format or "concise", statistics, settings.unsafe_fixes, quiet=True)
-        click.echo(f"Fixed {outcome.fixed} finding(s) in {len(outcome.changed)} file(s); "
-                   f"{len(remaining)} remaining.", err=True)
+        if remaining and not args.quiet:
+            emit(remaining, args.output_format or "concise", args.statistics, run.unsafe_fixes(), quiet=True,
+                 out=out, sources=run.sources)
+        out.close()
+        if run.jobs or not failed:  # nothing was checked at all: the error said it
+            print(f"Fixed {outcome.fixed} finding(s) in {len(outcome.changed)} file(s); "
+                  f"{len(remaining)} remaining.", file=sys.stderr)
         if failed:
-            sys.exit(EXIT_ERROR)
-        sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
-    if not quiet:
+            return EXIT_ERROR
+        return EXIT_FINDINGS if remaining and not args.exit_zero else EXIT_CLEAN
+    out.close()
+    if not args.quiet and (run.jobs or not failed):
         would = len(outcome.changed)
-        click.echo(f"{outcome.fixed} fix(es) would change {would} file(s); run `ptlint fix --apply` to write them."
-                   if would else "Nothing to fix.", err=True)
+        print(f"{outcome.fixed} fix(es) would change {would} file(s); run `ptlint fix --apply` to write them."
+              if would else "Nothing to fix.", file=sys.stderr)
     if failed:
-        sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if outcome.changed and not exit_zero else EXIT_CLEAN)
+        return EXIT_ERROR
+    return EXIT_FINDINGS if outcome.changed and not args.exit_zero else EXIT_CLEAN
 
 
-@main.command()
-@click.argument("code", required=False)
-@click.option("--all", "show_all", is_flag=True, help="List every rule.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
-def rule(code, show_all, output_format) -> None:
-    """Print a rule's documentation, or the catalogue with --all."""
+def _fix_stdin(run: Run, findings: list[Finding], out: Output) -> int:
+    """`fix -`: the fixed source on standard output (unchanged when nothing applies), the findings
+    that remain on standard error."""
+    from .fixing import fix_file
+    from .source import SourceError
+
+    assert run.stdin_data is not None
+    fixed, remaining = run.stdin_data, findings
+    if run.jobs and any(f.fix for f in findings):
+        try:
+            result = fix_file(run.jobs[0], run.stdin_data)
+            fixed, remaining = result.fixed, result.remaining
+            report_errors(result.messages)
+        except (SourceError, UnicodeEncodeError) as exc:
+            run.errors.append(f"{run.stdin_name}: {exc}")
+            run.failed = True
+    report_errors(run.errors)
+    if out.path is None:
+        sys.stdout.buffer.write(fixed)
+        sys.stdout.buffer.flush()
+    else:
+        try:
+            with open(out.path, "wb") as handle:
+                handle.write(fixed)
+        except OSError as exc:
+            raise Failure(f"{out.path}: cannot write the output file: {exc.strerror or exc}") from None
+    if remaining and not run.args.quiet:
+        text = formatter("concise")(sorted(remaining, key=sort_key), run.unsafe_fixes())
+        sys.stderr.write(text)
+    if run.failed:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if remaining and not run.args.exit_zero else EXIT_CLEAN
+
+
+def _color_diff(diff: str, style: Style) -> str:
+    if not style.enabled or not diff:
+        return diff
+    out = []
+    for line in diff.splitlines(keepends=True):
+        if line.startswith(("+++", "---")):
+            out.append(style.path(line.rstrip("\n")) + "\n")
+        elif line.startswith("+"):
+            out.append(f"\x1b[32m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("-"):
+            out.append(f"\x1b[31m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("@@"):
+            out.append(style.punct(line.rstrip("\n")) + "\n")
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+# -- rule and lsp ------------------------------------------------------------------------------
+
+def command_rule(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="ptlint rule", description=COMMANDS["rule"], allow_abbrev=False,
+                                     formatter_class=_Formatter)
+    parser.add_argument("code", nargs="?", help="A rule code, e.g. PTL101.")
+    parser.add_argument("--all", dest="show_all", action="store_true", help="List every rule.")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    args = parser.parse_args(argv)
     from .catalogue import catalogue_json, catalogue_table, rule_page
 
-    if show_all:
-        click.echo(catalogue_json() if output_format == "json" else catalogue_table(), nl=False)
-        return
-    if not code:
+    if args.show_all:
+        sys.stdout.write(catalogue_json() if args.output_format == "json" else catalogue_table())
+        return EXIT_CLEAN
+    if not args.code:
         raise Failure("give a rule code (e.g. `ptlint rule PTL101`) or --all")
-    page = rule_page(code.upper())
+    page = rule_page(args.code.upper())
     if page is None:
-        raise Failure(f"unknown rule code {code!r} (see `ptlint rule --all`)")
-    click.echo(page, nl=False)
+        raise Failure(f"unknown rule code {args.code!r} (see `ptlint rule --all`)")
+    sys.stdout.write(page)
+    return EXIT_CLEAN
 
 
-@main.command()
-def lsp() -> None:
-    """Run the language server on stdio (needs `pip install "ptlint[lsp]"`)."""
+def command_lsp(argv: list[str]) -> int:
+    argparse.ArgumentParser(prog="ptlint lsp", description=COMMANDS["lsp"]).parse_args(argv)
     try:
         from .lsp import serve
     except ImportError as exc:
         raise Failure(f"the language server needs pygls: pip install \"ptlint[lsp]\" ({exc})") from None
     serve()
-
-
-def _register_explain() -> None:
-    from .dynamic.command import explain
-
-    main.add_command(explain)
-
-
-_register_explain()
+    return EXIT_CLEAN
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -118,7 +118,9 @@ def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_co
     rule_classes = [rules[code] for code in codes if code in rules]
 
     def lint(current: SourceFile) -> list[Finding]:
-        key = cache.key(current.text, codes + (("test-code",) if test_code else ())) if cache else None
+        # keyed like the check's entries (runner.check_file): the file's bytes, the codes, test code
+        key = cache.key(encode_source(current, current.text), codes + (("test-code",) if test_code else ())) \
+            if cache else None
         cached = cache.get(key, current.path) if cache else None
         if cached is not None:
             return cached

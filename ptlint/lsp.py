@@ -5,6 +5,10 @@ Diagnostics on open, save and (debounced) change; code actions: a quick fix per 
 Settings come from the `[tool.ptlint]` nearest the document, as for `ptlint check`; a bad config
 is shown once as an error message and the default rules run until it is fixed.
 
+Notebooks (notebook document sync, for Python cells): the code cells are checked together as
+`ptlint check` checks a .ipynb file, and each cell gets its own diagnostics. Code actions are not
+offered in notebook cells (a cell's fix depends on the other cells).
+
 Positions: findings count 1-based lines and characters; LSP counts 0-based lines and, unless the
 client offers another position encoding, UTF-16 code units. Line ends are `\\r\\n`, `\\r`, `\\n`
 for both Python and LSP (not `str.splitlines`, which also splits at `\\x0c` or U+2028), so the
@@ -29,7 +33,7 @@ from pygls.lsp.server import LanguageServer
 from . import __version__
 from .api import default_codes
 from .catalogue import DOCS_URL
-from .config import ConfigError, Settings, build_settings
+from .config import ConfigError, Resolver, Settings
 from .engine import lint_source
 from .fixer import applicable, fix_source
 from .registry import all_rules
@@ -219,10 +223,15 @@ class LintState:
 
 class PtlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("ptlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__("ptlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                         # "*": every notebook type (LSP spec); only its Python cells are synced
+                         notebook_document_sync=types.NotebookDocumentSyncOptions(notebook_selector=[
+                             types.NotebookDocumentFilterWithCells(
+                                 notebook="*", cells=[types.NotebookCellLanguage("python")])], save=True))
         self.states: dict[str, LintState] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.shown_errors: set[str] = set()
+        self.notebook_cells: dict[str, list[str]] = {}  # notebook uri -> cell uris last published
 
     # -- settings and linting ------------------------------------------------------------------
     def settings_for(self, path: str | None) -> Settings:
@@ -232,7 +241,9 @@ class PtlintServer(LanguageServer):
         if not start or not os.path.exists(start):
             start = self.workspace.root_path or "."
         try:
-            settings = build_settings([start])
+            # A fresh resolver each time (the folder may have gained a config); the TOML files
+            # themselves are read again only when they change.
+            settings = Resolver().settings_for(start)
         except ConfigError as exc:
             message = str(exc)
             if message not in self.shown_errors:  # once, not on every keystroke
@@ -249,6 +260,8 @@ class PtlintServer(LanguageServer):
         return self.workspace.position_encoding or types.PositionEncodingKind.Utf16
 
     def lint(self, uri: str) -> LintState | None:
+        if self.workspace.get_notebook_document(cell_uri=uri) is not None:
+            return None  # a notebook cell: linted with its notebook (lint_notebook)
         try:
             document = self.workspace.get_text_document(uri)
         except Exception:
@@ -285,6 +298,68 @@ class PtlintServer(LanguageServer):
             state = self.lint(uri)
         return state
 
+    def lint_notebook(self, uri: str) -> dict[str, tuple[str, list[Finding]]]:
+        """cell uri -> (text, findings) for every Python code cell of an open notebook."""
+        from .notebook import Cell, Notebook, check_notebook
+
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is None:
+            return {}
+        path = _uri_path(uri)
+        cells: list[Cell] = []
+        documents: dict[int, tuple[str, str]] = {}  # cell number -> (uri, text)
+        for number, cell in enumerate(notebook.cells, 1):
+            kind = "markdown"
+            if cell.kind == types.NotebookCellKind.Code:
+                try:
+                    document = self.workspace.get_text_document(cell.document)
+                except Exception:
+                    document = None
+                if document is not None and document.language_id == "python":
+                    kind = "code"
+                    documents[number] = (cell.document, document.source)
+            cells.append(Cell(number, kind, documents.get(number, ("", ""))[1], (0, 0), []))
+        settings = self.settings_for(path)
+        findings: list[Finding] = []
+        if not settings.matches_exclude(path):
+            rules = all_rules()
+            try:
+                findings = check_notebook(Notebook(path, "", cells, python=True),
+                                          [rules[code] for code in settings.codes_for(path) if code in rules],
+                                          settings.is_test_code(path))
+            except Exception as exc:  # a rule's bug: log it, keep serving
+                logger.exception("ptlint failed on %s", path)
+                self.window_log_message(types.LogMessageParams(
+                    type=types.MessageType.Error, message=f"ptlint: internal error on {path}: "
+                                                          f"{type(exc).__name__}: {exc}"))
+        out = {cell_uri: (text, []) for cell_uri, text in documents.values()}
+        for finding in findings:
+            cell_uri, _ = documents.get(finding.extra.get("cell"), (None, None))
+            if cell_uri is not None:
+                out[cell_uri][1].append(finding)
+        return out
+
+    def publish_notebook(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        results = self.lint_notebook(uri)
+        for cell_uri in self.notebook_cells.get(uri, []):  # cells since removed: clear theirs
+            if cell_uri not in results:
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+        self.notebook_cells[uri] = list(results)
+        for cell_uri, (text, findings) in results.items():
+            positions = Positions(text, self.encoding)
+            try:
+                version = self.workspace.get_text_document(cell_uri).version
+            except Exception:
+                version = None
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=cell_uri, version=version, diagnostics=[self.diagnostic(f, positions) for f in findings]))
+
+    def close_notebook(self, uri: str, cell_uris: list[str]) -> None:
+        self.cancel(uri)
+        for cell_uri in set(self.notebook_cells.pop(uri, [])) | set(cell_uris):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+
     def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
         state = self.lint(uri)
@@ -295,11 +370,11 @@ class PtlintServer(LanguageServer):
             uri=uri, version=state.version,
             diagnostics=[self.diagnostic(finding, positions) for finding in state.findings]))
 
-    def schedule(self, uri: str) -> None:
+    def schedule(self, uri: str, publish=None) -> None:
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
-        self.pending[uri] = asyncio.get_event_loop().call_later(DEBOUNCE, self.publish, uri)
+        self.pending[uri] = asyncio.get_event_loop().call_later(DEBOUNCE, publish or self.publish, uri)
 
     def cancel(self, uri: str) -> None:
         handle = self.pending.pop(uri, None)
@@ -341,6 +416,8 @@ class PtlintServer(LanguageServer):
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
+        if self.workspace.get_notebook_document(cell_uri=uri) is not None:
+            return []  # see the module docstring
         state = self.current(uri)
         if state is None:
             return []
@@ -416,8 +493,41 @@ def _span(finding: Finding) -> tuple[int, int, int, int]:
     return (finding.line, finding.column, finding.end_line, finding.end_column)
 
 
+def _uri_path(uri: str) -> str:
+    from pygls.uris import to_fs_path
+
+    return to_fs_path(uri) or uri
+
+
+def _warm_up() -> None:
+    """Import the rules and run them once before the first document arrives: the first didOpen
+    then costs what every other does."""
+    from .notebook import build_module  # noqa: F401 - imported by the first notebook otherwise
+
+    rules = all_rules()
+    lint_source(SourceFile("warm-up.py", "import torch\nfor x in xs:\n    y = x.item()\n"), list(rules.values()))
+
+
 def create_server() -> PtlintServer:
     server = PtlintServer()
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: PtlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.cancel(params.notebook_document.uri)
+        ls.publish_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: PtlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, ls.publish_notebook)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: PtlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.cancel(params.notebook_document.uri)
+        ls.publish_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: PtlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.close_notebook(params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents])
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: PtlintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -435,6 +545,9 @@ def create_server() -> PtlintServer:
             for open_uri in list(ls.states):
                 ls.cancel(open_uri)
                 ls.publish(open_uri)
+            for notebook_uri in list(ls.notebook_cells):
+                ls.cancel(notebook_uri)
+                ls.publish_notebook(notebook_uri)
             return
         ls.cancel(uri)
         ls.publish(uri)
@@ -461,4 +574,6 @@ def create_server() -> PtlintServer:
 
 def serve() -> None:
     """Run the language server on stdin/stdout until the client says exit."""
-    create_server().start_io()
+    server = create_server()
+    _warm_up()  # while the editor is still starting us, not on its first didOpen
+    server.start_io()

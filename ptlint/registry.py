@@ -1,20 +1,36 @@
-"""The catalogue: every rule class in `ptlint.rules`, by code."""
+"""The catalogue: every rule class in `ptlint.rules`, by code.
+
+Importing a rule module costs about a millisecond, and the catalogue grows; a one-file check (what
+pre-commit runs) must not pay for every rule. `ptlint/rules/_index.py`, generated with the docs
+(`python -m ptlint.catalogue --write`), lists each rule's code, name, default, module and triggers,
+so that choosing the enabled codes imports no rule, and a check imports only the rules whose
+triggers occur in the file. The index carries a fingerprint of the rule modules' source: when it
+does not match (a rule was edited and the index not regenerated), everything is imported as before,
+so a stale index costs speed, never a finding.
+"""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from functools import lru_cache
+from typing import Iterable, NamedTuple
 
 from .rule import Rule
+
+INDEX_MODULE = "_index"
 
 
 @lru_cache(maxsize=None)
 def all_rules() -> dict[str, type[Rule]]:
+    import pkgutil
+
     from . import rules as package
 
     found: dict[str, type[Rule]] = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name == INDEX_MODULE:
+            continue
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, Rule) and value is not Rule \
@@ -23,6 +39,75 @@ def all_rules() -> dict[str, type[Rule]]:
                     raise RuntimeError(f"two rules claim {value.code}")
                 found[value.code] = value
     return dict(sorted(found.items()))
+
+
+class RuleInfo(NamedTuple):
+    """What the catalogue knows of a rule without importing it."""
+
+    name: str
+    default: bool
+    module: str  # under ptlint.rules
+    triggers: tuple[str, ...]  # the rule cannot fire in a file containing none of these (empty: always runs)
+
+
+def rules_fingerprint() -> str:
+    """A checksum of the rule modules' names and source, to tell whether the index describes them
+    (CRC-32 and the total size: it detects edits, and costs no hashlib import at start-up)."""
+    import zlib
+
+    from . import rules as package
+
+    folder = package.__path__[0]
+    checksum, size = 0, 0
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py") and name != INDEX_MODULE + ".py":
+            with open(os.path.join(folder, name), "rb") as handle:
+                data = name.encode() + b"\0" + handle.read() + b"\0"
+            checksum = zlib.crc32(data, checksum)
+            size += len(data)
+    return f"{checksum:08x}-{size}"
+
+
+def index_from_classes() -> dict[str, RuleInfo]:
+    return {code: RuleInfo(cls.name, bool(cls.default), cls.__module__.rsplit(".", 1)[1], tuple(cls.triggers))
+            for code, cls in all_rules().items()}
+
+
+@lru_cache(maxsize=None)
+def rule_index() -> dict[str, RuleInfo]:
+    """code -> RuleInfo: from the generated index when it is current, else from the classes."""
+    try:
+        from .rules import _index
+    except ImportError:
+        return index_from_classes()
+    try:
+        current = _index.FINGERPRINT == rules_fingerprint()
+    except OSError:
+        current = False
+    if not current:
+        return index_from_classes()
+    return {code: RuleInfo(*fields) for code, fields in _index.RULES.items()}
+
+
+def rule_class(code: str) -> type[Rule]:
+    """The class of one rule, importing only its module."""
+    info = rule_index()[code]
+    module = importlib.import_module(f"{__package__}.rules.{info.module}")
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, Rule) and getattr(value, "code", None) == code \
+                and value.__module__ == module.__name__:
+            return value
+    return all_rules()[code]  # the index is wrong about this module: ask the modules themselves
+
+
+def rule_classes_for(codes: Iterable[str], text: str | None = None) -> list[type[Rule]]:
+    """The classes of `codes` that can fire in `text` (every one of them when text is None)."""
+    index = rule_index()
+    chosen = [code for code in codes if code in index]
+    if text is not None:
+        chosen = [code for code in chosen
+                  if not index[code].triggers or any(trigger in text for trigger in index[code].triggers)]
+    return [rule_class(code) for code in chosen]
 
 
 # Codes the engine itself reports (no rule module: they are not findings of a traversal).
@@ -40,7 +125,7 @@ DYNAMIC_CODES = {
 
 
 def known_codes() -> set[str]:
-    return set(all_rules()) | set(BUILTIN_CODES) | set(DYNAMIC_CODES)
+    return set(rule_index()) | set(BUILTIN_CODES) | set(DYNAMIC_CODES)
 
 
 def code_name(code: str) -> str:
@@ -48,4 +133,4 @@ def code_name(code: str) -> str:
         return BUILTIN_CODES[code][0]
     if code in DYNAMIC_CODES:
         return DYNAMIC_CODES[code][0]
-    return all_rules()[code].name
+    return rule_index()[code].name

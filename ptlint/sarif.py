@@ -10,7 +10,8 @@ from urllib.parse import quote
 from . import __version__
 from .catalogue import DOCS_URL
 from .registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
-from .rule import SAFE, Finding, doc_section
+from .output import applicable, cell_of
+from .rule import Finding, doc_section
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/ptlint/ptlint"
@@ -94,12 +95,28 @@ def _artifact_location(path: str, root: str) -> dict[str, Any]:
     return {"uri": quote(relative), "uriBaseId": SRCROOT}
 
 
-def format_sarif(findings: list[Finding], unsafe_fixes: bool = False) -> str:
+def _region(finding: Finding, sources) -> tuple[int, int, int, int]:
+    """Where the finding lies in the file: for a notebook, in the .ipynb text itself (where code
+    scanning and pull-request annotations show it), the cell's source string at that line."""
+    cell = cell_of(finding)
+    if cell is not None:
+        from .output import Sources
+
+        notebook = (sources or Sources()).notebook(finding.path)
+        if notebook is not None and notebook.cell(cell) is not None:
+            line, column = notebook.raw_position(cell, finding.line, finding.column)
+            end_line, end_column = notebook.raw_position(cell, finding.end_line, finding.end_column)
+            return line, column, end_line, end_column
+    return finding.line, finding.column, finding.end_line, finding.end_column
+
+
+def format_sarif(findings: list[Finding], unsafe_fixes: bool = False, style=None, sources=None) -> str:
     root = source_root()
     rules = _rule_descriptors()
     index = {rule["id"]: position for position, rule in enumerate(rules)}
     results = []
     for finding in findings:
+        line, column, end_line, end_column = _region(finding, sources)
         result: dict[str, Any] = {
             "ruleId": finding.code,
             "level": _SARIF_LEVEL.get(finding.severity, "warning"),
@@ -108,10 +125,10 @@ def format_sarif(findings: list[Finding], unsafe_fixes: bool = False) -> str:
                 "physicalLocation": {
                     "artifactLocation": _artifact_location(finding.path, root),
                     "region": {
-                        "startLine": finding.line,
-                        "startColumn": finding.column,
-                        "endLine": finding.end_line,
-                        "endColumn": finding.end_column,
+                        "startLine": line,
+                        "startColumn": column,
+                        "endLine": end_line,
+                        "endColumn": end_column,
                     },
                 },
             }],
@@ -119,9 +136,11 @@ def format_sarif(findings: list[Finding], unsafe_fixes: bool = False) -> str:
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
         properties: dict[str, Any] = {"name": finding.name, "source": finding.source}
+        if cell_of(finding) is not None:  # the position in the notebook's own terms
+            properties.update(cell=cell_of(finding), cellLine=finding.line, cellColumn=finding.column)
         if finding.fix:
             properties["fix"] = {"applicability": finding.fix.applicability, "message": finding.fix.message,
-                                 "applied_by_default": finding.fix.applicability == SAFE or unsafe_fixes}
+                                 "applied_by_default": applicable(finding, unsafe_fixes)}
         result["properties"] = properties
         results.append(result)
     root_uri = "file://" + quote(root.replace(os.sep, "/").rstrip("/") + "/")
@@ -157,18 +176,21 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def format_github(findings: list[Finding], unsafe_fixes: bool = False) -> str:
-    """`::warning file=…,line=…,col=…,endLine=…,endColumn=…,title=PTL101 sync-in-loop::message`."""
+def format_github(findings: list[Finding], unsafe_fixes: bool = False, style=None, sources=None) -> str:
+    """`::warning file=…,line=…,col=…,endLine=…,endColumn=…,title=PTL101 sync-in-loop::message`.
+    In a notebook the position is in the .ipynb file and the message starts `cell N:line:column: `."""
     root = source_root()
     lines = []
     for finding in findings:
         path = repo_relative(finding.path, root) or finding.path.replace(os.sep, "/")
-        properties = [("file", path), ("line", str(finding.line)), ("col", str(finding.column)),
-                      ("endLine", str(finding.end_line))]
-        if finding.end_line == finding.line:  # GitHub reads endColumn on single-line spans only
-            properties.append(("endColumn", str(finding.end_column)))
+        line, column, end_line, end_column = _region(finding, sources)
+        properties = [("file", path), ("line", str(line)), ("col", str(column)), ("endLine", str(end_line))]
+        if end_line == line:  # GitHub reads endColumn on single-line spans only
+            properties.append(("endColumn", str(end_column)))
         properties.append(("title", f"{finding.code} {finding.name}"))
         command = _GITHUB_COMMAND.get(finding.severity, "warning")
         joined = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
-        lines.append(f"::{command} {joined}::{escape_data(finding.message)}\n")
+        cell = cell_of(finding)
+        message = f"cell {cell}:{finding.line}:{finding.column}: {finding.message}" if cell else finding.message
+        lines.append(f"::{command} {joined}::{escape_data(message)}\n")
     return "".join(lines)

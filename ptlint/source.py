@@ -14,6 +14,14 @@ from dataclasses import dataclass, field
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    """A Jupyter notebook (checked cell by cell) rather than a Python file."""
+    return path.endswith(NOTEBOOK_SUFFIX)
+
+
 class SourceError(Exception):
     """A file that cannot be read as Python text; the message is one line for the user."""
 
@@ -82,15 +90,19 @@ def encode_source(source: SourceFile, text: str) -> bytes:
     return codecs.BOM_UTF8 + data if source.bom else data
 
 
-def read_source(path: str) -> SourceFile:
+def read_bytes(path: str) -> bytes:
+    """A file's bytes; SourceError with a one-line reason."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # opening a FIFO would block for ever
             raise SourceError("not a regular file (a FIFO, socket or device), skipped")
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as exc:
         raise SourceError(_short(exc)) from None
-    return decode_source(data, path)
+
+
+def read_source(path: str) -> SourceFile:
+    return decode_source(read_bytes(path), path)
 
 
 def _short(exc: BaseException) -> str:

@@ -1,5 +1,8 @@
 """`# noqa`, `# noqa: PTL101,PTL102` on the reported line, and file-wide `# ptlint: noqa`.
 
+A code may be a prefix, as in flake8: `# noqa: PTL2` silences PTL201 and PTL202 (the flake8
+plugin and `ptlint check` count the same findings).
+
 Only real comments count: `"# noqa"` inside a string suppresses nothing. Comments are found
 with the tokenizer, but only in files whose text mentions `noqa` at all.
 """
@@ -43,12 +46,13 @@ class Suppressions:
     def suppresses(self, finding: Finding) -> bool:
         if finding.code == "PTL001":  # a file that does not parse cannot be waved through
             return False
-        if self.file_codes is ALL or finding.code in self.file_codes:
+        if _covers(self.file_codes, finding.code):
             return True
-        if finding.line in self.lines:
-            codes = self.lines[finding.line]
-            return codes is ALL or finding.code in codes
-        return False
+        return finding.line in self.lines and _covers(self.lines[finding.line], finding.code)
+
+
+def _covers(codes: set[str] | None, code: str) -> bool:
+    return codes is ALL or any(code.startswith(prefix) for prefix in codes)
 
 
 def _merge(existing: set[str] | None, codes: str | None) -> set[str] | None:

@@ -147,8 +147,10 @@ def test_default_excludes_and_config_exclude(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.ptlint]\nexclude = ["generated"]\n')
     _, findings = check_json(".", cwd=tmp_path)
     assert {f["path"] for f in findings} == {"src/a.py"}
-    # an explicitly named file still honours the configured exclude (pre-commit passes files)
+    # a file named on the command line is checked, as in ruff, unless force-exclude is set
     result, findings = check_json("generated/a.py", "src/a.py", cwd=tmp_path)
+    assert {f["path"] for f in findings} == {"generated/a.py", "src/a.py"}
+    result, findings = check_json("--force-exclude", "generated/a.py", "src/a.py", cwd=tmp_path)
     assert {f["path"] for f in findings} == {"src/a.py"}
 
 

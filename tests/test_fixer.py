@@ -91,12 +91,13 @@ def test_read_only_file_is_reported_not_written(tmp_path):
 
 def test_file_changed_on_disk_is_not_overwritten(tmp_path, monkeypatch):
     from ptlint.config import build_settings
-    from ptlint.runner import check_file
+    from ptlint.fixing import fix_jobs
+    from ptlint.runner import Job, check_file
 
     target = tmp_path / "a.py"
     target.write_text(KEPT_LOSS)
-    settings = build_settings([str(target)], unsafe_fixes=True)
-    findings = check_file(str(target), settings).findings
+    job = Job(str(target), build_settings([str(target)], unsafe_fixes=True))
+    findings = check_file(job).findings
     real_fix_source = fixer.fix_source
 
     def edit_meanwhile(*args, **kwargs):
@@ -105,7 +106,7 @@ def test_file_changed_on_disk_is_not_overwritten(tmp_path, monkeypatch):
         return result
 
     monkeypatch.setattr(fixer, "fix_source", edit_meanwhile)
-    outcome = fixer.fix_paths(findings, settings, write=True)
+    outcome = fix_jobs([job], findings, write=True)
     assert any("changed on disk" in e for e in outcome.errors)
     assert target.read_text() == "# edited by the user meanwhile\n" + KEPT_LOSS
 

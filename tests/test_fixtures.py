@@ -12,7 +12,7 @@ from ptlint.registry import all_rules
 
 from helpers import FIXTURES, expected_markers, run_json, run_ptlint
 
-PROJECTS = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name not in ("fixes", "dynamic"))
+PROJECTS = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name not in ("fixes", "dynamic", "notebooks"))
 FIX_CASES = sorted(p for p in (FIXTURES / "fixes").iterdir() if p.is_dir())
 
 

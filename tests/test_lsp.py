@@ -119,7 +119,7 @@ async def test_diagnostic_code_action_and_clearing(client: LanguageClient, tmp_p
     assert diagnostic.range.end == types.Position(line=7, character=28)
     assert diagnostic.source == "ptlint"
     assert diagnostic.severity == types.DiagnosticSeverity.Warning
-    assert diagnostic.code_description.href.endswith("PTL101")
+    assert diagnostic.code_description.href.endswith("/docs/rules/PTL101.md")
     assert params.version == 1
 
     actions = await actions_at(client, target.as_uri(), diagnostic)
