@@ -48,11 +48,18 @@ LOSS_CALLEES = {"criterion", "crit", "loss_fn", "loss_func", "loss_function", "l
                 "loss_module", "objective"}
 
 
+def peek(ctx: "FileContext", node: ast.AST) -> str | None:
+    """The qualified name of `node` as the imports in scope resolve it now, without caching the
+    answer: for nodes the traversal has not reached yet (a cached answer would hide, from every
+    rule, a function-level import that appears between here and there)."""
+    return ctx.imports.qualname(node)
+
+
 def disables_grad(expr: ast.AST, ctx: "FileContext") -> bool:
     """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`, or the bare
     decorators `@torch.no_grad` / `@torch.inference_mode`."""
     call = expr if isinstance(expr, ast.Call) else None
-    qual = ctx.qualname(call.func if call else expr)
+    qual = peek(ctx, call.func if call else expr)
     if qual is None or not qual.startswith("torch."):
         # a project's own wrapper: ultralytics' `@smart_inference_mode()`, `maybe_no_grad()`
         name = dotted(call.func if call else expr) or ""
@@ -72,7 +79,7 @@ def disables_grad(expr: ast.AST, ctx: "FileContext") -> bool:
 def _switches_off(statement: ast.AST, ctx: "FileContext") -> bool:
     """`torch.set_grad_enabled(False)` as a statement of its own."""
     return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
-        and ctx.qualname(statement.value.func) in SET_GRAD and disables_grad(statement.value, ctx)
+        and peek(ctx, statement.value.func) in SET_GRAD and disables_grad(statement.value, ctx)
 
 
 class GradRegions:
@@ -187,12 +194,41 @@ def is_model_call(call: ast.AST, ctx: "FileContext", models: set[str] = frozense
 
     if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute)):
         return False
-    if ctx.qualname(call.func) is not None:
+    if peek(ctx, call.func) is not None:
         return False  # an imported function, not a model object
     name = dotted(call.func)
     if name is not None and name in models:
         return True
-    return looks_like_model(call.func) or is_module_call(call, ctx)
+    if looks_like_model(call.func) or is_module_call(call, ctx):
+        return True
+    if isinstance(call.func, ast.Name):  # `net = Net().to(device)`, `f = torch.compile(model)`
+        values = ctx.assignments(call.func.id)
+        return bool(values) and all(_model_value(v, ctx) for v in values)
+    return False
+
+
+# Methods that hand back the module they are called on.
+MODULE_METHODS = {"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "double", "requires_grad_",
+                  "to_empty"}
+MODEL_FACTORIES = ("torch.compile", "timm.create_model", "torchvision.models.", "torch.hub.load")
+
+
+def _model_value(value: ast.AST, ctx: "FileContext") -> bool:
+    """A value that is a model: a module built from an `nn` class (or a local subclass), a
+    model factory's result (`torchvision.models.resnet50()`, `timm.create_model(...)`,
+    `AutoModel.from_pretrained(...)`, `torch.compile(model)`), through `.to(device)` / `.eval()`."""
+    from ptlint.tensors import _module_class
+
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_METHODS:
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return False
+    if _module_class(value, ctx):
+        return True
+    qual = peek(ctx, value.func) or ""
+    if qual.startswith(MODEL_FACTORIES):
+        return True
+    return isinstance(value.func, ast.Attribute) and value.func.attr == "from_pretrained"
 
 
 def is_loss_call(call: ast.AST, ctx: "FileContext") -> bool:
@@ -200,7 +236,7 @@ def is_loss_call(call: ast.AST, ctx: "FileContext") -> bool:
     `self.loss_fn(...)`, a loss module built here (`ce = nn.CrossEntropyLoss()`; `ce(out, y)`)."""
     if not isinstance(call, ast.Call):
         return False
-    qual = ctx.qualname(call.func)
+    qual = peek(ctx, call.func)
     if qual is not None:
         module, _, name = qual.rpartition(".")
         return module in ("torch.nn.functional", "torch") and (name in FUNCTIONAL_LOSSES or name.endswith("_loss"))
@@ -210,6 +246,6 @@ def is_loss_call(call: ast.AST, ctx: "FileContext") -> bool:
         return True
     if isinstance(call.func, ast.Name):
         values = ctx.assignments(call.func.id)
-        return bool(values) and all(isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").endswith("Loss")
+        return bool(values) and all(isinstance(v, ast.Call) and (peek(ctx, v.func) or "").endswith("Loss")
                                     for v in values)
     return False

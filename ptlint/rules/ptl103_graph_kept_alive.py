@@ -10,7 +10,7 @@ from ptlint.context import iterable_is_data
 from ptlint.rule import UNSAFE, Fix, FixExample, Rule
 from ptlint.tensors import backward_name, is_torch_op
 
-from ._autograd import GradRegions, is_loss_call, is_model_call, statements_of
+from ._autograd import GradRegions, is_loss_call, is_model_call, statements_of, peek
 
 # Calls and attributes whose result holds no autograd graph.
 DETACHING = {"item", "detach", "tolist", "cpu", "numpy"}
@@ -19,7 +19,7 @@ NOT_DIFFERENTIABLE = {"argmax", "argmin", "eq", "ne", "gt", "ge", "lt", "le", "i
                       "allclose", "data_ptr", "element_size", "__len__"}
 DETACHED_ATTRIBUTES = {"data", "grad", "shape", "dtype", "device", "requires_grad", "is_cuda", "ndim"}
 PLAIN_CONVERSIONS = {"float", "int", "bool", "str", "round", "repr", "len", "format"}
-APPENDING = {"append", "add", "appendleft"}
+APPENDING = {"append", "add", "appendleft", "extend", "insert"}
 # Functions that evaluate: their loops record a graph for nothing.
 EVALUATING = re.compile(r"(^|_)(eval|evaluate|evaluation|val|valid|validate|validation|test|predict|prediction|"
                         r"inference|infer|score|scoring)(_|$)")
@@ -574,11 +574,11 @@ class _Scan:
         func = call.func
         if is_loss_call(call, self.ctx):
             return self._loss_recorded(call)
-        if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
+        if isinstance(func, ast.Attribute) and peek(self.ctx, func) is None:
             if func.attr in DETACHING or func.attr in NOT_DIFFERENTIABLE:
                 return False
             return self.part(func.value, False) is not None
-        if is_torch_op(self.ctx.qualname(func)):
+        if is_torch_op(peek(self.ctx, func)):
             return any(self.part(a, False) is not None for a in [*call.args, *(k.value for k in call.keywords)])
         return False
 
@@ -613,10 +613,10 @@ class _Scan:
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             call = statement.value
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr in APPENDING | {"insert"} and call.args:
+            if isinstance(func, ast.Attribute) and func.attr in APPENDING and call.args:
                 part = self.part(call.args[-1], off)
                 if part is not None:
-                    out.append((part, dotted(func.value)))
+                    out.append((part, _owner(func.value)))
         elif isinstance(statement, ast.Assign):
             value = statement.value
             for target in statement.targets:
@@ -625,7 +625,7 @@ class _Scan:
                         continue  # `log["loss"] = loss`: each step replaces the last one
                     part = self.part(value, off)
                     if part is not None:
-                        out.append((part, dotted(target.value)))
+                        out.append((part, _owner(target.value)))
                 elif isinstance(target, (ast.Name, ast.Attribute)) and isinstance(value, ast.BinOp) \
                         and isinstance(value.op, (ast.Add, ast.Sub)):
                     owner = dotted(target)
@@ -638,7 +638,7 @@ class _Scan:
                                 out.append((part, owner))
         elif isinstance(statement, ast.AugAssign) and isinstance(statement.op, (ast.Add, ast.Sub)):
             target = statement.target
-            owner = dotted(target.value) if isinstance(target, ast.Subscript) else dotted(target)
+            owner = _owner(target)
             if owner is not None and not (isinstance(target, ast.Name) and target.id in self.graph):
                 part = self.part(statement.value, off)
                 if part is not None:
@@ -671,6 +671,14 @@ def _backpropagated(call: ast.Call) -> set[str]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
             pending.append(node.args[0])  # scaler.scale(loss)
     return out
+
+
+def _owner(node: ast.AST) -> str | None:
+    """The dotted name of the container that keeps a value: `history` of `history["train"]`,
+    `self.outputs` of `self.outputs[k]`."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return dotted(node)
 
 
 def _strip(node: ast.AST) -> ast.AST:

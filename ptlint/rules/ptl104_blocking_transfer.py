@@ -102,6 +102,12 @@ class BlockingTransfer(Rule):
             return any(self._pinned(value, where, seen) for value, where in self._values(expr.id, scope, seen))
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return any(self._pinned(value, method, seen) for value, method in self._self_values(expr.attr, scope))
+        if isinstance(expr, (ast.Tuple, ast.List)):  # `return train_loader, val_loader`
+            return any(self._pinned(element, scope, seen) for element in expr.elts)
+        if isinstance(expr, ast.Dict):  # `loaders = {"train": DataLoader(...)}`
+            return any(self._pinned(value, scope, seen) for value in expr.values)
+        if isinstance(expr, ast.Subscript):  # `loaders["train"]`
+            return self._pinned(expr.value, scope, seen)
         return False
 
     def _pins_memory(self, loader: ast.Call, scope: ast.AST) -> bool:
@@ -306,8 +312,9 @@ class BlockingTransfer(Rule):
 Finds `.to(device)` / `.cuda()` without `non_blocking=True` applied to a batch that a
 `DataLoader(..., pin_memory=True)` produced, in the loop over that loader. The loader must be in
 view in the same file: built in the same function, stored on `self`, returned by a function of
-the module, or passed as an argument by a caller in the module (`pin_memory=True` also counts
-through `**kwargs` with a `"pin_memory": True` entry). The batch is the loop target, or
+the module (alone or in a tuple), kept in a dict, or passed as an argument by a caller in the
+module (`pin_memory=True` also counts through `**kwargs` with a `"pin_memory": True` entry, and
+`pin_memory=` given any value but `False`: `pin_memory=args.pin_mem` pins when the user asks). The batch is the loop target, or
 `next(iter(loader))`, or anything taken from those (`batch["image"]`,
 `[t.to(device) for t in batch]`). Reported at the call.
 

@@ -7,6 +7,10 @@ import ast
 from ptlint.astutil import SCOPE_NODES, dotted
 from ptlint.rule import PER_STEP, Rule
 
+from ptlint.context import iterable_is_data
+from ptlint.tensors import _module_class, loop_trains, visibly_on_host
+
+from ._autograd import looks_like_model
 from ._transfer import to_host, transfer_device
 
 # Methods that change their receiver in place (besides the `*_` tensor methods): after one of them
@@ -65,6 +69,16 @@ def changed_in(loop: ast.AST) -> set[str]:
     return out
 
 
+def _self_assignments(cls: ast.ClassDef, attr: str) -> list[ast.AST]:
+    out = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr
+                                                and isinstance(t.value, ast.Name) and t.value.id == "self"
+                                                for t in node.targets):
+            out.append(node.value)
+    return out
+
+
 def _conflicts(name: str, changed: set[str]) -> bool:
     """`name` (or a part or a whole of it) changes: `x` vs `x`, `x.data` vs `x`, `self.w` vs `self.w.data`."""
     return any(name == c or name.startswith(c + ".") or c.startswith(name + ".") for c in changed)
@@ -119,7 +133,28 @@ class LoopInvariantTransfer(Rule):
             return  # already moved: `.to()` returns it unchanged
         if device is not node and any(chain.startswith(name + ".") for chain in _chains(device)):
             return  # `x.to(device=x.device, dtype=d)`: a cast where it already lives, no copy
+        if not (self._on_host_or_module(receiver) or self._step_loop(loop)):
+            return  # a value of unknown place, in a loop over layers or states: often there already
         self.report(node, self.message.format(name=name))
+
+    def _on_host_or_module(self, receiver: ast.AST) -> bool:
+        """The value visibly lives in host memory (a factory without `device=`, NumPy, `.cpu()`),
+        or is a module (named like a model, or built from an `nn` class here)."""
+        if looks_like_model(receiver) or visibly_on_host(receiver, self.ctx):
+            return True
+        if isinstance(receiver, ast.Name):
+            values = self.ctx.assignments(receiver.id)
+            return bool(values) and all(_module_class(v, self.ctx) for v in values)
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
+                and receiver.value.id == "self" and self.ctx.classes:
+            values = _self_assignments(self.ctx.classes[-1], receiver.attr)
+            return bool(values) and all(_module_class(v, self.ctx) or visibly_on_host(v, self.ctx) for v in values)
+        return False
+
+    @staticmethod
+    def _step_loop(loop: ast.AST) -> bool:
+        """A loop over data or one that trains: moving anything there each step is waste."""
+        return iterable_is_data(loop) or isinstance(loop, ast.While) or loop_trains(loop)
 
     def _on_device(self, name: str) -> bool:
         """Every value assigned to `name` is visibly built on, or moved to, a device."""
@@ -156,6 +191,9 @@ Not reported:
   stages);
 - a name visibly created on, or already moved to, the device (`.to()` returns it unchanged),
   and `x.to(x.device, dtype)` (a cast in place, no copy);
+- in a loop that neither walks data nor trains (a loop over layers, cache states or beams), a
+  value the file does not show to be in host memory or a module (an argument, an attribute of
+  another object): it usually lives on the device already, and `.to()` then does nothing;
 - `.to(torch.float16)` and other dtype conversions, `.to("cpu")`, `.cpu()`;
 - once-code loops over settings or model parts at set-up, code after an inner batch loop (once
   per epoch), a branch that only runs on misuse, test code.
@@ -208,6 +246,21 @@ class Trainer:
             mask = self.mask.to(self.device, non_blocking=True)  # expect: PTL105
             i += 1
         return outs
+""",
+        # a loop over segments: the value is visibly in host memory, copied once per segment
+        """
+import torch
+
+class Detector:
+    def __init__(self, n):
+        self.sampler = torch.linspace(0, 1, n)
+
+    def refine(self, segments, device):
+        out = []
+        for idx in range(len(segments)):
+            s = self.sampler.to(device)[None]  # expect: PTL105
+            out.append(segments[idx] * s)
+        return out
 """,
         # a loop in once-code still runs every step
         """
@@ -265,6 +318,13 @@ def spread(weights, devices, loader, device):
         weights.to(device=weights.device, dtype=torch.float16)
         weights.to(torch.float16)
         weights.to("cpu")
+""",
+        # a loop over cache layers: an argument of unknown place is usually on the device already
+        """
+class Cache:
+    def reorder(self, beam_idx):
+        for i in range(self.num_layers):
+            self.states[i] = self.states[i].index_select(0, beam_idx.to(self.device))
 """,
         # once: outside loops, set-up loops over settings, once per epoch, the error path
         """

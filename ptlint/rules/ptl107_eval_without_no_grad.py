@@ -7,7 +7,7 @@ import ast
 from ptlint.astutil import SCOPE_NODES, body_nodes, dotted, is_constant
 from ptlint.rule import CALLED, PER_OUTER, PER_STEP, Rule
 
-from ._autograd import GradRegions, statements_of
+from ._autograd import GradRegions, statements_of, peek
 
 TRAINING_CALLS = {"backward", "manual_backward", "zero_grad"}
 GRAD_FUNCTIONS = {"torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.jacobian",
@@ -132,7 +132,7 @@ class EvalWithoutNoGrad(Rule):
                             func.attr in TRAINING_CALLS or func.attr == "step" and any(
                                 word in (dotted(func.value) or "").lower() for word in OPTIMIZER_WORDS)):
                         found.append(node)
-                    elif self.ctx.qualname(func) in GRAD_FUNCTIONS:
+                    elif peek(self.ctx, func) in GRAD_FUNCTIONS:
                         found.append(node)
                 elif isinstance(node, ast.Assign) and not is_constant(node.value, False) and any(
                         isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):

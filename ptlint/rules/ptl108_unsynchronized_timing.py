@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.astutil import SCOPE_NODES, body_nodes, dotted
+from ptlint.astutil import NUMPY_MODULES, SCOPE_NODES, assigned_plain_python, body_nodes, comes_from_module, dotted
 from ptlint.rule import Rule
 from ptlint.tensors import STRONG, is_torch_op, tensor_kind
 
@@ -45,35 +45,32 @@ class UnsynchronizedTiming(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.readings: set[int] = set()  # clock calls
-        self.differences: list[tuple[ast.BinOp, ast.AST]] = []  # (`later - earlier`, scope)
+        self.readings: set[int] = set()  # clock calls seen so far
+        self.reported: set[int] = set()
 
     def visit_Call(self, node: ast.Call) -> None:
         if self.ctx.qualname(node.func) in CLOCKS and not node.args:
             self.readings.add(id(node))
 
-    def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.Sub):
-            self.differences.append((node, self.ctx.function or self.ctx.tree))
-
-    def end_file(self) -> None:
-        if len(self.readings) < 2 or "cuda" not in self.ctx.source.text:
+    def leave_BinOp(self, node: ast.BinOp) -> None:
+        # checked when the subtraction is left, so that the readings in it have been seen, and
+        # while the function's own imports are in scope (the region's names resolve through them)
+        if not isinstance(node.op, ast.Sub) or len(self.readings) < 2 or "cuda" not in self.ctx.source.text:
             return
         self._parents = self.ctx.model.parents
-        reported: set[int] = set()
-        for difference, scope in self.differences:
-            if isinstance(self._parents.get(id(difference)), ast.Compare):
-                continue  # `if now - start > budget:` checks a time limit, it measures nothing
-            second = self._reading(difference.left, scope, difference)
-            if second is None:
-                continue
-            first = self._reading(difference.right, scope, second)
-            if first is None or _position(first) >= _position(second) or id(second) in reported:
-                continue
-            region = self._region(scope, first, second)
-            if self._launches_work(region, scope) and not self._waits(region, scope, set()):
-                reported.add(id(second))
-                self.report(second)
+        if isinstance(self._parents.get(id(node)), ast.Compare):
+            return  # `if now - start > budget:` checks a time limit, it measures nothing
+        scope = self.ctx.function or self.ctx.tree
+        second = self._reading(node.left, scope, node)
+        if second is None or id(second) in self.reported:
+            return
+        first = self._reading(node.right, scope, second)
+        if first is None or _position(first) >= _position(second):
+            return
+        region = self._region(scope, first, second)
+        if self._launches_work(region, scope) and not self._waits(region, scope, set()):
+            self.reported.add(id(second))
+            self.report(second)
 
     # -- the two readings ------------------------------------------------------------------------
     def _reading(self, expr: ast.AST, scope: ast.AST, before: ast.AST) -> ast.Call | None:
@@ -120,7 +117,9 @@ class UnsynchronizedTiming(Rule):
                 continue
             func = node.func
             qual = self.ctx.qualname(func)
-            if (is_torch_op(qual) and qual not in FACTORIES) or is_model_call(node, self.ctx):
+            if is_torch_op(qual) and qual not in FACTORIES:
+                return True
+            if is_model_call(node, self.ctx) and not self._fed_host_data(node):
                 return True
             if isinstance(func, ast.Attribute):
                 if func.attr in ("backward", "cuda") or (func.attr == "to" and node.args):
@@ -128,6 +127,12 @@ class UnsynchronizedTiming(Rule):
                 if func.attr == "step" and any(w in (dotted(func.value) or "").lower() for w in OPTIMIZER_WORDS):
                     return True
         return False
+
+    def _fed_host_data(self, call: ast.Call) -> bool:
+        """A model called on NumPy arrays, file names or lists is a high-level predictor (YOLO,
+        a pipeline): it hands back host objects, which waits for the device."""
+        return any(comes_from_module(a, self.ctx, NUMPY_MODULES) or assigned_plain_python(a, self.ctx)
+                   for a in call.args)
 
     def _waits(self, region: list[ast.AST], scope: ast.AST, seen: set[int]) -> bool:
         """Something in between waits for the device: `torch.cuda.synchronize()`, an event's or a
@@ -182,8 +187,11 @@ Not reported: a region that waits for the device before the second reading —
 `torch.cuda.synchronize()`, an event's or stream's `synchronize()`, `.item()`, `.cpu()`,
 `.tolist()`, `.numpy()`, `float(t)`, `print(...)`, a formatted tensor, a barrier or collective,
 or a helper of the same module that does one of these; a region without visible CUDA work
-(loading files, tokenising, a call into another module, which may synchronise itself); files
-that never mention CUDA; test code.
+(loading files, tokenising, a call into another module, which may synchronise itself); a model
+fed NumPy arrays, file names or lists (a high-level predictor such as a YOLO or pipeline object
+hands back host objects, which waits for the device); a difference compared with a limit
+(`if time.time() - start > budget:` checks a time budget, it measures nothing); files that
+never mention CUDA; test code.
 
 ## Example
 ```python
@@ -322,8 +330,20 @@ def timed_generate(model, prompt):
     t = time.perf_counter() - t0
     return y, t
 
-def cuda_ok():
-    return torch.cuda.is_available()
+def predictor(model):
+    import numpy as np
+    frame = np.zeros((640, 640, 3))
+    start = time.perf_counter()
+    model(frame)
+    model("image.jpg")
+    return time.perf_counter() - start
+
+def budget(model, loader, limit):
+    start = time.time()
+    for x in loader:
+        model(x.cuda())
+        if time.time() - start > limit:
+            break
 """,
         # a file that never mentions the GPU
         """

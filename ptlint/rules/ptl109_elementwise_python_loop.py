@@ -8,6 +8,8 @@ from ptlint.astutil import NUMPY_MODULES, comes_from_module, dotted
 from ptlint.rule import Rule
 from ptlint.tensors import STRONG, tensor_kind
 
+from ._autograd import peek
+
 # Elementwise functions of torch (and torch.nn.functional) and tensor methods: applying them row by
 # row gives what applying them once to the whole tensor gives.
 ELEMENTWISE = {
@@ -127,7 +129,7 @@ class ElementwisePythonLoop(Rule):
             return all(self._elementwise(n, index, temporaries) for n in (node.left, *node.comparators))
         if isinstance(node, ast.Call):
             func = node.func
-            qual = self.ctx.qualname(func)
+            qual = peek(self.ctx, func)
             if qual is not None:
                 module, _, name = qual.rpartition(".")
                 if module not in ("torch", "torch.nn.functional", "torch.special") or name not in ELEMENTWISE:

@@ -51,8 +51,8 @@ called from elsewhere. Any import spelling (`torch.tensor`, `from torch import t
 
 ## Why is this bad?
 `torch.tensor` is the constructor for Python data (lists, numbers, NumPy arrays). Handed a
-tensor it still copies it, and PyTorch warns on every call: "To copy construct from a tensor,
-it is recommended to use sourceTensor.clone().detach()". The copy is cut from the autograd
+tensor it still copies it, and PyTorch warns on every call ("To copy construct from a tensor,
+it is recommended to use sourceTensor.detach().clone() ..."). The copy is cut from the autograd
 graph, which is rarely obvious at the call site, and the warning machinery runs on every step.
 `t.clone().detach()` says what happens; `t.to(dtype)` / `t.to(device)` convert without the
 detour, and `torch.as_tensor(t)` returns `t` itself when nothing needs converting.

@@ -6,6 +6,8 @@ import ast
 
 from ptlint.rule import Rule
 
+from ._autograd import peek
+
 ITERABLE_DATASETS = {"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"}
 # Attributes whose iteration hands the stream over to another dataset (which shards itself) or to a
 # shared queue (which hands each item to one consumer): a wrapper, not a source.
@@ -58,7 +60,7 @@ class IterableDatasetNotSharded(Rule):
             return  # inherited: reported (or not) where it is defined
         if any(self._consults_workers(cls) for cls in self._family(node)):
             return
-        if self._delegates(own_iter, node) or _yields_nothing(own_iter):
+        if self._delegates(own_iter, node) or _yields_nothing(own_iter) or self._synthetic(own_iter, node):
             return
         self.report(node, self.message.format(name=node.name), end_node=self._header_end(node))
 
@@ -127,14 +129,8 @@ class IterableDatasetNotSharded(Rule):
         decides what each worker reads."""
         family = self._family(cls)
         methods = {m.name: m for c in family for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        bodies = [function]
-        for node in ast.walk(function):  # one level of `self.helper()` calls
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
-                    and node.func.attr in methods and methods[node.func.attr] is not function:
-                bodies.append(methods[node.func.attr])
         iterated: list[ast.AST] = []
-        for body in bodies:
+        for body in self._bodies(function, cls):
             for node in ast.walk(body):
                 if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                     iterated.append(node.iter)
@@ -146,6 +142,41 @@ class IterableDatasetNotSharded(Rule):
                 elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
                     iterated.append(node.func.value)  # queue.get()
         return any(self._delegating(expression, family, 0) for expression in iterated)
+
+    def _bodies(self, function: ast.AST, cls: ast.ClassDef) -> list[ast.AST]:
+        """`__iter__` and the methods of the class it calls through `self.helper()`, transitively."""
+        methods = {m.name: m for c in self._family(cls) for m in c.body
+                   if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        bodies, pending = [], [function]
+        while pending:
+            current = pending.pop()
+            if current in bodies:
+                continue
+            bodies.append(current)
+            for node in ast.walk(current):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
+                        and node.func.attr in methods:
+                    pending.append(methods[node.func.attr])
+        return bodies
+
+    def _synthetic(self, function: ast.AST, cls: ast.ClassDef) -> bool:
+        """`__iter__` draws random samples and reads no data: `for _ in range(n): yield
+        torch.randn(size)`. Each worker draws its own numbers; nothing is repeated."""
+        bodies = self._bodies(function, cls)
+        random = False
+        for body in bodies:
+            for node in ast.walk(body):
+                if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.YieldFrom)):
+                    source = node.iter if not isinstance(node, ast.YieldFrom) else node.value
+                    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Name)
+                            and source.func.id == "range"):
+                        return False
+                elif isinstance(node, ast.Call):
+                    qual = peek(self.ctx, node.func) or ""
+                    if qual.startswith(("torch.rand", "random.", "numpy.random.")) or qual in ("torch.normal",):
+                        random = True
+        return random
 
     def _delegating(self, expression: ast.AST, family: list[ast.ClassDef], depth: int) -> bool:
         for part in ast.walk(expression):
@@ -182,7 +213,8 @@ Not reported:
   an attribute assigned from `split_dataset_by_node(ds, ...)`): the wrapped object decides what
   each worker reads (a Hugging Face streaming dataset splits its shards across workers itself),
   and a shared queue hands each item to one worker;
-- a placeholder whose `__iter__` returns `iter([])`;
+- a placeholder whose `__iter__` returns `iter([])`, and a generator of random samples that
+  reads no data (`for _ in range(n): yield torch.randn(size)`): each worker draws its own;
 - a subclass that inherits `__iter__` (it is reported where `__iter__` is defined);
 - test code.
 
@@ -301,6 +333,7 @@ class Helped(IterableDataset):
 """,
         # wrappers hand the stream to what they wrap; a shared queue splits it by itself
         """
+import torch
 from torch.utils.data import IterableDataset
 
 class Batcher(IterableDataset):
@@ -334,6 +367,14 @@ class HFWrapper(IterableDataset):
     def __iter__(self):
         for sample in self._data_iter():
             yield sample
+
+class Noise(IterableDataset):
+    def __init__(self, size, count):
+        self.size, self.count = size, count
+
+    def __iter__(self):
+        for _ in range(self.count):
+            yield torch.randn(self.size)
 
 class Empty(IterableDataset):
     def __iter__(self):
