@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ptlint.astutil import dotted, is_constant
+from ptlint.astutil import body_nodes, dotted, is_constant
 
 if TYPE_CHECKING:
     from ptlint.engine import FileContext
@@ -149,6 +149,62 @@ class GradRegions:
         method = isinstance(self.model.parent(function), ast.ClassDef)
         sites = self._sites.get(("." if method else "") + function.name, [])
         return [site for site in sites if not _inside(site, function, self.model)]
+
+
+TRAINING_CALLS = {"backward", "manual_backward", "zero_grad"}
+GRAD_FUNCTIONS = {"torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.jacobian",
+                  "torch.autograd.functional.vjp", "torch.func.grad", "torch.func.vjp"}
+OPTIMIZER_WORDS = ("optim", "opt", "scaler")
+STATEMENT_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def gradient_users(scope: ast.AST, ctx: "FileContext") -> list[ast.AST]:
+    """Nodes of a function (or the module) that want the autograd graph: `.backward()`,
+    `zero_grad()`, an optimizer's `step()`, `torch.autograd.grad`, `requires_grad_()`,
+    `p.requires_grad = True`."""
+    key = ("gradient-users", id(scope))
+    if key not in ctx.memo:
+        found = []
+        for node in body_nodes(statements_of(scope), stop_at=SCOPES):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
+                    if not (node.args and is_constant(node.args[0], False)):
+                        found.append(node)
+                elif isinstance(func, ast.Attribute) and (
+                        func.attr in TRAINING_CALLS or func.attr == "step" and any(
+                            word in (dotted(func.value) or "").lower() for word in OPTIMIZER_WORDS)):
+                    found.append(node)
+                elif peek(ctx, func) in GRAD_FUNCTIONS:
+                    found.append(node)
+            elif isinstance(node, ast.Assign) and not is_constant(node.value, False) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
+                found.append(node)
+        ctx.memo[key] = found
+    return ctx.memo[key]
+
+
+def graph_wanted(loop: ast.AST, ctx: "FileContext") -> bool:
+    """Something in the loop, or in the function around it outside a loop of its own, wants the
+    graph (see `gradient_users`). A sibling loop that trains — the training half of an epoch,
+    before its validation loop — says nothing about this one."""
+    scope = ctx.function or ctx.tree
+    model = ctx.model
+    for node in gradient_users(scope, ctx):
+        parent = model.parent(node)
+        sibling = False
+        while parent is not None and parent is not scope:
+            if parent is loop:
+                return True  # inside this loop
+            if isinstance(parent, STATEMENT_LOOPS + COMPREHENSIONS):
+                sibling = not any(n is loop for n in ast.walk(parent))
+                break
+            parent = model.parent(parent)
+        if not sibling:
+            return True
+    return False
 
 
 def statements_of(scope: ast.AST) -> list[ast.AST]:

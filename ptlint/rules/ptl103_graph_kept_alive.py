@@ -10,7 +10,7 @@ from ptlint.context import iterable_is_data
 from ptlint.rule import UNSAFE, Fix, FixExample, Rule
 from ptlint.tensors import backward_name, is_torch_op
 
-from ._autograd import GradRegions, is_loss_call, is_model_call, statements_of, peek
+from ._autograd import GradRegions, graph_wanted, is_loss_call, is_model_call, peek, statements_of
 
 # Calls and attributes whose result holds no autograd graph.
 DETACHING = {"item", "detach", "tolist", "cpu", "numpy"}
@@ -91,12 +91,9 @@ class GraphKeptAlive(Rule):
         if not iterable_is_data(loop):
             return False
         function = self.ctx.function
-        scope_body = statements_of(function or self.ctx.tree)
-        scope_nodes = body_nodes(scope_body)
-        if any(isinstance(n, ast.Call) and (backward_name(n) or isinstance(n.func, ast.Attribute)
-                                            and n.func.attr in ("backward", "manual_backward", "step", "grad"))
-               for n in scope_nodes):
-            return False
+        scope_nodes = body_nodes(statements_of(function or self.ctx.tree))
+        if graph_wanted(loop, self.ctx):
+            return False  # summed up for a backward after the loop, or a training loop of its own
         source = loop.test if isinstance(loop, ast.While) else loop.iter
         words = {part for n in ast.walk(source) for part in _name_words(n)}
         evaluating = (function is not None and EVALUATING.search(function.name.lower()) is not None) \
@@ -142,9 +139,10 @@ Finds a loss, or a differentiable expression of it, kept beyond its iteration (`
   that loop;
 - in an evaluation loop that records gradients for nothing — a loop over data in a function
   that evaluates (named `evaluate`/`validate`/`test`..., calling `model.eval()`, or looping over
-  a validation loader), never backpropagates, and runs without `torch.no_grad()`: the result of
-  a loss function (`criterion(model(x), y)`, `F.cross_entropy(...)`, `outputs.loss`) kept the
-  same ways;
+  a validation loader), that runs without `torch.no_grad()`, with no `.backward()` in it or after
+  it in the function (a training loop before it, the other half of an epoch, does not count):
+  the result of a loss function (`criterion(model(x), y)`, `F.cross_entropy(...)`,
+  `outputs.loss`) kept the same ways;
 - in Lightning's `training_step`: the loss it returns (or any expression of it) appended to, or
   accumulated in, an attribute of `self` (`self.outputs.append(loss)`).
 

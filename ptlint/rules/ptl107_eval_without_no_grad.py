@@ -7,19 +7,7 @@ import ast
 from ptlint.astutil import SCOPE_NODES, body_nodes, dotted, is_constant
 from ptlint.rule import CALLED, PER_OUTER, PER_STEP, Rule
 
-from ._autograd import GradRegions, statements_of, peek
-
-TRAINING_CALLS = {"backward", "manual_backward", "zero_grad"}
-GRAD_FUNCTIONS = {"torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.jacobian",
-                  "torch.autograd.functional.vjp", "torch.func.grad", "torch.func.vjp"}
-OPTIMIZER_WORDS = ("optim", "opt", "scaler")
-STATEMENT_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    return any(node is inner for node in ast.walk(outer))
-
+from ._autograd import GradRegions, graph_wanted
 
 def _mode_switch(call: ast.AST) -> tuple[str, str] | None:
     """(dotted receiver, "eval" | "train") for `m.eval()`, `m.train()`, `m.train(False)`."""
@@ -60,7 +48,7 @@ class EvalWithoutNoGrad(Rule):
             return  # one finding per loop, at its first model call
         if self._mode_before(model, node) != "eval":
             return
-        if self._needs_gradients(loop) or self._frozen(model):
+        if graph_wanted(loop, self.ctx) or self._frozen(model):
             return
         if GradRegions.of(self.ctx).off(node):
             return
@@ -96,49 +84,6 @@ class EvalWithoutNoGrad(Rule):
         position = (call.lineno, call.col_offset)
         modes = [mode for at, receiver, mode in self._switches() if receiver == model and at < position]
         return modes[-1] if modes else None
-
-    def _needs_gradients(self, loop: ast.AST) -> bool:
-        """Something in the loop, or in the function around it outside a training loop of its
-        own, backpropagates, steps an optimizer, takes `torch.autograd.grad` or asks for
-        `requires_grad`: the graph is wanted. A sibling loop that trains (the training half of
-        an epoch, before the validation loop) says nothing about this one."""
-        scope = self.ctx.function or self.ctx.tree
-        model = self.ctx.model
-        for node in self._gradient_users(scope):
-            parent = model.parent(node)
-            sibling = False
-            while parent is not None and parent is not scope:
-                if parent is loop:
-                    return True  # inside this loop
-                if isinstance(parent, STATEMENT_LOOPS + COMPREHENSIONS):
-                    sibling = not _contains(parent, loop)
-                    break
-                parent = model.parent(parent)
-            if not sibling:
-                return True
-        return False
-
-    def _gradient_users(self, scope: ast.AST) -> list[ast.AST]:
-        key = ("ptl107-gradient-users", id(scope))
-        if key not in self.ctx.memo:
-            found = []
-            for node in body_nodes(statements_of(scope), stop_at=SCOPE_NODES):
-                if isinstance(node, ast.Call):
-                    func = node.func
-                    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
-                        if not (node.args and is_constant(node.args[0], False)):
-                            found.append(node)
-                    elif isinstance(func, ast.Attribute) and (
-                            func.attr in TRAINING_CALLS or func.attr == "step" and any(
-                                word in (dotted(func.value) or "").lower() for word in OPTIMIZER_WORDS)):
-                        found.append(node)
-                    elif peek(self.ctx, func) in GRAD_FUNCTIONS:
-                        found.append(node)
-                elif isinstance(node, ast.Assign) and not is_constant(node.value, False) and any(
-                        isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
-                    found.append(node)
-            self.ctx.memo[key] = found
-        return self.ctx.memo[key]
 
     def _frozen(self, model: str) -> bool:
         """`model.requires_grad_(False)` or `for p in model.parameters(): p.requires_grad = False`

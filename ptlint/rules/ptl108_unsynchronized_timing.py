@@ -55,7 +55,8 @@ class UnsynchronizedTiming(Rule):
     def leave_BinOp(self, node: ast.BinOp) -> None:
         # checked when the subtraction is left, so that the readings in it have been seen, and
         # while the function's own imports are in scope (the region's names resolve through them)
-        if not isinstance(node.op, ast.Sub) or len(self.readings) < 2 or "cuda" not in self.ctx.source.text:
+        text = self.ctx.source.text
+        if not isinstance(node.op, ast.Sub) or len(self.readings) < 2 or ("cuda" not in text and "device" not in text):
             return
         self._parents = self.ctx.model.parents
         if isinstance(self._parents.get(id(node)), ast.Compare):
@@ -174,7 +175,7 @@ class UnsynchronizedTiming(Rule):
 Finds a duration measured with `time.time()`, `time.perf_counter()` or `time.monotonic()`
 (any import spelling) around CUDA work — a model call, a torch operation, `.backward()`, an
 optimizer step, a copy to the device — with nothing between the two readings that waits for
-the GPU. Reported at the second reading. Only files that mention CUDA are checked.
+the GPU. Reported at the second reading. Only files that mention CUDA or a device are checked.
 
 ## Why is this bad?
 CUDA kernels run asynchronously: a forward pass returns as soon as its kernels are queued. The
@@ -191,7 +192,7 @@ or a helper of the same module that does one of these; a region without visible 
 fed NumPy arrays, file names or lists (a high-level predictor such as a YOLO or pipeline object
 hands back host objects, which waits for the device); a difference compared with a limit
 (`if time.time() - start > budget:` checks a time budget, it measures nothing); files that
-never mention CUDA; test code.
+mention neither CUDA nor a device; test code.
 
 ## Example
 ```python
@@ -345,7 +346,7 @@ def budget(model, loader, limit):
         if time.time() - start > limit:
             break
 """,
-        # a file that never mentions the GPU
+        # a file that mentions neither CUDA nor a device
         """
 import time
 import torch

@@ -128,7 +128,6 @@ class IterableDatasetNotSharded(Rule):
         assigned from one (`self._data = split_dataset_by_node(ds, rank, world)`): that object
         decides what each worker reads."""
         family = self._family(cls)
-        methods = {m.name: m for c in family for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
         iterated: list[ast.AST] = []
         for body in self._bodies(function, cls):
             for node in ast.walk(body):
