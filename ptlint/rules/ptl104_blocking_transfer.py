@@ -99,7 +99,7 @@ class BlockingTransfer(Rule):
             return any(self._pinned(value, function, seen) for function in self._callees(expr, scope)
                        for value in self._returns(function))
         if isinstance(expr, ast.Name):
-            return any(self._pinned(value, where, seen) for value, where in self._values(expr.id, scope, seen))
+            return any(self._pinned(value, where, seen) for value, where in self._values(expr, scope))
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return any(self._pinned(value, method, seen) for value, method in self._self_values(expr.attr, scope))
         if isinstance(expr, (ast.Tuple, ast.List)):  # `return train_loader, val_loader`
@@ -132,19 +132,25 @@ class BlockingTransfer(Rule):
                     return True
         return False
 
-    def _values(self, name: str, scope: ast.AST, seen: set) -> list[tuple[ast.AST, ast.AST]]:
-        """(value, scope) pairs `name` may hold in `scope`: its assignments (not a loop's
-        iterable: that binds an element), the module's when the function has none, and for a
-        parameter the arguments its callers in this module pass."""
-        values = [(v, scope) for v in self.ctx.assignments(name, scope) if not self._is_iterable_of_loop(v)]
+    def _values(self, name: ast.Name, scope: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+        """(value, scope) pairs the name may hold where it is read: the assignment that reaches
+        it in `scope` (`loader = fabric.setup_dataloaders(loader)` replaces the plain loader);
+        with none, the arguments the function's callers in this module pass for a parameter,
+        or the module's own assignments. A loop binds an element of its iterable: a loader
+        taken from a list of loaders (`for loader in (train, val):`) is one of them."""
+        value = self._reaching(name.id, scope, name)
+        if value is not None:
+            if self._is_iterable_of_loop(value):
+                return [(e, scope) for e in value.elts] if isinstance(value, (ast.List, ast.Tuple)) else []
+            return [(value, scope)]
         if isinstance(scope, FUNCTION_DEFS):
-            index = self._parameter_index(scope, name)
+            index = self._parameter_index(scope, name.id)
             if index is not None:
-                values += self._arguments(scope, name, index)
-            elif not self.ctx.assignments(name, scope):
-                values += [(v, self.ctx.tree) for v in self.ctx.assignments(name, self.ctx.tree)
-                           if not self._is_iterable_of_loop(v)]
-        return values
+                return self._arguments(scope, name.id, index)
+            if self.ctx.assignments(name.id, scope):
+                return []
+        return [(v, self.ctx.tree) for v in self.ctx.assignments(name.id, self.ctx.tree)
+                if not self._is_iterable_of_loop(v)]
 
     def _is_iterable_of_loop(self, value: ast.AST) -> bool:
         parent = self._parent(value)
@@ -240,6 +246,8 @@ class BlockingTransfer(Rule):
         (`x = x.to(device, non_blocking=True)` makes `x` a device tensor from there on)."""
         scope = scope or self.ctx.tree
         root = _root(expr)
+        if isinstance(root, ast.Call) and _last_name(root.func) == "next" and root.args:
+            return self._pinned(root.args[0], scope, set())  # `next(self.dl).to(device)` in the loop
         if not isinstance(root, ast.Name):
             return False
         key = ("batch", root.id, id(scope), id(anchor))
@@ -312,11 +320,13 @@ class BlockingTransfer(Rule):
 Finds `.to(device)` / `.cuda()` without `non_blocking=True` applied to a batch that a
 `DataLoader(..., pin_memory=True)` produced, in the loop over that loader. The loader must be in
 view in the same file: built in the same function, stored on `self`, returned by a function of
-the module (alone or in a tuple), kept in a dict, or passed as an argument by a caller in the
-module (`pin_memory=True` also counts through `**kwargs` with a `"pin_memory": True` entry, and
+the module (alone or in a tuple), kept in a dict or a tuple of loaders, wrapped in a generator
+(`cycle(loader)`), or passed as an argument by a caller in the module (`pin_memory=True` also counts through `**kwargs` with a `"pin_memory": True` entry, and
 `pin_memory=` given any value but `False`: `pin_memory=args.pin_mem` pins when the user asks). The batch is the loop target, or
 `next(iter(loader))`, or anything taken from those (`batch["image"]`,
-`[t.to(device) for t in batch]`). Reported at the call.
+`[t.to(device) for t in batch]`). The loader that reaches the loop counts: one handed to a
+framework that moves batches itself (`loader = fabric.setup_dataloaders(loader)`,
+`accelerator.prepare(loader)`) is not the pinned loader any more. Reported at the call.
 
 ## Why is this bad?
 `pin_memory=True` asks the loader to put each batch in page-locked host memory, at a cost,
@@ -433,9 +443,45 @@ def evaluate(model, ds, device):
         batch = to_device(batch, device)
         model(**batch)
 """,
+        # a diffusion trainer: an endless generator over the loader, on self; loaders in a tuple
+        """
+from torch.utils.data import DataLoader
+
+def cycle(dl):
+    while True:
+        for data in dl:
+            yield data
+
+class Trainer:
+    def __init__(self, ds, device):
+        dl = DataLoader(ds, batch_size=16, shuffle=True, pin_memory=True, num_workers=4)
+        self.dl = cycle(dl)
+        self.device = device
+
+    def train(self, model, steps):
+        for step in range(steps):
+            data = next(self.dl).to(self.device)  # expect: PTL104
+            model(data).mean().backward()
+
+def evaluate(model, train_ds, val_ds, device):
+    loaders = (DataLoader(train_ds, pin_memory=True), DataLoader(val_ds, pin_memory=True))
+    for loader in loaders:
+        for x in loader:
+            model(x.cuda())  # expect: PTL104
+""",
     ]
 
     good_examples = [
+        # the loader handed to a framework that moves batches itself
+        """
+from torch.utils.data import DataLoader
+
+def train(fabric, model, ds, device):
+    loader = DataLoader(ds, batch_size=8, pin_memory=True)
+    loader = fabric.setup_dataloaders(loader)
+    for x in loader:
+        model(x.to(device))
+""",
         # non_blocking already, no pinned memory, a copy to the CPU
         """
 import torch

@@ -17,6 +17,9 @@ SYNC_METHODS = {"synchronize", "item", "cpu", "numpy", "tolist", "wait", "barrie
                 "block_until_ready", "mark_step", "elapsed_time", "query", "wait_stream", "all_reduce",
                 "all_gather", "gather", "reduce", "broadcast"}
 SYNC_WORDS = ("sync", "barrier", "wait")
+# Methods that record a value somewhere (TensorBoard, loggers, meters): many read it back.
+LOGGING_METHODS = {"add_scalar", "add_scalars", "add_image", "add_images", "add_histogram", "log", "log_dict",
+                   "log_metrics", "save", "write", "update", "record"}
 PLAIN_CONVERSIONS = {"float", "int", "bool", "print", "repr", "str", "format"}
 OPTIMIZER_WORDS = ("optim", "opt", "scaler")
 # Tensor factories: filling a fresh tensor is not the work a timer is about.
@@ -138,8 +141,14 @@ class UnsynchronizedTiming(Rule):
     def _waits(self, region: list[ast.AST], scope: ast.AST, seen: set[int]) -> bool:
         """Something in between waits for the device: `torch.cuda.synchronize()`, an event's or a
         stream's `synchronize()`, `.item()` / `.cpu()` / `.tolist()`, `float(t)`, `print`,
-        a formatted tensor, a barrier or collective, or a function of this module that does."""
+        a formatted tensor, a barrier or collective, a function of this module that does, or a
+        function of another library (or a logger) handed a result of the timed work."""
+        produced = {t.id for n in region if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                    for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    for t in ast.walk(target) if isinstance(t, ast.Name)}
         for node in region:
+            if isinstance(node, ast.Call) and self._hands_over(node, produced):
+                return True
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -155,6 +164,19 @@ class UnsynchronizedTiming(Rule):
             elif isinstance(node, ast.FormattedValue) and tensor_kind(node.value, self.ctx) == STRONG:
                 return True
         return False
+
+    def _hands_over(self, call: ast.Call, produced: set[str]) -> bool:
+        """`save_image(out, path)`, `np.asarray(out)`, `writer.add_scalar("loss", loss)`: a
+        function outside torch, or a logging method, receives a value the timed work produced;
+        it may well read it back to the host (which waits for the device)."""
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if not any(isinstance(n, ast.Name) and n.id in produced for a in arguments for n in ast.walk(a)):
+            return False
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in LOGGING_METHODS:
+            return True
+        qual = self.ctx.qualname(func)
+        return qual is not None and not qual.startswith("torch.")
 
     def _local_functions(self, call: ast.Call, seen: set[int]) -> list[ast.AST]:
         func = call.func
@@ -187,7 +209,9 @@ numbers that are wrong by a large factor and move when unrelated code changes.
 Not reported: a region that waits for the device before the second reading —
 `torch.cuda.synchronize()`, an event's or stream's `synchronize()`, `.item()`, `.cpu()`,
 `.tolist()`, `.numpy()`, `float(t)`, `print(...)`, a formatted tensor, a barrier or collective,
-or a helper of the same module that does one of these; a region without visible CUDA work
+a helper of the same module that does one of these, or a function of another library or a
+logging method (`save_image(out)`, `np.asarray(out)`, `writer.add_scalar("loss", loss)`) handed
+a result of the timed work, which may read it back; a region without visible CUDA work
 (loading files, tokenising, a call into another module, which may synchronise itself); a model
 fed NumPy arrays, file names or lists (a high-level predictor such as a YOLO or pipeline object
 hands back host objects, which waits for the device); a difference compared with a limit
@@ -307,6 +331,17 @@ def helper_syncs(model, x):
 
 def wait_for_gpu():
     torch.cuda.synchronize()
+
+def saved(model, x, writer):
+    from torchvision.utils import save_image
+    start = time.perf_counter()
+    out = model(x.cuda())
+    save_image(out, "out.png")
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    loss = model(x.cuda()).mean()
+    writer.add_scalar("loss", loss)
+    return first, time.perf_counter() - start
 
 def printed(model, x):
     start = time.perf_counter()
