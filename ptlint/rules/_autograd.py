@@ -3,7 +3,8 @@ a model, which compute a loss. Not a rule module.
 
 Gradients are visibly *not* recorded at a node when:
 - a `with torch.no_grad():` / `torch.inference_mode()` / `torch.set_grad_enabled(False)` block
-  (any import spelling, also `torch.autograd.no_grad`) encloses it in its function;
+  (any import spelling, also `torch.autograd.no_grad`) encloses it in its function; also
+  `torch.set_grad_enabled(is_train)` with a flag, which is off in the evaluation mode it selects;
 - one of its enclosing functions is decorated with `@torch.no_grad()` / `@torch.inference_mode()`
   (called or bare), or with a project's own wrapper named so (`@smart_inference_mode()`);
 - its function is called in this module, and every call site is itself in such a region (the
@@ -72,7 +73,9 @@ def disables_grad(expr: ast.AST, ctx: "FileContext") -> bool:
                                                              None) if call else None
         return not is_constant(mode, False)
     if qual in SET_GRAD and call is not None and call.args:
-        return is_constant(call.args[0], False)
+        # `set_grad_enabled(is_train)`: the code switches recording by a flag; in its
+        # evaluation mode it is off, so it counts as off (only a literal True keeps it on)
+        return not is_constant(call.args[0], True)
     return False
 
 

@@ -357,6 +357,19 @@ def multi_task_loss(outputs, targets, criterion):
         total += criterion(outputs[key], targets[key])
     return total
 """,
+        # the model's output computed under no_grad records nothing
+        """
+import torch
+
+def evaluate(model, val_loader, criterion):
+    model.eval()
+    losses = []
+    for x, y in val_loader:
+        with torch.no_grad():
+            out = model(x)
+        losses.append(criterion(out, y))
+    return losses
+""",
         # kept under no_grad: a detached copy is made by the arithmetic; a local dict for logging
         """
 import torch
@@ -515,7 +528,7 @@ class _Scan:
         names = [t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)]
         single = len(targets) == 1 and isinstance(targets[0], ast.Name)
         part = self.part(value, off) if single else None
-        model_output = is_model_call(_strip(value), self.ctx)
+        model_output = not off and is_model_call(_strip(value), self.ctx)  # under no_grad: no graph
         for name in names:
             if model_output:
                 self.model_outputs.add(name)

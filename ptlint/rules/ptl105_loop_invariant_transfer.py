@@ -37,8 +37,9 @@ def _store_names(target: ast.AST, out: set[str]) -> None:
             out.add(name)
 
 
-def changed_in(loop: ast.AST) -> set[str]:
-    """Dotted names the loop rebinds or changes in place, its own targets included."""
+def changed_in(loop: ast.AST, ctx) -> set[str]:
+    """Dotted names the loop rebinds or changes in place, its own targets included, and those it
+    hands to a function outside torch (which may change them)."""
     out: set[str] = set()
     pending: list[ast.AST] = [loop]
     while pending:
@@ -59,12 +60,19 @@ def changed_in(loop: ast.AST) -> set[str]:
             _store_names(node.optional_vars, out)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             out.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            method = node.func.attr
-            if method in MUTATING_METHODS or (method.endswith("_") and not method.startswith("_")):
-                name = dotted(node.func.value)
-                if name:
-                    out.add(name)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                method = func.attr
+                if method in MUTATING_METHODS or (method.endswith("_") and not method.startswith("_")):
+                    name = dotted(func.value)
+                    if name:
+                        out.add(name)
+            if not (isinstance(func, ast.Attribute) and func.attr in ("to", "cuda")) \
+                    and not (ctx.imports.qualname(func) or "").startswith("torch."):
+                # handed to a function that may change it in place: `refresh(stats)`
+                out.update(name for a in [*node.args, *(k.value for k in node.keywords)]
+                           if isinstance(a, (ast.Name, ast.Attribute)) and (name := dotted(a)))
         pending.extend(ast.iter_child_nodes(node))
     return out
 
@@ -120,7 +128,7 @@ class LoopInvariantTransfer(Rule):
         loop = self.ctx.loops[-1]
         key = ("ptl105-changed", id(loop))
         if key not in self.ctx.memo:
-            self.ctx.memo[key] = changed_in(loop)
+            self.ctx.memo[key] = changed_in(loop, self.ctx)
         changed = self.ctx.memo[key]
         if _conflicts(name, changed):
             return
@@ -186,7 +194,8 @@ there. Moving the value once, before the loop, costs the copy once.
 
 Not reported:
 - a value the loop changes: its targets (`for x in batch: x.cuda()`), anything it assigns,
-  stores into, or changes in place, and `x = x.to(device)` (the later iterations do nothing);
+  stores into, or changes in place, anything it hands to a function outside torch (which may
+  change it: `refresh(stats)`), and `x = x.to(device)` (the later iterations do nothing);
 - a move to a device that changes in the loop (`for dev in devices: w.to(dev)`, pipeline
   stages);
 - a name visibly created on, or already moved to, the device (`.to()` returns it unchanged),
@@ -300,6 +309,10 @@ def train(models, loader, device, ckpts, model):
     for x in loader:
         buf[0] = x
         buf.cuda()
+    stats = torch.zeros(3)
+    for x in loader:
+        refresh(stats, x)
+        stats.cuda()
 """,
         # the device changes; the value is on the device already; dtype and host moves
         """

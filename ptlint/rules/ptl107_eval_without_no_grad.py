@@ -126,7 +126,8 @@ wasted; kept outputs or losses (`preds.append(out)`) keep their graphs alive for
 
 Not reported, because gradients are already off or wanted:
 - under `with torch.no_grad():`, `with torch.inference_mode():`,
-  `with torch.set_grad_enabled(False):` around the loop or the call, in a function decorated
+  `with torch.set_grad_enabled(False):` (or `set_grad_enabled(flag)`, which the code sets
+  for its evaluation mode) around the loop or the call, in a function decorated
   with `@torch.no_grad()` / `@torch.inference_mode()`, in a function whose callers in the file
   all run under one of those, after `torch.set_grad_enabled(False)`, and in Lightning's
   `validation_step` / `test_step` / `predict_step` (Lightning disables gradients there);
@@ -265,6 +266,12 @@ def helper(net, loader):
 def outer(net, loader):
     with torch.set_grad_enabled(False):
         helper(net, loader)
+
+def flagged(model, loader, train):
+    model.eval()
+    with torch.set_grad_enabled(train):
+        for x in loader:
+            model(x)
 
 def switched_off(model, loader):
     torch.set_grad_enabled(False)
