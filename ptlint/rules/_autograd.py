@@ -262,7 +262,7 @@ def is_model_call(call: ast.AST, ctx: "FileContext", models: set[str] = frozense
         return True
     if isinstance(call.func, ast.Name):  # `net = Net().to(device)`, `f = torch.compile(model)`
         values = ctx.assignments(call.func.id)
-        return bool(values) and all(_model_value(v, ctx) for v in values)
+        return bool(values) and all(model_value(v, ctx) for v in values)
     return False
 
 
@@ -272,7 +272,7 @@ MODULE_METHODS = {"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat
 MODEL_FACTORIES = ("torch.compile", "timm.create_model", "torchvision.models.", "torch.hub.load")
 
 
-def _model_value(value: ast.AST, ctx: "FileContext") -> bool:
+def model_value(value: ast.AST, ctx: "FileContext") -> bool:
     """A value that is a model: a module built from an `nn` class (or a local subclass), a
     model factory's result (`torchvision.models.resnet50()`, `timm.create_model(...)`,
     `AutoModel.from_pretrained(...)`, `torch.compile(model)`), through `.to(device)` / `.eval()`."""

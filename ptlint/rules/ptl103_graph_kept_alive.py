@@ -86,8 +86,9 @@ class GraphKeptAlive(Rule):
 
     def _evaluation_loop(self, loop: ast.AST) -> bool:
         """A loop over data in evaluation code that records gradients for nothing: the function
-        evaluates (its name, a `.eval()` call, a validation loader), never backpropagates, and no
-        `no_grad` / `inference_mode` covers the loop."""
+        evaluates (its name, a `.eval()` call, a validation loader, or a file that never
+        backpropagates anywhere), wants no graph after the loop, and no `no_grad` /
+        `inference_mode` covers the loop."""
         if not iterable_is_data(loop):
             return False
         function = self.ctx.function
@@ -97,7 +98,7 @@ class GraphKeptAlive(Rule):
         source = loop.test if isinstance(loop, ast.While) else loop.iter
         words = {part for n in ast.walk(source) for part in _name_words(n)}
         evaluating = (function is not None and EVALUATING.search(function.name.lower()) is not None) \
-            or bool(words & EVAL_DATA_WORDS) \
+            or bool(words & EVAL_DATA_WORDS) or "backward" not in self.ctx.source.text \
             or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "eval"
                    and not n.args for n in scope_nodes)
         return evaluating and not GradRegions.of(self.ctx).off(loop)
@@ -138,8 +139,9 @@ Finds a loss, or a differentiable expression of it, kept beyond its iteration (`
   `total += loss * 2`), a value assigned from one, or the result of a loss function computed in
   that loop;
 - in an evaluation loop that records gradients for nothing — a loop over data in a function
-  that evaluates (named `evaluate`/`validate`/`test`..., calling `model.eval()`, or looping over
-  a validation loader), that runs without `torch.no_grad()`, with no `.backward()` in it or after
+  that evaluates (named `evaluate`/`validate`/`test`..., calling `model.eval()`, looping over
+  a validation loader, or in a file that never calls `.backward()`), that runs without
+  `torch.no_grad()`, with no `.backward()` in it or after
   it in the function (a training loop before it, the other half of an epoch, does not count):
   the result of a loss function (`criterion(model(x), y)`, `F.cross_entropy(...)`,
   `outputs.loss`) kept the same ways;
@@ -254,6 +256,14 @@ def evaluate(model, val_loader, criterion):
         losses.append(outputs.loss)  # expect: PTL103
     return losses, total
 """,
+        # a file that never backpropagates: its loops over data only evaluate
+        """
+def losses_per_batch(model, loader, loss_fn):
+    out = []
+    for batch in loader:
+        out.append(loss_fn(model(batch["x"]), batch["y"]))  # expect: PTL103
+    return out
+""",
         # Lightning: the returned loss kept in an attribute of self
         """
 import lightning as L
@@ -342,8 +352,18 @@ def run(model, loader, criterion):
     with torch.no_grad():
         return test_loop(model, loader, criterion)
 """,
-        # losses summed over micro-batches and backpropagated after the loop: the graph is wanted
+        # losses summed over micro-batches and backpropagated after the loop: the graph is wanted;
+        # a helper in a training file whose caller may backpropagate what it returns
         """
+def batch_losses(model, batches, criterion):
+    return [criterion(model(x), y) for x, y in batches]
+
+def collect(model, loader, criterion):
+    out = []
+    for x, y in loader:
+        out.append(criterion(model(x), y))
+    return out
+
 def train_step(model, chunks, criterion, opt):
     total = 0
     for x, y in chunks:

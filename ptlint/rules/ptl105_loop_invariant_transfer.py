@@ -8,9 +8,9 @@ from ptlint.astutil import SCOPE_NODES, dotted
 from ptlint.rule import PER_STEP, Rule
 
 from ptlint.context import iterable_is_data
-from ptlint.tensors import _module_class, loop_trains, visibly_on_host
+from ptlint.tensors import loop_trains, visibly_on_host
 
-from ._autograd import looks_like_model
+from ._autograd import looks_like_model, model_value
 from ._transfer import to_host, transfer_device
 
 # Methods that change their receiver in place (besides the `*_` tensor methods): after one of them
@@ -137,8 +137,9 @@ class LoopInvariantTransfer(Rule):
         if any(_conflicts(chain, changed) for arg in [*node.args[1:], *(k.value for k in node.keywords)]
                for chain in _chains(arg)):
             return
-        if isinstance(receiver, ast.Name) and self._on_device(receiver.id):
-            return  # already moved: `.to()` returns it unchanged
+        module = self._module(receiver)
+        if not module and isinstance(receiver, ast.Name) and self._on_device(receiver.id):
+            return  # a tensor moved already: `.to()` returns it unchanged (a module's walks every parameter)
         if device is not node and any(chain.startswith(name + ".") for chain in _chains(device)):
             return  # `x.to(device=x.device, dtype=d)`: a cast where it already lives, no copy
         if not (self._on_host_or_module(receiver) or self._step_loop(loop)):
@@ -147,16 +148,26 @@ class LoopInvariantTransfer(Rule):
 
     def _on_host_or_module(self, receiver: ast.AST) -> bool:
         """The value visibly lives in host memory (a factory without `device=`, NumPy, `.cpu()`),
-        or is a module (named like a model, or built from an `nn` class here)."""
-        if looks_like_model(receiver) or visibly_on_host(receiver, self.ctx):
+        or is a module."""
+        if self._module(receiver) or visibly_on_host(receiver, self.ctx):
             return True
-        if isinstance(receiver, ast.Name):
-            values = self.ctx.assignments(receiver.id)
-            return bool(values) and all(_module_class(v, self.ctx) for v in values)
         if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
                 and receiver.value.id == "self" and self.ctx.classes:
             values = _self_assignments(self.ctx.classes[-1], receiver.attr)
-            return bool(values) and all(_module_class(v, self.ctx) or visibly_on_host(v, self.ctx) for v in values)
+            return bool(values) and all(visibly_on_host(v, self.ctx) for v in values)
+        return False
+
+    def _module(self, receiver: ast.AST) -> bool:
+        """Named like a model, or built from an `nn` class (or a model factory) in this file."""
+        if looks_like_model(receiver):
+            return True
+        if isinstance(receiver, ast.Name):
+            values = self.ctx.assignments(receiver.id)
+            return bool(values) and all(model_value(v, self.ctx) for v in values)
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
+                and receiver.value.id == "self" and self.ctx.classes:
+            values = _self_assignments(self.ctx.classes[-1], receiver.attr)
+            return bool(values) and all(model_value(v, self.ctx) for v in values)
         return False
 
     @staticmethod
@@ -198,8 +209,9 @@ Not reported:
   change it: `refresh(stats)`), and `x = x.to(device)` (the later iterations do nothing);
 - a move to a device that changes in the loop (`for dev in devices: w.to(dev)`, pipeline
   stages);
-- a name visibly created on, or already moved to, the device (`.to()` returns it unchanged),
-  and `x.to(x.device, dtype)` (a cast in place, no copy);
+- a tensor visibly created on, or already moved to, the device (`.to()` returns it
+  unchanged; a module's `.to()` still walks every parameter, so a module is reported), and
+  `x.to(x.device, dtype)` (a cast in place, no copy);
 - in a loop that neither walks data nor trains (a loop over layers, cache states or beams), a
   value the file does not show to be in host memory or a module (an argument, an attribute of
   another object): it usually lives on the device already, and `.to()` then does nothing;
@@ -270,6 +282,16 @@ class Detector:
             s = self.sampler.to(device)[None]  # expect: PTL105
             out.append(segments[idx] * s)
         return out
+""",
+        # a module moved at build time and again in the loop
+        """
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(4, 4)).cuda()
+for x in loader:
+    net.cuda()  # expect: PTL105
+    net(x)
 """,
         # a loop in once-code still runs every step
         """
