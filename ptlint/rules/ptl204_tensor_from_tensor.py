@@ -23,11 +23,7 @@ class TensorFromTensor(Rule):
                 or isinstance(node.args[0], ast.Starred) or any(k.arg is None for k in node.keywords):
             return
         data = node.args[0]
-        annotation = self._parameter(data)
-        if annotation is not None:
-            if not self._tensor_annotation(annotation):
-                return  # a parameter: the caller's value (a list, a float) may be what arrives here
-        elif tensor_kind(data, self.ctx) != STRONG:
+        if self._parameter(data) or tensor_kind(data, self.ctx) != STRONG:
             return
         edits = self.ctx.edits
         fix = None
@@ -37,23 +33,15 @@ class TensorFromTensor(Rule):
         name = edits.text(data) if isinstance(data, ast.Name) else "t"
         self.report(node, self.message.format(name=name), fix=fix)
 
-    def _parameter(self, data: ast.AST) -> ast.AST | None:
-        """For a parameter of the function: its annotation (`ast.Constant(None)` when it has
-        none); None for anything else."""
+    def _parameter(self, data: ast.AST) -> bool:
+        """A parameter of the function: whatever the file assigns to it, or its annotation
+        says, the caller's value may be a list or a float (diffusers annotates config lists
+        `latents_mean: torch.Tensor`)."""
         function = self.ctx.function
         if not isinstance(data, ast.Name) or function is None or isinstance(function, ast.Lambda):
-            return None
+            return False
         args = function.args
-        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-            if arg.arg == data.id:
-                return arg.annotation if arg.annotation is not None else ast.Constant(None)
-        return None
-
-    def _tensor_annotation(self, annotation: ast.AST) -> bool:
-        """`x: torch.Tensor` (any spelling, also as a string): the signature says it is one."""
-        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            return annotation.value in ("torch.Tensor", "Tensor")
-        return self.ctx.qualname(annotation) == "torch.Tensor"
+        return data.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
     docs = """
 ## What it does
@@ -73,7 +61,9 @@ detour, and `torch.as_tensor(t)` returns `t` itself when nothing needs convertin
 Not reported: `torch.tensor` of a list, a number, a NumPy array, or a name whose value the file
 does not show to be a tensor — a function's parameter counts as unknown even where another
 branch assigns it a tensor (`if w is None: w = torch.ones(n) else: w = torch.tensor(w)`: the
-caller's `w` may well be a list), unless it is annotated `torch.Tensor`; `torch.as_tensor`;
+caller's `w` may well be a list), and even when it is annotated `torch.Tensor` (annotations
+copied between functions are often wrong: pipelines pass config lists to parameters annotated
+as tensors); `torch.as_tensor`;
 once-code (module top level, `__init__`, set-up), a branch that only runs on misuse, test code.
 
 ## Example
@@ -123,15 +113,6 @@ class Head(nn.Module):
         b = T.tensor(y.sum(), dtype=T.float32)  # expect: PTL204
         return a, b
 """,
-        # a parameter annotated as a tensor
-        """
-from torch import Tensor
-import torch
-
-def as_probabilities(logits: Tensor, mask: "torch.Tensor"):
-    probabilities = torch.tensor(logits).softmax(-1)  # expect: PTL204
-    return probabilities, torch.tensor(mask)  # expect: PTL204
-""",
         # per step, in a loop of once-code
         """
 import torch
@@ -158,6 +139,9 @@ def make(values, arr, x):
     d = torch.tensor(x.tolist())
     e = torch.as_tensor(torch.zeros(3))
     return a, b, c, d, e
+
+def normalize(latents: torch.Tensor, mean: torch.Tensor):
+    return latents - torch.tensor(mean).view(1, -1, 1, 1)
 
 def weights(n, w=None, sigmas=None):
     if w is None:
