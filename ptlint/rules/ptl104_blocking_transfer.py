@@ -153,9 +153,21 @@ class BlockingTransfer(Rule):
                 if not self._is_iterable_of_loop(v)]
 
     def _is_iterable_of_loop(self, value: ast.AST) -> bool:
-        parent = self._parent(value)
-        return isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is value \
-            or isinstance(parent, ast.withitem)
+        return self._binding_loop(value) is not None or isinstance(self._parent(value), ast.withitem)
+
+    def _binding_loop(self, value: ast.AST) -> ast.AST | None:
+        """The loop (`for` statement or comprehension) whose target `value` was bound from: its
+        iterable, or an argument of `enumerate(...)` / `zip(...)` there (the engine may bind
+        `batch` of `for i, batch in enumerate(loader)` to `loader` itself)."""
+        node, parent = value, self._parent(value)
+        while isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
+                and parent.func.id in ("enumerate", "zip") and any(a is node for a in parent.args):
+            node, parent = parent, self._parent(parent)
+        if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
+            return parent
+        if isinstance(parent, ast.comprehension) and parent.iter is node:
+            return self._parent(parent)  # the ListComp / GeneratorExp / ...
+        return None
 
     @staticmethod
     def _parameter_index(function: ast.AST, name: str) -> int | None:
@@ -262,10 +274,8 @@ class BlockingTransfer(Rule):
             return any(self._is_batch(passed, where, passed, seen)
                        for passed, where in self._arguments(scope, root.id, index))
         if self._is_iterable_of_loop(value):
-            loop = self._parent(value)
-            if isinstance(loop, ast.comprehension):
-                loop = self._parent(loop)
-            if not self._encloses(loop, anchor):
+            loop = self._binding_loop(value)
+            if loop is not None and not self._encloses(loop, anchor):
                 return False
             return self._pinned(value, scope, set()) or self._is_batch(value, scope, anchor, seen)
         if isinstance(value, ast.Call) and _last_name(value.func) == "next" and value.args:
@@ -287,13 +297,12 @@ class BlockingTransfer(Rule):
         return best
 
     def _binding_position(self, value: ast.AST) -> tuple[int, int] | None:
+        loop = self._binding_loop(value)
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            return loop.target.lineno, loop.target.col_offset
+        if loop is not None:  # `[t.to(d) for t in batch]` binds `t` before the element
+            return loop.lineno, loop.col_offset
         parent = self._parent(value)
-        if isinstance(parent, ast.comprehension) and parent.iter is value:
-            whole = self._parent(parent)  # `[t.to(d) for t in batch]` binds `t` before the element
-            return whole.lineno, whole.col_offset
-        if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is value:
-            target = parent.target
-            return target.lineno, target.col_offset
         while parent is not None and not isinstance(parent, (ast.stmt, ast.NamedExpr, ast.withitem)):
             parent = self._parent(parent)
         if parent is None:
