@@ -3,14 +3,22 @@
 code: (name, default, module, triggers); FINGERPRINT is the hash of the modules it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "557a14ee-192433"
+FINGERPRINT = "cc140b67-346938"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(')),
     'PTL102': ('sync-call-in-loop', True, 'ptl102_sync_call_in_loop', ('synchronize', 'empty_cache')),
-    'PTL103': ('graph-kept-alive', True, 'ptl103_graph_kept_alive', ('backward',)),
+    'PTL103': ('graph-kept-alive', True, 'ptl103_graph_kept_alive', ('backward', 'loss', 'criterion', 'cross_entropy', 'kl_div', 'training_step')),
+    'PTL104': ('blocking-transfer', True, 'ptl104_blocking_transfer', ('pin_memory',)),
+    'PTL105': ('loop-invariant-transfer', True, 'ptl105_loop_invariant_transfer', ('.cuda(', '.to(')),
+    'PTL106': ('zero-grad-set-to-none-false', True, 'ptl106_zero_grad_set_to_none_false', ('set_to_none', 'zero_grad(False')),
+    'PTL107': ('eval-without-no-grad', True, 'ptl107_eval_without_no_grad', ('.eval()', '.train(False)', '.train(mode=False)')),
+    'PTL108': ('unsynchronized-timing', True, 'ptl108_unsynchronized_timing', ('time', 'timer')),
+    'PTL109': ('elementwise-python-loop', False, 'ptl109_elementwise_python_loop', ('range(',)),
     'PTL201': ('move-after-create', True, 'ptl201_move_after_create', ('.cuda(', '.to(')),
     'PTL202': ('data-parallel', True, 'ptl202_data_parallel', ('DataParallel',)),
     'PTL203': ('dataloader-settings', False, 'ptl203_dataloader_settings', ('DataLoader',)),
+    'PTL204': ('tensor-from-tensor', True, 'ptl204_tensor_from_tensor', ('tensor(',)),
+    'PTL205': ('iterable-dataset-not-sharded', True, 'ptl205_iterable_dataset_not_sharded', ('IterableDataset',)),
     'PTL301': ('unstable-softmax', True, 'ptl301_unstable_softmax', ('exp',)),
     'PTL302': ('log-of-softmax', True, 'ptl302_log_of_softmax', ('softmax',)),
     'PTL303': ('log-sum-exp', True, 'ptl303_log_sum_exp', ('exp',)),
