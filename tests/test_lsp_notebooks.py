@@ -97,7 +97,7 @@ async def test_notebook_cells_get_their_own_diagnostics(client: LanguageClient, 
 @pytest.mark.asyncio
 async def test_each_document_uses_its_nearest_config(client: LanguageClient, tmp_path: Path):
     """As in `ptlint check`: a/ ignores PTL101, b/ selects only it; the order of opening is irrelevant."""
-    text = "import torch\nfor x in xs:\n    y = x.item()\n    torch.cuda.synchronize()\n"
+    text = "import torch\nfor x in xs:\n    y = net(x).item()\n    torch.cuda.synchronize()\n"
     for folder, config in (("a", 'ignore = ["PTL101"]'), ("b", 'select = ["PTL101"]')):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "pyproject.toml").write_text(f"[tool.ptlint]\n{config}\n")
