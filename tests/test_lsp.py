@@ -9,18 +9,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import pytest_lsp  # pygls and pytest-lsp are pinned by the test extra: missing is a failure, not a skip
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-pytest.importorskip("pygls")
-pytest_lsp = pytest.importorskip("pytest_lsp")
-from lsprotocol import types  # noqa: E402
-from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
+from ptlint.api import check_text, fix_text
+from ptlint.lsp import Positions, add_noqa, text_edits
+from ptlint.registry import all_rules
+from ptlint.rule import UNSAFE
 
-from ptlint.api import check_text, fix_text  # noqa: E402
-from ptlint.lsp import Positions, add_noqa, text_edits  # noqa: E402
-from ptlint.registry import all_rules  # noqa: E402
-from ptlint.rule import UNSAFE  # noqa: E402
-
-from helpers import SYNC_LOSS_ITEM  # noqa: E402
+from helpers import SYNC_LOSS_ITEM
 
 # A `torch` that leaves a mark when imported: the server must never import it.
 FAKE_TORCH = Path(tempfile.mkdtemp(prefix="ptlint-fake-torch-"))

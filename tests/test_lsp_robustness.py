@@ -16,13 +16,12 @@ import threading
 import time
 from pathlib import Path
 
+import pygls  # noqa: F401  pinned by the test extra: without it `ptlint lsp` cannot start, so fail here
 import pytest
 
-pytest.importorskip("pygls")
+from ptlint.api import check_text
 
-from ptlint.api import check_text  # noqa: E402
-
-from helpers import SYNC_LOSS_ITEM  # noqa: E402
+from helpers import SYNC_LOSS_ITEM
 
 BAD = SYNC_LOSS_ITEM
 
