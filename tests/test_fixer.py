@@ -185,3 +185,16 @@ def test_fix_adds_a_needed_import_once():
     assert module.code.index("import torch") > module.code.index("import os")
     assert cst.Module([]).code_for_node(first) == "torch._foreach_zero_"
     assert cst.Module([]).code_for_node(second) == "torch.softmax"
+
+
+@pytest.mark.xfail(strict=True, reason="PTL201 offers a fix at detection that its fix() then declines "
+                                       "without a message (a comment inside `.to(...)`); issue 12, item 2")
+def test_an_offered_fix_is_made_or_explained():
+    """A finding that says it has a fix either gets it or the fixer says why not; otherwise the
+    editor and `fix --diff` promise a fix that never comes."""
+    from ptlint.api import check_text, fix_text
+
+    text = "import torch\n\ndef f(n, device):\n    return torch.arange(n).to(device,  # why\n    non_blocking=True)\n"
+    [finding] = check_text(text, ["PTL201"])
+    if finding.fix is not None:  # offered (not offering one is fine too: the comment would be lost)
+        assert fix_text(text, ["PTL201"], unsafe=True) != text
