@@ -19,6 +19,10 @@ from ptlint.rule import Finding
 
 from helpers import FIXTURES, REPO, run_ptlint
 
+# The tests that read break_run's one explain run (seconds of torch) go to one xdist worker
+# (`--dist loadgroup`), which then runs it once.
+SHARES_BREAK_RUN = pytest.mark.xdist_group("break_run")
+
 DYN = FIXTURES / "dynamic"
 BREAKS = "fixtures/dynamic/breaks.py"
 FAILING = "fixtures/dynamic/failing.py"
@@ -54,6 +58,7 @@ def break_run():
     return explain(*targets, env={"TORCH_LOGS": "", "TORCH_TRACE": "/nonexistent"})
 
 
+@SHARES_BREAK_RUN
 @pytest.mark.parametrize("text, gb, rule", [
     ('print("step")', "GB0059", "PTL401"),  # on the function's first line
     ("scale = y.sum().item()", "GB0124", "PTL402"),
@@ -69,12 +74,14 @@ def test_each_break_at_the_users_line(break_run, text, gb, rule):
     assert found[0]["source"] == "dynamic" and found[0]["name"] == "graph-break"
 
 
+@SHARES_BREAK_RUN
 def test_break_in_loop_names_the_frame_skip(break_run):
     _, findings = break_run
     (found,) = at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", "if x.sum() > 0:"))
     assert "GB0170" in found["message"] and "GB7000" in found["message"]
 
 
+@SHARES_BREAK_RUN
 def test_recompilation_reported_with_its_guard(break_run):
     _, findings = break_run
     forward = line_of(DYN / "breaks.py", "def forward(self, x):")
@@ -85,6 +92,7 @@ def test_recompilation_reported_with_its_guard(break_run):
     assert "size mismatch at index 0" in recompiles[0]["message"]
 
 
+@SHARES_BREAK_RUN
 def test_break_in_a_recompiled_function_is_reported_once(break_run):
     _, findings = break_run
     lines = range(line_of(DYN / "breaks.py", "def rescale"), line_of(DYN / "breaks.py", "class Clean"))
@@ -94,12 +102,14 @@ def test_break_in_a_recompiled_function_is_reported_once(break_run):
     assert ("PTL451", lines[0]) in found  # the new size fails the guard on the function's input
 
 
+@SHARES_BREAK_RUN
 def test_clean_model_has_no_finding_in_its_lines(break_run):
     _, findings = break_run
     clean = range(line_of(DYN / "breaks.py", "class Clean"), line_of(DYN / "breaks.py", "def make_print"))
     assert [f for f in findings if f["path"] == BREAKS and f["line"] in clean and f["code"] == "PTL450"] == []
 
 
+@SHARES_BREAK_RUN
 def test_failures_are_reported_and_the_run_goes_on(break_run):
     result, findings = break_run
     assert result.returncode == 2
@@ -128,13 +138,13 @@ def test_clean_target_alone_exits_zero():
 def test_hang_and_abort_keep_earlier_findings_and_later_targets_run():
     result, findings = explain("--timeout", "4", f"{BREAKS}:make_item", f"{FAILING}:make_hang",
                                f"{FAILING}:make_abort", f"{BREAKS}:make_print")
-    assert result.returncode == 2
-    assert at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", "scale = y.sum().item()"))
-    assert at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", 'print("step")'))  # ran after both
+    assert result.returncode == 2, result.stderr
+    assert at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", "scale = y.sum().item()")), findings
+    assert at(findings, "PTL450", BREAKS, line_of(DYN / "breaks.py", 'print("step")')), findings  # ran after both
     hang = at(findings, "PTL459", FAILING, line_of(DYN / "failing.py", "time.sleep(0.05)"))
-    assert hang and "timed out after 4 s" in hang[0]["message"]
+    assert hang and "timed out after 4 s" in hang[0]["message"], findings
     abort = at(findings, "PTL459", FAILING, line_of(DYN / "failing.py", "os.abort()"))
-    assert abort and "SIGABRT" in abort[0]["message"]
+    assert abort and "SIGABRT" in abort[0]["message"], findings
 
 
 def test_script_mode_observes_the_scripts_compiled_regions():
