@@ -32,7 +32,7 @@ tests_for() {
     case $1 in
         ptlint/cache.py) echo tests/test_cache.py ;;
         ptlint/suppress.py) echo tests/test_suppress.py tests/test_rule_examples.py ;;
-        ptlint/runner.py) echo tests/test_cache.py tests/test_runner.py ;;
+        ptlint/runner.py) echo tests/test_cache.py tests/test_bad_inputs.py tests/test_runner.py ;;
         ptlint/config.py) echo tests/test_config.py ;;
         ptlint/engine.py) echo tests/test_rule_examples.py tests/test_engine.py ;;
         ptlint/fixer.py) echo tests/test_fixer.py tests/test_rule_examples.py ;;
