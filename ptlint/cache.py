@@ -64,7 +64,7 @@ class Cache:
             with open(self._file(key), encoding="utf-8") as handle:
                 data = json.load(handle)
             findings = [Finding.from_cache(item) for item in data]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):  # any wrong shape: a miss
             return None
         for finding in findings:  # the same content may live at another path
             finding.path = path

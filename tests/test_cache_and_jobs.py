@@ -8,6 +8,8 @@ import os
 import shutil
 import threading
 
+import pytest
+
 from helpers import FIXTURES, run_ptlint
 
 
@@ -37,6 +39,29 @@ def test_same_findings_with_and_without_cache_and_any_jobs(tmp_path):
     assert os.listdir(cache)
     assert findings("--cache-dir", cache, "--jobs", "1", ".", cwd=tree) == reference  # warm
     assert findings("--cache-dir", cache, "--jobs", "2", ".", cwd=tree) == reference
+
+
+def _entries(cache: str) -> list[str]:
+    return [os.path.join(root, name) for root, _, names in os.walk(cache) for name in names if name.endswith(".json")]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_warm_run_answers_from_the_cache(tmp_path, jobs):
+    """Entries rewritten behind ptlint's back show up in its output: the warm run read them
+    (in the worker processes too) instead of linting again."""
+    tree = sample_tree(tmp_path)
+    cache = str(tmp_path / "cache")
+    reference = findings("--cache-dir", cache, "--jobs", jobs, ".", cwd=tree)
+    entries = _entries(cache)
+    assert len(entries) >= 2
+    for entry in entries:
+        with open(entry) as handle:
+            data = json.load(handle)
+        with open(entry, "w") as handle:
+            json.dump([{**item, "message": "answered from the cache"} for item in data], handle)
+    warm = findings("--cache-dir", cache, "--jobs", jobs, ".", cwd=tree)
+    assert warm == [{**f, "message": "answered from the cache"} for f in reference]
+    assert findings("--no-cache", "--jobs", jobs, ".", cwd=tree) == reference
 
 
 def test_cache_follows_content_and_settings(tmp_path):

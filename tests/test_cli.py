@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+from ptlint.registry import all_rules
+
 from helpers import FIXTURES, run_ptlint
 
 SYNC_LOOP = textwrap.dedent("""\
@@ -224,7 +226,10 @@ def test_rule_command():
     assert run_ptlint("rule", "PTL999").returncode == 2
     listing = run_ptlint("rule", "--all")
     assert listing.returncode == 0
-    assert "PTL101" in listing.stdout and "sync-in-loop" in listing.stdout
+    rows = [line.split()[:3] for line in listing.stdout.splitlines()[1:]]
+    expected = [[code, cls.name, "on" if cls.default else "off"] for code, cls in all_rules().items()]
+    assert [row for row in rows if row[0] in all_rules()] == expected
+    assert ["PTL001", "syntax-error", "always"] in rows
 
 
 def test_sample_project_from_readme():

@@ -18,8 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from ptlint.registry import all_rules
 
 from helpers import run_ptlint
@@ -59,24 +57,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 FIX = ("fix", "--apply", "--unsafe-fixes", "--no-cache", "--quiet", ".")
 
 
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory):
-    base = tmp_path_factory.mktemp("interrupted")
-    original = base / "original"
-    tree = make_tree(original)
-    full = base / "full"
-    shutil.copytree(original, full)
-    result = run_ptlint(*FIX, cwd=full, timeout=600)
-    assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
-    fixed = snapshot(full)
-    assert set(fixed) == set(tree)
-    changed = [name for name in tree if fixed[name] != tree[name]]
-    assert len(changed) > FILES * 0.9, "most generated files should have something to fix"
-    return base, tree, fixed, changed
-
-
 def _kill_when(root: Path, tree: dict[str, bytes], target: int, deadline: float) -> tuple[int, int]:
-    """Run the fix, SIGKILL its whole process group once `target` files were rewritten.
+    """Run the fix, SIGKILL its whole process group once `target` files differ from `tree`.
     Returns (files rewritten when killed, exit status)."""
     process = subprocess.Popen([sys.executable, "-m", "ptlint", *FIX], cwd=root, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -94,21 +76,43 @@ def _kill_when(root: Path, tree: dict[str, bytes], target: int, deadline: float)
     return rewritten, status
 
 
-@pytest.mark.parametrize("fraction", [0.02, 0.3, 0.7, 0.97])
-def test_sigkill_midway_leaves_each_file_old_or_fully_fixed(trees, fraction):
-    base, tree, fixed, changed = trees
-    root = base / f"killed-{int(fraction * 100)}"
-    shutil.copytree(base / "original", root)
-    rewritten, status = _kill_when(root, tree, max(1, int(len(changed) * fraction)), time.monotonic() + 300)
-    assert status == -signal.SIGKILL, "the run finished before the kill point: make the tree larger"
+def _check_old_or_fixed(root: Path, tree: dict[str, bytes], fixed: dict[str, bytes]) -> list[str]:
+    """Every file is exactly as it was or exactly as a complete run leaves it; returns the debris."""
     after = snapshot(root)
     debris = sorted(set(after) - set(tree))
     assert all(Path(name).name.startswith(".ptlint-") and name.endswith(".tmp") for name in debris), debris
     half_done = [name for name in tree if after[name] not in (tree[name], fixed[name])]
     assert half_done == [], f"files neither original nor fully fixed: {half_done[:5]}"
-    done = sum(1 for name in tree if after[name] != tree[name])
-    assert done >= rewritten and 0 < done < len(changed)
-    # a second run finishes the job exactly as one complete run would, and ignores the debris
+    return debris
+
+
+def test_sigkill_midway_leaves_each_file_old_or_fully_fixed(tmp_path):
+    """One complete run for reference, then one tree killed three times in a row (early, midway,
+    late), each time resumed by the next run, and finished by a last one."""
+    original = tmp_path / "original"
+    tree = make_tree(original)
+    full = tmp_path / "full"
+    shutil.copytree(original, full)
+    result = run_ptlint(*FIX, cwd=full, timeout=600)
+    assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
+    fixed = snapshot(full)
+    assert set(fixed) == set(tree)
+    changed = [name for name in tree if fixed[name] != tree[name]]
+    assert len(changed) > FILES * 0.9, "most generated files should have something to fix"
+
+    root = tmp_path / "killed"
+    shutil.copytree(original, root)
+    done = 0
+    for fraction in (0.05, 0.5, 0.95):
+        target = max(done + 1, int(len(changed) * fraction))
+        rewritten, status = _kill_when(root, tree, target, time.monotonic() + 300)
+        assert status == -signal.SIGKILL, f"the run finished before {fraction:.0%}: make the tree larger"
+        _check_old_or_fixed(root, tree, fixed)
+        now = sum(1 for name in tree if (root / name).read_bytes() != tree[name])
+        assert now >= rewritten and done < now < len(changed), (done, now, rewritten)
+        done = now
+    # a last run finishes the job exactly as one complete run would, and ignores the debris
+    debris = _check_old_or_fixed(root, tree, fixed)
     result = run_ptlint(*FIX, cwd=root, timeout=600)
     assert "Traceback" not in result.stderr and ".tmp" not in result.stdout + result.stderr
     final = snapshot(root)

@@ -191,3 +191,14 @@ def test_import_goes_after_the_docstring_or_first_when_there_is_none(test_rules)
     assert fixed("import os\r\nx = target") == "import os\r\nimport torch\r\nx = torch.softmax"
     assert fixed("import os  # keep\nx = target") == "import os  # keep\nimport torch\nx = torch.softmax"
     assert fixed("import torch as T\nx = target") == "import torch as T\nx = T.softmax"
+
+
+def test_an_offered_fix_is_made_or_explained():
+    """A finding that says it has a fix either gets it or the fixer says why not; otherwise the
+    editor and `fix --diff` promise a fix that never comes."""
+    from ptlint.api import check_text, fix_text
+
+    text = "import torch\n\ndef f(n, device):\n    return torch.arange(n).to(device,  # why\n    non_blocking=True)\n"
+    [finding] = check_text(text, ["PTL201"])
+    if finding.fix is not None:  # offered (not offering one is fine too: the comment would be lost)
+        assert fix_text(text, ["PTL201"], unsafe=True) != text

@@ -9,18 +9,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import pytest_lsp  # pygls and pytest-lsp are pinned by the test extra: missing is a failure, not a skip
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-pytest.importorskip("pygls")
-pytest_lsp = pytest.importorskip("pytest_lsp")
-from lsprotocol import types  # noqa: E402
-from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
+from ptlint.api import check_text, fix_text
+from ptlint.lsp import Positions, add_noqa, text_edits
+from ptlint.registry import all_rules
+from ptlint.rule import UNSAFE
 
-from ptlint.api import check_text, fix_text  # noqa: E402
-from ptlint.lsp import Positions, add_noqa, text_edits  # noqa: E402
-from ptlint.registry import all_rules  # noqa: E402
-from ptlint.rule import UNSAFE  # noqa: E402
-
-from helpers import SYNC_LOSS_ITEM  # noqa: E402
+from helpers import SYNC_LOSS_ITEM
 
 # A `torch` that leaves a mark when imported: the server must never import it.
 FAKE_TORCH = Path(tempfile.mkdtemp(prefix="ptlint-fake-torch-"))
@@ -211,8 +209,7 @@ def _single_fix_cases():
 @pytest.mark.asyncio
 async def test_quick_fix_and_fix_all_match_the_fixer(client: LanguageClient, tmp_path: Path):
     cases = _single_fix_cases()
-    if not cases:
-        pytest.skip("no registered rule has a single-finding fix example")
+    assert cases, "no registered rule has a single-finding fix example: this test would prove nothing"
     default_codes = [c for c, cls in all_rules().items() if cls.default]
     for number, (code, before, unsafe) in enumerate(cases):
         folder = tmp_path / f"case{number}"
@@ -257,15 +254,15 @@ async def test_utf8_client_without_resolve_gets_edits_at_once(plain_client: Lang
 
     cases = _single_fix_cases()
     safe = [(code, before) for code, before, unsafe in cases if not unsafe and all_rules()[code].default]
-    if safe:
-        code, before = safe[0]
-        params = await opened(plain_client, tmp_path / "fix.py", before)
-        [diagnostic] = [d for d in params.diagnostics if d.code == code and d.data.get("fixable")]
-        actions = await actions_at(plain_client, (tmp_path / "fix.py").as_uri(), diagnostic)
-        [fix] = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and "noqa" not in a.title]
-        assert apply_edit(before, fix.edit, types.PositionEncodingKind.Utf8) == fix_text(before, [code])
-        [fix_all] = [a for a in actions if a.kind == "source.fixAll.ptlint"]
-        assert fix_all.edit is not None
+    assert safe, "no default rule has a safe single-finding fix example"
+    code, before = safe[0]
+    params = await opened(plain_client, tmp_path / "fix.py", before)
+    [diagnostic] = [d for d in params.diagnostics if d.code == code and d.data.get("fixable")]
+    actions = await actions_at(plain_client, (tmp_path / "fix.py").as_uri(), diagnostic)
+    [fix] = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and "noqa" not in a.title]
+    assert apply_edit(before, fix.edit, types.PositionEncodingKind.Utf8) == fix_text(before, [code])
+    [fix_all] = [a for a in actions if a.kind == "source.fixAll.ptlint"]
+    assert apply_edit(before, fix_all.edit, types.PositionEncodingKind.Utf8) == fix_text(before)
 
 
 # -- the pieces, in process ------------------------------------------------------------------

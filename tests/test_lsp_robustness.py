@@ -16,13 +16,12 @@ import threading
 import time
 from pathlib import Path
 
+import pygls  # noqa: F401  pinned by the test extra: without it `ptlint lsp` cannot start, so fail here
 import pytest
 
-pytest.importorskip("pygls")
+from ptlint.api import check_text
 
-from ptlint.api import check_text  # noqa: E402
-
-from helpers import SYNC_LOSS_ITEM  # noqa: E402
+from helpers import SYNC_LOSS_ITEM
 
 BAD = SYNC_LOSS_ITEM
 
@@ -40,6 +39,7 @@ class Server:
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         self.messages: queue.Queue = queue.Queue()
         self.published: dict[str, dict] = {}
+        self.replies: dict = {}  # id -> the server's response, for every response read so far
         self.seen: list[str] = []  # the last messages, for failure reports
         self.next_id = 0
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -100,6 +100,8 @@ class Server:
             if message is None:
                 raise AssertionError(f"the server closed its output; stderr: {self.stderr_text()[-2000:]}")
             self.seen = (self.seen + [json.dumps(message)[:300]])[-8:]
+            if "id" in message and "method" not in message:
+                self.replies[json.dumps(message["id"])] = message
             if message.get("method") == "textDocument/publishDiagnostics":
                 self.published[message["params"]["uri"]] = message["params"]
             if "id" in message and "method" in message:  # a request from the server: answer it
@@ -180,12 +182,12 @@ def test_malformed_json_rpc(server, tmp_path):
     server.alive_and_linting(tmp_path, "after_headers.py")
 
 
-def test_unknown_methods_and_bad_params(server, tmp_path):
+def test_unknown_methods_and_bad_notifications(server, tmp_path):
     reply = server.request("ptlint/noSuchMethod", {"x": 1})
     assert reply["error"]["code"] == -32601  # method not found
     server.notify("ptlint/noSuchNotification", {"x": 1})
     server.notify("$/cancelRequest", {"id": 12345})
-    # bad params for the methods the server does handle
+    # bad params for the notifications the server does handle: no reply (notifications get none)
     uri = (tmp_path / "a.py").as_uri()
     server.notify("textDocument/didOpen", {"textDocument": {"uri": uri}})  # no text, version, language
     server.notify("textDocument/didOpen", {"textDocument": "not an object"})
@@ -196,25 +198,71 @@ def test_unknown_methods_and_bad_params(server, tmp_path):
                                              "contentChanges": "no"})
     server.notify("textDocument/didSave", {"textDocument": {"uri": (tmp_path / "never_opened.py").as_uri()}})
     server.notify("textDocument/didClose", {"textDocument": {"uri": (tmp_path / "never_opened.py").as_uri()}})
-    # Requests whose params do not even have the protocol's shape: pygls (2.1) logs them and sends
-    # no reply at all, so we only ask that the server keeps serving.
+    server.alive_and_linting(tmp_path)
+    assert list(server.replies) == [json.dumps(id_) for id_ in range(1, server.next_id + 1)]  # ours only
+
+
+def test_requests_with_params_of_the_wrong_shape(server, tmp_path):
+    """JSON-RPC's answer is error -32602 (invalid params). pygls 2.1 sends no reply at all to
+    requests whose params it cannot structure; either way the server keeps serving."""
+    uri = (tmp_path / "a.py").as_uri()
+    ids = []
     for params in ({"textDocument": {"uri": uri}}, None, {"title": 5}):
-        server.send({"jsonrpc": "2.0", "id": 1000 + len(str(params)), "method": "textDocument/codeAction",
-                     "params": params})
+        ids.append(1000 + len(ids))
+        server.send({"jsonrpc": "2.0", "id": ids[-1], "method": "textDocument/codeAction", "params": params})
+    ids.append(2000)
     server.send({"jsonrpc": "2.0", "id": 2000, "method": "codeAction/resolve", "params": {"no": "title"}})
-    # Well-shaped requests with values that make no sense get an answer.
-    odd_range = {"start": {"line": 10**6, "character": 10**9}, "end": {"line": 10**9, "character": 0}}
-    reply = server.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": odd_range,
+    server.alive_and_linting(tmp_path)
+    for ident in ids:
+        reply = server.replies.get(json.dumps(ident))
+        assert reply is None or reply["error"]["code"] == -32602, reply
+
+
+FAR = {"start": {"line": 10**6, "character": 10**9}, "end": {"line": 10**9, "character": 0}}
+
+
+def test_requests_about_a_document_in_use(server, tmp_path):
+    """Ranges far outside it, data from an older version, a span with no finding: no action, no edit."""
+    uri = (tmp_path / "a.py").as_uri()
+    server.open(uri, BAD)
+    assert server.diagnostics(uri)["diagnostics"]
+    reply = server.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": FAR,
                                                        "context": {"diagnostics": []}})
-    assert "result" in reply or "error" in reply
-    reply = server.request("textDocument/codeAction", {"textDocument": {"uri": "file:///no/such/file.py"},
-                                                       "range": odd_range, "context": {"diagnostics": []}})
-    assert "result" in reply or "error" in reply
-    for data in ({"uri": uri, "action": "fix", "version": 1, "code": "PTL101", "span": [1, 1, 1, 1]},
-                 "garbage", {"uri": 5, "action": "fixAll"}, {"uri": uri, "action": "fixAll", "version": None},
-                 None):
+    assert reply["result"] == []
+    near = {"start": {"line": 7, "character": 0}, "end": {"line": 7, "character": 40}}
+    actions = server.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": near,
+                                                         "context": {"diagnostics": []}})["result"]
+    assert [a["title"] for a in actions] == ["Suppress with `# noqa: PTL101`"]
+    for data in ({"uri": uri, "action": "fix", "version": 1, "code": "PTL101", "span": [1, 1, 1, 1]},  # no such finding
+                 {"uri": uri, "action": "fixAll", "version": 0},  # an older version
+                 {"uri": uri, "action": "fix", "version": 1, "code": "PTL101", "span": [8, 18, 8, 29]}):  # no fix
         reply = server.request("codeAction/resolve", {"title": "x", "data": data})
-        assert "result" in reply or "error" in reply
+        assert reply["result"] == {"title": "x", "data": data}, reply
+    server.alive_and_linting(tmp_path)
+
+
+@pytest.mark.parametrize("data", ["garbage", {"uri": 5, "action": "fixAll"}, None, {"action": "fixAll"}],
+                         ids=["string", "uri-not-a-string", "none", "no-uri"])
+def test_resolve_with_data_that_is_not_ours(server, tmp_path, data):
+    """The action comes back as it went, without an edit."""
+    reply = server.request("codeAction/resolve", {"title": "x", "data": data})
+    assert reply["result"] == ({"title": "x"} if data is None else {"title": "x", "data": data})
+    server.alive_and_linting(tmp_path)
+
+
+@pytest.mark.xfail(strict=True, reason="ptlint/lsp.py reads a document it was never sent from disk: "
+                                       "FileNotFoundError comes back as internal error -32603")
+def test_requests_about_documents_never_opened(server, tmp_path):
+    """No document, no actions and no edit (not an internal error with a traceback)."""
+    uri = (tmp_path / "never_opened.py").as_uri()
+    for target in (uri, "file:///no/such/file.py"):
+        reply = server.request("textDocument/codeAction", {"textDocument": {"uri": target}, "range": FAR,
+                                                           "context": {"diagnostics": []}})
+        assert reply.get("result") == [], reply.get("error", {}).get("message")
+    for data in ({"uri": uri, "action": "fix", "version": 1, "code": "PTL101", "span": [1, 1, 1, 1]},
+                 {"uri": uri, "action": "fixAll", "version": None}):
+        reply = server.request("codeAction/resolve", {"title": "x", "data": data})
+        assert reply.get("result") == {"title": "x", "data": data}, reply.get("error", {}).get("message")
     server.alive_and_linting(tmp_path)
 
 
@@ -226,7 +274,7 @@ def test_code_actions_on_positions_outside_the_document(server, tmp_path):
     far = {"start": {"line": 500, "character": 500}, "end": {"line": 600, "character": 0}}
     reply = server.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": far,
                                                        "context": {"diagnostics": diagnostics}})
-    assert "result" in reply
+    assert reply["result"] == []
     server.alive_and_linting(tmp_path)
 
 
@@ -254,10 +302,11 @@ def test_documents_that_do_not_parse_or_are_odd(server, tmp_path, name, text):
     params = server.diagnostics(uri)
     if name in EXPECTED_CODES:
         assert [d["code"] for d in params["diagnostics"]] == EXPECTED_CODES[name]
-    server.request("textDocument/codeAction", {"textDocument": {"uri": uri},
-                                               "range": {"start": {"line": 0, "character": 0},
-                                                         "end": {"line": 0, "character": 0}},
-                                               "context": {"diagnostics": params["diagnostics"]}})
+    reply = server.request("textDocument/codeAction", {"textDocument": {"uri": uri},
+                                                       "range": {"start": {"line": 0, "character": 0},
+                                                                 "end": {"line": 0, "character": 0}},
+                                                       "context": {"diagnostics": params["diagnostics"]}})
+    assert reply["result"] == []  # no finding on the first line has a fix or can take a noqa
     server.change(uri, BAD, version=2)
     assert [d["code"] for d in server.diagnostics(uri, version=2)["diagnostics"]] == ["PTL101"]
     # non-Python documents are left alone

@@ -109,16 +109,20 @@ def test_flake8_runs_the_static_rules(tmp_path: Path):
 
 def test_flake8_honours_defaults_and_config(tmp_path: Path):
     off = sorted(code for code, cls in all_rules().items() if not cls.default and cls.bad_examples)
-    if not off:
-        pytest.skip("no off-by-default rule is registered")
+    assert off, "no off-by-default rule is registered: this test would prove nothing"
     code = off[0]
-    example = next(e for e in all_rules()[code].bad_examples if f"expect: {code}" in e)
-    (tmp_path / "off.py").write_text(example.lstrip("\n"))
+    example = next(e for e in all_rules()[code].bad_examples if f"expect: {code}" in e).lstrip("\n")
+    expected = [number for number, line in enumerate(example.splitlines(), 1) if f"expect: {code}" in line]
+    (tmp_path / "off.py").write_text(example)
     flake8 = [sys.executable, "-m", "flake8"]
-    quiet = subprocess.run([*flake8, "--select", "PTL", "off.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert code not in quiet.stdout, quiet.stdout  # off by default: not run through flake8 either
-    named = subprocess.run([*flake8, "--select", code, "off.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert f" {code} " in named.stdout, named.stdout + named.stderr
+
+    def reported(*args: str) -> list[int]:
+        """Lines flake8 reports `code` on."""
+        result = subprocess.run([*flake8, *args, "off.py"], cwd=tmp_path, capture_output=True, text=True)
+        assert result.returncode == (1 if result.stdout else 0) and not result.stderr, result.stderr
+        return [int(line.split(":")[1]) for line in result.stdout.splitlines() if line.split()[1] == code]
+
+    assert reported("--select", "PTL") == []  # off by default: not run through flake8 either
+    assert reported("--select", code) == expected
     (tmp_path / "pyproject.toml").write_text(f'[tool.ptlint]\nextend-select = ["{code}"]\n')
-    configured = subprocess.run([*flake8, "--select", "PTL", "off.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert f" {code} " in configured.stdout, configured.stdout + configured.stderr
+    assert reported("--select", "PTL") == expected

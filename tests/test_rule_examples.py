@@ -45,7 +45,13 @@ def test_good_example_does_not_trigger(code, example):
     assert [f for f in check_text(example, [code]) if f.code == code] == []
 
 
-@pytest.mark.parametrize("code,example", list(_cases("fix_examples")))
+def declined(example) -> bool:
+    """A fix example whose `after` is its `before`: the rule finds the problem there but offers no
+    fix (one would change behaviour). Anything else is a fix, and must change the text."""
+    return example.before == example.after
+
+
+@pytest.mark.parametrize("code,example", [p for p in _cases("fix_examples") if not declined(p.values[1])])
 def test_fix_example(code, example):
     assert fix_text(example.before, [code], unsafe=example.unsafe) == example.after
     # a fix is stable: running again changes nothing
@@ -62,6 +68,22 @@ def test_unfixable_example_is_reported_without_a_fix(code, example):
     assert sorted(f.line for f in findings) == expected
     assert all(f.fix is None for f in findings)
     assert fix_text(example, [code], unsafe=True) == example
+
+
+@pytest.mark.parametrize("code,example", [p for p in _cases("fix_examples") if declined(p.values[1])])
+def test_declined_fix_example(code, example):
+    """A fixer that does nothing passes `before == after`; so the example must be a finding of the
+    rule (or it shows nothing), and that finding must offer no fix (or the editor would offer one
+    that does nothing)."""
+    findings = [f for f in check_text(example.before, [code]) if f.code == code]
+    assert findings, "a declined-fix example must be something the rule reports"
+    assert [f.fix for f in findings] == [None] * len(findings)
+    assert fix_text(example.before, [code], unsafe=True) == example.before
+
+
+@pytest.mark.parametrize("code", [code for code, cls in RULES.items() if cls.fixable])
+def test_fixable_rule_has_a_fix_that_changes_code(code):
+    assert [e for e in RULES[code].fix_examples if not declined(e)], f"{code} has no fix example that fixes"
 
 
 @pytest.mark.parametrize("code", list(RULES))
