@@ -44,11 +44,15 @@ class Cache:
             return chosen if os.path.isabs(chosen) else os.path.abspath(chosen)
         return os.path.join(root, DEFAULT_DIR)
 
-    def key(self, text: str, codes: tuple[str, ...]) -> str:
+    def key(self, text: str, codes: tuple[str, ...], dependencies: str = "") -> str:
+        """`dependencies`: a digest of the other files the findings depend on
+        (ptlint.project.dependency_digest), empty for the files, nearly all, that depend on none."""
         digest = hashlib.blake2b(digest_size=20)
         digest.update(self.settings_key.encode())
         digest.update(repr(codes).encode())
         digest.update(text.encode("utf-8", "surrogatepass"))
+        if dependencies:
+            digest.update(b"\0" + dependencies.encode())
         return digest.hexdigest()
 
     def _file(self, key: str) -> str:

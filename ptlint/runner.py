@@ -11,6 +11,7 @@ from typing import Callable, Iterator
 from .cache import Cache
 from .config import DEFAULT_EXCLUDES, Settings
 from .engine import FileResult, lint_source
+from .project import dependency_digest
 from .registry import all_rules
 from .source import SourceError, read_source
 
@@ -100,16 +101,17 @@ def check_file(path: str, settings: Settings, cache: Cache | None = None) -> Fil
     except SourceError as exc:
         return FileResult(path, error=f"{path}: {exc}")
     codes = settings.codes_for(path)
+    rules = all_rules()
+    rule_classes = [rules[code] for code in codes if code in rules]
     key = None
     if cache is not None:
-        key = cache.key(source.text, codes + (("test-code",) if settings.is_test_code(path) else ()))
+        dependencies = dependency_digest(source, rule_classes, settings.root)
+        key = cache.key(source.text, codes + (("test-code",) if settings.is_test_code(path) else ()), dependencies)
         cached = cache.get(key, path)
         if cached is not None:
             return FileResult(path, cached)
-    rules = all_rules()
     try:
-        findings = lint_source(source, [rules[code] for code in codes if code in rules],
-                               settings.is_test_code(path))
+        findings = lint_source(source, rule_classes, settings.is_test_code(path), settings.root)
     except RecursionError:
         return FileResult(path, error=f"{path}: code nested too deeply to analyse, skipped")
     except Exception as exc:  # a bug in a rule must not cost the user the other files

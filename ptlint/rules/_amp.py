@@ -4,7 +4,11 @@ where code picks between them. Not a rule module."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+
+from ptlint.project import imported_sources
+from ptlint.rule import Rule
 
 
 @dataclass(frozen=True)
@@ -137,3 +141,72 @@ def compatibility_import(ctx, callee: ast.AST) -> bool:
         return False
     targets = import_bindings(ctx, name)
     return len(targets) > 1 and any(t in NATIVE or t.startswith("torch.amp") for t in targets)
+
+
+# -- project-level hints (PTL603-PTL606) -------------------------------------------------------
+
+BACKWARD_METHODS = {"backward", "manual_backward"}
+# What the hints look for in the text of the training script and the project modules it imports.
+CUDA = re.compile(r"""\.cuda\(|["']cuda["':]|torch\.cuda\.(is_available|device_count|set_device)""")
+AUTOCAST = re.compile(r"autocast|GradScaler|amp\.initialize|apex import amp|torch\.amp\b|cuda\.amp")
+MIXED_PRECISION = re.compile(AUTOCAST.pattern + r"|\.half\(\)|bfloat16|float16|mixed_precision|\bfp16\b|\bbf16\b")
+TF32 = re.compile(r"allow_tf32|set_float32_matmul_precision|fp32_precision")
+CHANNELS_LAST = re.compile(r"channels_last")
+CONVOLUTION = re.compile(r"Conv2d|torchvision\.models|from torchvision import models|timm\.create_model|"
+                         r"\b(resnet|resnext|wide_resnet|vgg|densenet|efficientnet|mobilenet|convnext|regnet|"
+                         r"mnasnet|shufflenet|squeezenet)\w*\(")
+FIXED_SIZE = re.compile(r"RandomResizedCrop|CenterCrop|RandomCrop|Resize\(|"
+                        r"\b(MNIST|FashionMNIST|KMNIST|EMNIST|CIFAR10|CIFAR100|SVHN|STL10|ImageNet|ImageFolder)\b")
+CUDNN_CHOICE = re.compile(r"cudnn\.benchmark|cudnn\.deterministic|use_deterministic_algorithms")
+
+
+def training_loop(ctx) -> ast.AST | None:
+    """The file's first training loop: the innermost loop around the first `.backward()` call
+    (`loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`) in
+    source order, in the same function; None when the file trains nowhere."""
+    from ._numerics import parents
+
+    key = "training-loop"
+    if key not in ctx.memo:
+        table = parents(ctx)
+        calls = sorted((n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Attribute) and n.func.attr in BACKWARD_METHODS),
+                       key=lambda n: (n.lineno, n.col_offset))
+        found = None
+        for call in calls:
+            node = table.get(id(call))
+            while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                               ast.ClassDef, ast.For, ast.AsyncFor, ast.While)):
+                node = table.get(id(node))
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                found = node
+                break
+        ctx.memo[key] = found
+    return ctx.memo[key]
+
+
+def script_text(ctx) -> str:
+    """The file's text and the text of every project module it imports (ptlint.project)."""
+    key = "script-text"
+    if key not in ctx.memo:
+        ctx.memo[key] = "\n".join([ctx.source.text, *(text for _, text in imported_sources(ctx))])
+    return ctx.memo[key]
+
+
+class ProjectHint(Rule):
+    """A hint about how a training script is set up, reported once, at its training loop, and
+    only when the setting is made nowhere in the file or in the project modules it imports."""
+
+    default = False
+    reads_imports = True
+    triggers = ("backward",)
+
+    def applies(self, text: str) -> bool:
+        raise NotImplementedError
+
+    def end_file(self) -> None:
+        loop = training_loop(self.ctx)
+        if loop is None or not self.applies(script_text(self.ctx)):
+            return
+        header_end = loop.test if isinstance(loop, ast.While) else loop.iter
+        self.report(loop, end_node=header_end)

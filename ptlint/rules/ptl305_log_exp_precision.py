@@ -47,6 +47,43 @@ def _halved(node: ast.AST) -> ast.AST:
     return node
 
 
+def _magnitude(ctx, node: ast.AST) -> bool:
+    """`x.abs()`, `torch.abs(x)`: `log(1 + |x|)` compresses a magnitude (a symlog, log-spaced
+    coordinates), a transform read at absolute, not relative, precision."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "abs" and ctx.qualname(node.func) is None:
+            return True
+        return ctx.qualname(node.func) in ("torch.abs", "torch.absolute")
+    return False
+
+
+ROUNDING_CALLS = {"round", "floor", "ceil", "trunc", "long", "int"}
+
+
+def _precision_unused(ctx, stack: list[ast.AST], node: ast.AST) -> bool:
+    """The result is rounded to an integer (`torch.round(torch.exp(d) - 1).long()`) or only
+    compared (`(ratio - 1).abs() > clip`): the digits `log1p` / `expm1` would keep are thrown
+    away."""
+    for parent in reversed(stack):
+        if isinstance(parent, ast.Compare):
+            return True
+        if isinstance(parent, ast.Call):
+            name = parent.func.attr if isinstance(parent.func, ast.Attribute) else \
+                parent.func.id if isinstance(parent.func, ast.Name) else ""
+            if name in ROUNDING_CALLS:
+                return True
+            if name != "abs":
+                return False
+        elif isinstance(parent, ast.Attribute):
+            if parent.attr in ROUNDING_CALLS:
+                return True
+            if parent.attr != "abs":
+                return False
+        elif not isinstance(parent, ast.UnaryOp):
+            return False
+    return False
+
+
 class LogExpPrecision(DeferredRule):
     code = "PTL305"
     name = "log-exp-precision"
@@ -69,6 +106,8 @@ class LogExpPrecision(DeferredRule):
             if found is None:
                 return
             kind, x = found
+            if kind in ("log1p", "expm1") and _precision_unused(ctx, ctx.stack, node):
+                return
             fix = self._fix(kind, node, log, x) if direct else None
             self.defer(node, names, message=MESSAGES[kind], fix=fix)
             return
@@ -101,6 +140,8 @@ class LogExpPrecision(DeferredRule):
             direct = False
         if integer_valued(ctx, exp.operand) or not ctx.imports_torch():
             return
+        if _precision_unused(ctx, ctx.stack, node):
+            return
         fix = self._expm1_fix(start, node, exp) if direct else None
         self.defer(start, names, message=MESSAGES["expm1"], fix=fix, end_node=node)
 
@@ -114,7 +155,7 @@ class LogExpPrecision(DeferredRule):
             exp = exp_call(ctx, x)
             if exp is not None:
                 return "softplus", exp.operand
-            if integer_valued(ctx, x):
+            if integer_valued(ctx, x) or _magnitude(ctx, x):
                 return None
             return "log1p", x
         cosh = torch_call(ctx, operand, {"torch.cosh"}, "cosh", False)
@@ -190,7 +231,10 @@ negative `x` it returns 0 where softplus returns `exp(x)`. `F.softplus` returns 
 89 (about 12 in float16): `log(cosh(x)) = |x| + softplus(-2|x|) - log(2)` stays finite.
 
 Not reported: an `x` that is visibly integer-valued (`torch.floor(...)`, `.long()`, `torch.arange(n)`,
-an integer literal), where `1 + x` and `exp(x) - 1` round nothing away; `log1p(-exp(x))` (a correct
+an integer literal), where `1 + x` and `exp(x) - 1` round nothing away; a result that is rounded to
+an integer or only compared (`torch.round(torch.exp(d) - 1)`, `(ratio - 1).abs() > clip`), which
+throws the extra digits away; `log(1 + |x|)`, a magnitude compressed for features or targets
+(symlog, log-spaced coordinates), read at absolute precision; `log1p(-exp(x))` (a correct
 `log(1 - exp(x))`); NumPy and `math`.
 
 ## Example
@@ -301,6 +345,17 @@ import torch
 
 def scaling(positions, m, beta):
     return 1 + beta * torch.log(1 + torch.floor(positions / m)), torch.log(1 + torch.arange(5)), torch.exp(2) - 1
+""",
+        # the digits are thrown away: rounded, compared; a compressed magnitude
+        """
+import torch
+
+def durations(log_dur, log_ratio, clip, coords):
+    n = torch.round(torch.exp(log_dur) - 1).long()
+    ratio = torch.exp(log_ratio)
+    clipped = (torch.abs(ratio - 1) > clip).float().mean()
+    table = torch.sign(coords) * torch.log(1.0 + coords.abs())
+    return n, clipped, table, (log_dur.exp() - 1).floor()
 """,
         # NumPy and math are not torch
         """

@@ -21,9 +21,9 @@ BEFORE_SOFTMAX = {"masked_fill", "masked_fill_", "to", "type", "type_as", "float
                   "div_"}
 # Code that also offers a fused kernel: the hand-written path is its fallback (TorchScript, an
 # old torch, a backend without the kernel), chosen on purpose.
-FUSED_MARKERS = ("scaled_dot_product_attention", "flash_attn", "flash_attention", "memory_efficient_attention",
-                 "flex_attention", "fused_attn", "attn_implementation", "ALL_ATTENTION_FUNCTIONS", "sdpa",
-                 "xformers")
+# Matched in lower case: `self.flash`, `FlashAttention`, `use_sdpa`, `ALL_ATTENTION_FUNCTIONS`.
+FUSED_MARKERS = ("scaled_dot_product_attention", "flash", "memory_efficient_attention", "flex_attention",
+                 "fused_attn", "attn_implementation", "all_attention_functions", "sdpa", "xformers")
 # reading these does not need the attention matrix itself
 HARMLESS_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "is_cuda"}
 
@@ -210,8 +210,8 @@ class AttentionByHand(Rule):
         fused attention kernel: the code by hand is a fallback."""
         ctx = self.ctx
         holders = [f for f in scope.functions if not isinstance(f, ast.Lambda)]
-        texts = [ctx.edits.text(scope.cls)] if scope.cls is not None else []
-        texts += [ctx.edits.text(f) for f in holders[:1]]
+        texts = [ctx.edits.text(scope.cls).lower()] if scope.cls is not None else []
+        texts += [ctx.edits.text(f).lower() for f in holders[:1]]
         if any(marker in text for text in texts for marker in FUSED_MARKERS):
             return True
         if not holders:
@@ -221,7 +221,7 @@ class AttentionByHand(Rule):
             if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and not isinstance(node, ast.Lambda) \
                     and node is not holders[0]:
                 if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)):
-                    text = ctx.edits.text(node)
+                    text = ctx.edits.text(node).lower()
                     if any(marker in text for marker in FUSED_MARKERS):
                         return True
         return False

@@ -23,7 +23,7 @@ class DeprecatedCudaAmp(Rule):
         if found is None:
             return
         qualname, api = found
-        self.report(node, self._message(qualname, api), fix=self._call_fix(node, api), end_node=node.func)
+        self.report(node, self._message(qualname, api), fix=self._call_fix(node, api))
 
     def visit_FunctionDef(self, node: ast.AST) -> None:
         for decorator in node.decorator_list:  # `@torch.cuda.amp.custom_fwd` without a call
