@@ -91,6 +91,9 @@ Measured (torch 2.13, CPU; target 0, positive x, against a float64 reference):
 | 16.5 | 15.94238 | 16.5 | 100 |
 | 20 | 100 (clamped), gradient 0 | 20, gradient 1 | 100 |
 
+In float16 the clamped examples get a nan gradient instead of 0 (the backward's 1e-12 epsilon
+underflows), which poisons the whole step.
+
 Not reported: a sigmoid whose output feeds another loss, a loss module or model defined in
 another file, which the check cannot see.
 
