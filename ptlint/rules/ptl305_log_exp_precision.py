@@ -47,13 +47,29 @@ def _halved(node: ast.AST) -> ast.AST:
     return node
 
 
-def _magnitude(ctx, node: ast.AST) -> bool:
-    """`x.abs()`, `torch.abs(x)`: `log(1 + |x|)` compresses a magnitude (a symlog, log-spaced
-    coordinates), a transform read at absolute, not relative, precision."""
+# Names of counts: `log(1 + count)`, `log(dur + 1)` compress a count, which is never small.
+COUNT_WORDS = {"count", "counts", "cnt", "dur", "durs", "duration", "durations", "freq", "freqs", "frequency",
+               "frequencies", "length", "lengths", "lens", "num", "steps", "epochs", "tokens"}
+
+
+def _magnitude(ctx, node: ast.AST, depth: int = 0) -> bool:
+    """`x.abs()`, `torch.abs(x)`, `|d| / s`, a local assigned one, or a count (`dur`,
+    `num_tokens`): `log(1 + x)` then compresses a magnitude (a symlog, log-spaced coordinates,
+    log-counts), a transform read at absolute, not relative, precision."""
+    if depth > 3:
+        return False
     if isinstance(node, ast.Call):
         if isinstance(node.func, ast.Attribute) and node.func.attr == "abs" and ctx.qualname(node.func) is None:
             return True
         return ctx.qualname(node.func) in ("torch.abs", "torch.absolute")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Mult)):
+        return _magnitude(ctx, node.left, depth + 1)
+    if isinstance(node, ast.Name):
+        words = {node.id.lower(), *node.id.lower().split("_")}
+        if words & COUNT_WORDS:
+            return True
+        value = one_hop(ctx, node)
+        return value is not None and _magnitude(ctx, value, depth + 1)
     return False
 
 
@@ -233,8 +249,9 @@ negative `x` it returns 0 where softplus returns `exp(x)`. `F.softplus` returns 
 Not reported: an `x` that is visibly integer-valued (`torch.floor(...)`, `.long()`, `torch.arange(n)`,
 an integer literal), where `1 + x` and `exp(x) - 1` round nothing away; a result that is rounded to
 an integer or only compared (`torch.round(torch.exp(d) - 1)`, `(ratio - 1).abs() > clip`), which
-throws the extra digits away; `log(1 + |x|)`, a magnitude compressed for features or targets
-(symlog, log-spaced coordinates), read at absolute precision; `log1p(-exp(x))` (a correct
+throws the extra digits away; `log(1 + |x|)` (also `|d| / s`, through a local) and `log(1 + count)`
+(names of counts, durations, lengths), a magnitude compressed for features or targets (symlog,
+log-spaced coordinates, log-counts), read at absolute precision; `log1p(-exp(x))` (a correct
 `log(1 - exp(x))`); NumPy and `math`.
 
 ## Example
@@ -355,7 +372,9 @@ def durations(log_dur, log_ratio, clip, coords):
     ratio = torch.exp(log_ratio)
     clipped = (torch.abs(ratio - 1) > clip).float().mean()
     table = torch.sign(coords) * torch.log(1.0 + coords.abs())
-    return n, clipped, table, (log_dur.exp() - 1).floor()
+    gap = torch.abs(coords[:, None] - coords[None])
+    relative = torch.log(gap / (coords + 1e-5) + 1.0)
+    return n, clipped, table, (log_dur.exp() - 1).floor(), relative, torch.log(num_tokens + 1)
 """,
         # NumPy and math are not torch
         """

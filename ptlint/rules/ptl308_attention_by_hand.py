@@ -24,6 +24,8 @@ BEFORE_SOFTMAX = {"masked_fill", "masked_fill_", "to", "type", "type_as", "float
 # Matched in lower case: `self.flash`, `FlashAttention`, `use_sdpa`, `ALL_ATTENTION_FUNCTIONS`.
 FUSED_MARKERS = ("scaled_dot_product_attention", "flash", "memory_efficient_attention", "flex_attention",
                  "fused_attn", "attn_implementation", "all_attention_functions", "sdpa", "xformers")
+# reductions that pool tokens into a few (landmarks, a pooled query)
+POOLING = {"mean", "amax", "amin", "max", "sum", "logsumexp"}
 # reading these does not need the attention matrix itself
 HARMLESS_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "is_cuda"}
 
@@ -122,8 +124,12 @@ class AttentionByHand(Rule):
         ctx = self.ctx
         if self._score_product(node, scope):
             return True
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add, ast.Sub)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
             return self._scores(node.left, scope, depth + 1) or self._scores(node.right, scope, depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            # scores plus a mask or a bias; two score products summed (LiLT's text + layout scores)
+            # are not one attention the fused kernel computes
+            return self._scores(node.left, scope, depth + 1) != self._scores(node.right, scope, depth + 1)
         if isinstance(node, ast.Name):
             values = reaching_values(ctx, node, scope)
             return bool(values) and all(self._scores(v, scope, depth + 1) for v in values)
@@ -144,20 +150,53 @@ class AttentionByHand(Rule):
         """`q @ k.transpose(-2, -1)`, `torch.matmul(q, k.mT)`, `torch.bmm(q, k.permute(0, 2, 1))`,
         `torch.baddbmm(b, q, kᵀ)`, `torch.einsum("bhid,bhjd->bhij", q, k)`."""
         ctx = self.ctx
+        operands = None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            return self._transposed(node.right, scope)
-        if not isinstance(node, ast.Call):
+            operands = node.left, node.right
+        elif isinstance(node, ast.Call):
+            qualname = ctx.qualname(node.func)
+            if qualname in PRODUCTS and len(node.args) == 2:
+                operands = node.args[0], node.args[1]
+            elif qualname == "torch.baddbmm" and len(node.args) >= 3:
+                operands = node.args[1], node.args[2]
+            elif qualname is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("matmul", "bmm") \
+                    and len(node.args) == 1:
+                operands = node.func.value, node.args[0]
+            elif qualname == "torch.einsum" and len(node.args) == 3 and _contracts_last_index(node.args[0]):
+                return not any(self._few_tokens(a, scope, 0) for a in node.args[1:])
+        if operands is None or not self._transposed(operands[1], scope):
             return False
-        qualname = ctx.qualname(node.func)
-        if qualname in PRODUCTS and len(node.args) == 2:
-            return self._transposed(node.args[1], scope)
-        if qualname == "torch.baddbmm" and len(node.args) >= 3:
-            return self._transposed(node.args[2], scope)
-        if qualname is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("matmul", "bmm") \
-                and len(node.args) == 1:
-            return self._transposed(node.args[0], scope)
-        if qualname == "torch.einsum" and len(node.args) == 3:
-            return _contracts_last_index(node.args[0])
+        return not any(self._few_tokens(a, scope, 0) for a in operands)
+
+    def _few_tokens(self, node: ast.AST, scope: Scope, depth: int) -> bool:
+        """The queries or keys are a handful of tokens: one token sliced out (`x[:, 0:1]`, class
+        attention), or tokens pooled (`.mean(dim=-2)` landmarks, `adaptive_avg_pool`). The score
+        matrix is then a thin strip, not the L × L the fused kernel saves."""
+        if depth > 16:
+            return False
+        ctx = self.ctx
+        if isinstance(node, ast.Subscript):
+            index = node.slice
+            if isinstance(index, ast.Tuple) and len(index.elts) >= 2 and _full_slice(index.elts[0]) \
+                    and _one_position(index.elts[1]):
+                return True
+            return self._few_tokens(node.value, scope, depth + 1)
+        if isinstance(node, ast.Name):
+            values = reaching_values(ctx, node, scope)
+            return bool(values) and all(self._few_tokens(v, scope, depth + 1) for v in values)
+        if isinstance(node, ast.BinOp):
+            return self._few_tokens(node.left, scope, depth + 1) or self._few_tokens(node.right, scope, depth + 1)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):  # `torch.cat([pool(f) for f in feats])`
+            return self._few_tokens(node.elt, scope, depth + 1)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return any(self._few_tokens(e, scope, depth + 1) for e in node.elts)
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in POOLING or "pool" in name.lower():
+                return True
+            parts = [func.value] if isinstance(func, ast.Attribute) else []
+            return any(self._few_tokens(p, scope, depth + 1) for p in [*parts, *node.args])
         return False
 
     def _transposed(self, node: ast.AST, scope: Scope, depth: int = 0) -> bool:
@@ -250,8 +289,11 @@ Not reported: code whose function or class also calls a fused kernel
 hand-written path is then a deliberate fallback; attention whose probabilities are used besides
 the product (returned, stored, logged: the fused kernel does not give them); anything between
 the softmax and the product other than dropout, a cast or a layout change (re-normalisation,
-talking heads), which the fused kernel cannot express; scores without a visible transpose of the
-keys.
+talking heads), which the fused kernel cannot express; two score products summed under one
+softmax (LiLT's text and layout scores); queries or keys that are a handful of tokens — one token
+sliced out (`x[:, 0:1]`, class attention) or tokens pooled (`.mean(dim)`, Nyström landmarks,
+pooling) — where the score matrix is a thin strip, not `L × L`; scores without a visible
+transpose of the keys.
 
 ## Example
 ```python
@@ -382,6 +424,28 @@ def mixture(x, w, experts):
     gates = torch.softmax(x @ w, dim=-1)
     return gates @ experts
 """,
+        # class attention: one query token, a 1 × L strip of scores; landmark (Nyström) queries
+        """
+import torch
+
+class ClassAttention(torch.nn.Module):
+    def forward(self, x):
+        q = self.q(x[:, 0:1]).reshape(x.shape[0], 1, 8, -1).transpose(1, 2)
+        k = self.k(x).reshape(x.shape[0], -1, 8, 32).transpose(1, 2)
+        v = self.v(x).reshape(x.shape[0], -1, 8, 32).transpose(1, 2)
+        attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+        landmarks = k.reshape(k.shape[0], 8, 16, -1, 32).mean(dim=-2)
+        kernel = torch.softmax(q @ landmarks.transpose(-1, -2), dim=-1)
+        return attn @ v, kernel @ self.project(landmarks)
+""",
+        # two score products summed (text and layout), one softmax: not one fused attention
+        """
+import torch
+
+def bi_attention(q, k, ql, kl, v):
+    scores = q @ k.transpose(-1, -2) + ql @ kl.transpose(-1, -2)
+    return torch.softmax(scores, dim=-1) @ v
+""",
         # something the kernel cannot do between the softmax and the product
         """
 import torch
@@ -392,6 +456,23 @@ def renormalised(q, k, v, keep):
     return p @ v
 """,
     ]
+
+
+def _full_slice(node: ast.AST) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and node.step is None
+
+
+def _one_position(node: ast.AST) -> bool:
+    """`0`, `-1`, `0:1`, `:1`: one position along an axis."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Slice) and node.step is None:
+        lower = 0 if node.lower is None else node.lower.value if isinstance(node.lower, ast.Constant) else None
+        upper = node.upper.value if isinstance(node.upper, ast.Constant) else None
+        return isinstance(lower, int) and isinstance(upper, int) and upper - lower == 1
+    return False
 
 
 def _contracts_last_index(equation: ast.AST) -> bool:
