@@ -23,7 +23,7 @@ import ast
 import hashlib
 import os
 import warnings
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 if TYPE_CHECKING:
     from .engine import FileContext
@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from .source import SourceFile
 
 MAX_FILES = 40  # a bound for huge packages; a training script's own helpers are a handful
+
+
+class ProjectFile(NamedTuple):
+    path: str  # absolute
+    text: str
+    depth: int  # 1: imported by the file itself; 2: by one of those; ...
 
 
 def _bases(path: str, root: str | None) -> list[str]:
@@ -121,17 +127,17 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def imported_project_files(path: str, tree: ast.Module, root: str | None) -> list[tuple[str, str]]:
-    """(absolute path, text) of the project modules `path` imports, directly or through each
-    other, in the order they were found. None of them is imported or run."""
+def imported_project_files(path: str, tree: ast.Module, root: str | None) -> list[ProjectFile]:
+    """The project modules `path` imports, directly or through each other, breadth first.
+    None of them is imported or run."""
     if path.startswith("<") or not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         return []  # text without a place on disk (`check_text`): no project to look into
     own = os.path.abspath(path)
     seen = {own}
-    out: list[tuple[str, str]] = []
-    pending = [(own, tree)]
+    out: list[ProjectFile] = []
+    pending = [(own, tree, 0)]
     while pending and len(out) < MAX_FILES:
-        current, current_tree = pending.pop(0)
+        current, current_tree, depth = pending.pop(0)
         for found in _imports(current_tree, current, root):
             found = os.path.abspath(found)
             if found in seen or len(out) >= MAX_FILES:
@@ -140,14 +146,14 @@ def imported_project_files(path: str, tree: ast.Module, root: str | None) -> lis
             text = _read(found)
             if text is None:
                 continue
-            out.append((found, text))
+            out.append(ProjectFile(found, text, depth + 1))
             parsed = _parse(text)
             if parsed is not None:
-                pending.append((found, parsed))
+                pending.append((found, parsed, depth + 1))
     return out
 
 
-def imported_sources(ctx: "FileContext") -> list[tuple[str, str]]:
+def imported_sources(ctx: "FileContext") -> list[ProjectFile]:
     """`imported_project_files` for the file being checked, computed once per file."""
     key = "project-imports"
     if key not in ctx.memo:
@@ -168,7 +174,7 @@ def dependency_digest(source: "SourceFile", rule_classes: Iterable[type["Rule"]]
     if tree is None:
         return ""
     digest = hashlib.blake2b(digest_size=16)
-    for path, content in imported_project_files(source.path, tree, root):
-        digest.update(path.encode("utf-8", "surrogatepass") + b"\0")
-        digest.update(content.encode("utf-8", "surrogatepass") + b"\0")
+    for found in imported_project_files(source.path, tree, root):
+        digest.update(found.path.encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(found.text.encode("utf-8", "surrogatepass") + b"\0")
     return digest.hexdigest()

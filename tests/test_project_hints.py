@@ -166,9 +166,10 @@ def test_resolution_ignores_installed_and_missing_modules(tmp_path):
     import ast
 
     text = (tmp_path / "main.py").read_text()
-    found = [Path(p).relative_to(tmp_path).as_posix()
-             for p, _ in imported_project_files(str(tmp_path / "main.py"), ast.parse(text), str(tmp_path))]
-    assert found == ["pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/c/__init__.py", "pkg/c/d.py"]
+    found = [(Path(f.path).relative_to(tmp_path).as_posix(), f.depth)
+             for f in imported_project_files(str(tmp_path / "main.py"), ast.parse(text), str(tmp_path))]
+    assert found == [("pkg/__init__.py", 1), ("pkg/a.py", 1), ("pkg/b.py", 2), ("pkg/c/__init__.py", 2),
+                     ("pkg/c/d.py", 2)]
     # text that lives nowhere (the API's default path) has no project
     assert imported_project_files("<string>", ast.parse(text), None) == []
 

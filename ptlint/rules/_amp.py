@@ -161,9 +161,13 @@ CUDNN_CHOICE = re.compile(r"cudnn\.benchmark|cudnn\.deterministic|use_determinis
 
 
 def training_loop(ctx) -> ast.AST | None:
-    """The file's first training loop: the innermost loop around the first `.backward()` call
-    (`loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`) in
-    source order, in the same function; None when the file trains nowhere."""
+    """The file's first training loop: around the first `.backward()` call in source order
+    (`loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`), the
+    innermost enclosing loop of the same function that is not a loop over the parts of one step
+    (`for chunk in chunks`, gradient-accumulation micro-steps); None when the file has none — a
+    library's chunked backward, a model definition."""
+    from ptlint.context import is_sub_step_loop
+
     from ._numerics import parents
 
     key = "training-loop"
@@ -176,20 +180,25 @@ def training_loop(ctx) -> ast.AST | None:
         for call in calls:
             node = table.get(id(call))
             while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                                               ast.ClassDef, ast.For, ast.AsyncFor, ast.While)):
+                                                               ast.ClassDef)):
+                if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and not is_sub_step_loop(node):
+                    found = node
+                    break
                 node = table.get(id(node))
-            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-                found = node
+            if found is not None:
                 break
         ctx.memo[key] = found
     return ctx.memo[key]
 
 
-def script_text(ctx) -> str:
-    """The file's text and the text of every project module it imports (ptlint.project)."""
-    key = "script-text"
+def script_text(ctx, everything: bool) -> str:
+    """The file's text and that of the project modules it imports (ptlint.project): directly
+    only — what the script itself uses, the evidence a hint needs — or through other project
+    modules too, where a setting that silences a hint may hide."""
+    key = ("script-text", everything)
     if key not in ctx.memo:
-        ctx.memo[key] = "\n".join([ctx.source.text, *(text for _, text in imported_sources(ctx))])
+        ctx.memo[key] = "\n".join([ctx.source.text, *(f.text for f in imported_sources(ctx)
+                                                     if everything or f.depth == 1)])
     return ctx.memo[key]
 
 
@@ -201,12 +210,14 @@ class ProjectHint(Rule):
     reads_imports = True
     triggers = ("backward",)
 
-    def applies(self, text: str) -> bool:
+    def applies(self, used: str, anywhere: str) -> bool:
+        """`used`: the script and the project modules it imports itself (what it visibly does);
+        `anywhere`: those and every project module they import in turn (where a setting counts)."""
         raise NotImplementedError
 
     def end_file(self) -> None:
         loop = training_loop(self.ctx)
-        if loop is None or not self.applies(script_text(self.ctx)):
+        if loop is None or not self.applies(script_text(self.ctx, False), script_text(self.ctx, True)):
             return
         header_end = loop.test if isinstance(loop, ast.While) else loop.iter
         self.report(loop, end_node=header_end)

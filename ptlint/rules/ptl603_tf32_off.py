@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._amp import AUTOCAST, CUDA, TF32, ProjectHint
+from ._amp import CUDA, MIXED_PRECISION, TF32, ProjectHint
 
 
 class Tf32Off(ProjectHint):
@@ -12,8 +12,8 @@ class Tf32Off(ProjectHint):
                "`torch.backends.cuda.matmul.allow_tf32 = True` or `torch.set_float32_matmul_precision(\"high\")` "
                "(Ampere and newer)")
 
-    def applies(self, text: str) -> bool:
-        return bool(CUDA.search(text)) and not AUTOCAST.search(text) and not TF32.search(text)
+    def applies(self, used: str, anywhere: str) -> bool:
+        return bool(CUDA.search(used)) and not MIXED_PRECISION.search(anywhere) and not TF32.search(anywhere)
 
     docs = """
 ## What it does
@@ -85,9 +85,36 @@ while step < 1000:  # expect: PTL603
     loss.backward()
     step += 1
 """,
+        # a loop over the chunks of one step is not the training loop: the loop around it is
+        """
+import torch
+
+def train(model, batches):
+    model.cuda()
+    for batch in batches:  # expect: PTL603
+        micro_batches = batch.cuda().chunk(4)
+        for micro in micro_batches:
+            model(micro).mean().backward()
+""",
     ]
 
     good_examples = [
+        # a library's chunked backward: no training loop
+        """
+import torch
+
+def chunked_loss(head, hidden_chunks, label_chunks):
+    for h, y in zip(hidden_chunks, label_chunks):
+        torch.nn.functional.cross_entropy(head(h.cuda()), y).backward()
+""",
+        # the model trains in bfloat16: no float32 matmuls to speed up
+        """
+import torch
+
+model = model.to("cuda", dtype=torch.bfloat16)
+for x in loader:
+    model(x.cuda()).mean().backward()
+""",
         # TF32 is on
         """
 import torch

@@ -13,8 +13,8 @@ class ConvNotChannelsLast(ProjectHint):
                "`model.to(memory_format=torch.channels_last)` (and the inputs) lets cuDNN run tensor-core "
                "kernels without transposes")
 
-    def applies(self, text: str) -> bool:
-        return bool(CONVOLUTION.search(text)) and bool(AUTOCAST.search(text)) and not CHANNELS_LAST.search(text)
+    def applies(self, used: str, anywhere: str) -> bool:
+        return bool(CONVOLUTION.search(used)) and bool(AUTOCAST.search(used)) and not CHANNELS_LAST.search(anywhere)
 
     docs = """
 ## What it does

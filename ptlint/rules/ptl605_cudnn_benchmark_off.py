@@ -12,9 +12,9 @@ class CudnnBenchmarkOff(ProjectHint):
     message = ("a convolutional training loop on fixed-size inputs that never sets "
                "`torch.backends.cudnn.benchmark = True`: cuDNN keeps its heuristic kernel choice")
 
-    def applies(self, text: str) -> bool:
-        return bool(CONVOLUTION.search(text)) and bool(FIXED_SIZE.search(text)) and bool(CUDA.search(text)) \
-            and not CUDNN_CHOICE.search(text)
+    def applies(self, used: str, anywhere: str) -> bool:
+        return bool(CONVOLUTION.search(used)) and bool(FIXED_SIZE.search(used)) and bool(CUDA.search(used)) \
+            and not CUDNN_CHOICE.search(anywhere)
 
     docs = """
 ## What it does

@@ -11,8 +11,8 @@ class NoMixedPrecision(ProjectHint):
     message = ("this CUDA training loop runs entirely in float32: `torch.autocast(\"cuda\", dtype=torch.bfloat16)` "
                "around the forward pass (with `torch.amp.GradScaler` for float16) uses the tensor cores")
 
-    def applies(self, text: str) -> bool:
-        return bool(CUDA.search(text)) and not MIXED_PRECISION.search(text)
+    def applies(self, used: str, anywhere: str) -> bool:
+        return bool(CUDA.search(used)) and not MIXED_PRECISION.search(anywhere)
 
     docs = """
 ## What it does
