@@ -226,7 +226,8 @@ class LogExpPrecision(DeferredRule):
 
     docs = """
 ## What it does
-Finds four formulas that `torch` has exact functions for, in every spelling (`torch.log(...)`,
+Finds `log(1 + x)`, `exp(x) - 1`, `log(1 + exp(x))` and a log-cosh written by hand, where `log1p`,
+`expm1` and `F.softplus` are exact. Four formulas, in every spelling (`torch.log(...)`,
 `x.log()`, `from torch import log`), also through a local variable (`d = 1 + x` then
 `torch.log(d)`):
 - `log(1 + x)` → `log1p(x)`;

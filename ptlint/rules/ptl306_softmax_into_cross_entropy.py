@@ -44,7 +44,8 @@ class SoftmaxIntoCrossEntropy(Rule):
 
     docs = """
 ## What it does
-Finds the output of a softmax passed as the prediction to `F.cross_entropy`,
+Finds softmax output passed as the prediction to a loss that expects logits or log-probabilities.
+The output of a softmax passed as the prediction to `F.cross_entropy`,
 `nn.CrossEntropyLoss`, `F.nll_loss` or `nn.NLLLoss`: directly, through local variables, through a
 view or a dtype cast (`probs.view(-1, C)`), through a loss module held in a local or on `self`
 (`self.criterion = nn.CrossEntropyLoss()` then `self.criterion(F.softmax(x, 1), y)`), and from a

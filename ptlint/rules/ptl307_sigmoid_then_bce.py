@@ -67,7 +67,9 @@ class SigmoidThenBCE(Rule):
 
     docs = """
 ## What it does
-Finds `F.binary_cross_entropy` or `nn.BCELoss` applied to the output of a sigmoid —
+Finds `binary_cross_entropy` / `BCELoss` of a sigmoid's output instead of
+`binary_cross_entropy_with_logits` of the logits. `F.binary_cross_entropy` or `nn.BCELoss` applied
+to the output of a sigmoid —
 `torch.sigmoid(x)`, `F.sigmoid(x)`, `torch.special.expit(x)`, `x.sigmoid()`, an `nn.Sigmoid`
 module, a model whose last layer is one — directly, through local variables, and through a loss
 module held in a local or on `self` (`self.bce = nn.BCELoss()`). Reported at the loss call.

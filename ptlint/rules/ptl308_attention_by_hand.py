@@ -267,8 +267,8 @@ class AttentionByHand(Rule):
 
     docs = """
 ## What it does
-Finds scaled dot-product attention written out by hand: `softmax(q @ k.transpose(-2, -1) * scale)
-@ v`, in any spelling — `@`, `torch.matmul`, `torch.bmm`, `.matmul()`, `torch.einsum`, `torch.baddbmm`
+Finds scaled dot-product attention written out by hand instead of
+`F.scaled_dot_product_attention`. `softmax(q @ k.transpose(-2, -1) * scale) @ v`, in any spelling — `@`, `torch.matmul`, `torch.bmm`, `.matmul()`, `torch.einsum`, `torch.baddbmm`
 for the scores; `F.softmax`, `torch.softmax`, `.softmax(dim)`, an `nn.Softmax` module — with a
 scale, an additive mask or bias, `masked_fill` or `torch.where` before the softmax, and dropout
 (`F.dropout`, an `nn.Dropout` module, `self.attn_drop`) or a dtype cast after it, across

@@ -86,7 +86,8 @@ class DeprecatedCudaAmp(Rule):
 
     docs = """
 ## What it does
-Finds the device-specific AMP APIs that torch 2.4 deprecated — `torch.cuda.amp.autocast(...)`,
+Finds the `torch.cuda.amp` / `torch.cpu.amp` APIs that torch 2.4 deprecated for `torch.amp`. The
+device-specific AMP APIs — `torch.cuda.amp.autocast(...)`,
 `torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd` / `custom_bwd`,
 `torch.cpu.amp.autocast(...)`, `torch.cpu.amp.GradScaler(...)` — in every import spelling
 (`from torch.cuda.amp import autocast, GradScaler`, `from torch.cuda import amp`), as calls and as

@@ -52,9 +52,10 @@ class ApexAmp(Rule):
 
     docs = """
 ## What it does
-Finds NVIDIA apex's automatic mixed precision: the import (`from apex import amp`,
-`import apex.amp as amp`, `from apex.amp import ...`) and each call of `amp.initialize` and
-`amp.scale_loss` (through any import spelling). Reported at the import and at each call.
+Finds NVIDIA apex's mixed precision (`amp.initialize`, `amp.scale_loss`), which native AMP replaced.
+Reported at the import (`from apex import amp`,
+`import apex.amp as amp`, `from apex.amp import ...`) and at each call of `amp.initialize` and
+`amp.scale_loss`, through any import spelling.
 
 ## Why is this bad?
 `apex.amp` predates PyTorch's native AMP (torch 1.6), which replaced it: apex's own README marks

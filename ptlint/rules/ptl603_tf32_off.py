@@ -17,7 +17,8 @@ class Tf32Off(ProjectHint):
 
     docs = """
 ## What it does
-A hint, off by default (select it with `--select PTL603`). Reports a CUDA training script — a
+Finds a CUDA training script that never enables TF32 for its float32 matmuls. A hint, off by
+default (select it with `--select PTL603`): reports a CUDA training script — a
 file with a loop that calls `.backward()`, and CUDA in use (`.cuda()`, `"cuda"`,
 `torch.cuda.is_available()`) — that runs without autocast and never sets
 `torch.backends.cuda.matmul.allow_tf32` or calls `torch.set_float32_matmul_precision` (nor sets

@@ -18,7 +18,8 @@ class ConvNotChannelsLast(ProjectHint):
 
     docs = """
 ## What it does
-A hint, off by default (select it with `--select PTL604`). Reports a training script — a file with
+Finds a convolutional model trained under autocast in the default NCHW memory format. A hint, off
+by default (select it with `--select PTL604`): reports a training script — a file with
 a loop that calls `.backward()` — that uses autocast and trains a convolutional model (`Conv2d`
 in the file or in a project module it imports, or a torchvision / timm convolutional network),
 where `memory_format=torch.channels_last` appears nowhere: neither in the file nor in the project

@@ -18,7 +18,8 @@ class CudnnBenchmarkOff(ProjectHint):
 
     docs = """
 ## What it does
-A hint, off by default (select it with `--select PTL605`). Reports a CUDA training script — a file
+Finds a convolutional training script on fixed-size inputs that never turns on `cudnn.benchmark`.
+A hint, off by default (select it with `--select PTL605`): reports a CUDA training script — a file
 with a loop that calls `.backward()` and CUDA in use — that trains a convolutional model (`Conv2d`,
 a torchvision / timm convolutional network) on inputs of a fixed size (a resize or crop transform,
 `RandomResizedCrop`, `CenterCrop`, `RandomCrop`, `Resize`, or a fixed-size dataset: MNIST, CIFAR,

@@ -16,7 +16,8 @@ class NoMixedPrecision(ProjectHint):
 
     docs = """
 ## What it does
-A hint, off by default (select it with `--select PTL606`). Reports a CUDA training script — a file
+Finds a CUDA training loop without any mixed precision. A hint, off by default (select it with
+`--select PTL606`): reports a CUDA training script — a file
 with a loop that calls `.backward()`, and CUDA in use — with no mixed precision anywhere: no
 autocast (`torch.autocast`, `torch.amp`, `torch.cuda.amp`), no `GradScaler`, no apex amp, no
 half-precision model (`.half()`, `bfloat16`, `float16`), no mixed-precision option (`fp16`, `bf16`,
