@@ -49,7 +49,7 @@ def _halved(node: ast.AST) -> ast.AST:
 
 # Names of counts: `log(1 + count)`, `log(dur + 1)` compress a count, which is never small.
 COUNT_WORDS = {"count", "counts", "cnt", "dur", "durs", "duration", "durations", "freq", "freqs", "frequency",
-               "frequencies", "length", "lengths", "lens", "num", "steps", "epochs", "tokens"}
+               "frequencies", "length", "lengths", "lens", "num"}
 
 
 def _magnitude(ctx, node: ast.AST, depth: int = 0) -> bool:
@@ -375,7 +375,7 @@ def durations(log_dur, log_ratio, clip, coords):
     table = torch.sign(coords) * torch.log(1.0 + coords.abs())
     gap = torch.abs(coords[:, None] - coords[None])
     relative = torch.log(gap / (coords + 1e-5) + 1.0)
-    return n, clipped, table, (log_dur.exp() - 1).floor(), relative, torch.log(num_tokens + 1)
+    return n, clipped, table, (log_dur.exp() - 1).floor(), relative, torch.log(word_counts + 1)
 """,
         # NumPy and math are not torch
         """

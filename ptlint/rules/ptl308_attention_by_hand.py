@@ -106,16 +106,17 @@ class AttentionByHand(Rule):
         return None
 
     def _is_dropout(self, call: ast.Call, scope: Scope) -> bool:
-        """`F.dropout(p, ...)`, an `nn.Dropout` module, `self.attn_drop(p)` (a module built
-        elsewhere, named for what it does)."""
+        """`F.dropout(p, ...)`, an `nn.Dropout` module, `self.attn_drop(p)` or `dropout(p)` (a
+        module built elsewhere or passed in, named for what it does)."""
         ctx = self.ctx
         if (ctx.qualname(call.func) or "").startswith("torch.nn.functional.dropout"):
             return True
         if module_calls(ctx, call, scope, {"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d"}):
             return True
         func = call.func
-        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-            and "drop" in func.attr.lower() and built_from(ctx, func, scope) is None
+        name = func.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id == "self" else func.id if isinstance(func, ast.Name) else ""
+        return "drop" in name.lower() and ctx.qualname(func) is None and built_from(ctx, func, scope) is None
 
     def _scores(self, node: ast.AST, scope: Scope, depth: int) -> bool:
         """`node` is `q @ kᵀ`, scaled, masked, biased or cast (any mix, through locals)."""
@@ -371,6 +372,21 @@ class SelfAttention(nn.Module):
         energy = torch.bmm(q, k.permute(0, 2, 1))
         attention = self.dropout(self.softmax(energy))
         return attention.bmm(v)  # expect: PTL308
+""",
+        # a dropout passed in, a mask applied on one path only
+        """
+import math
+import torch
+
+def attention(query, key, value, mask=None, dropout=None):
+    d_k = query.size(-1)
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p_attn = scores.softmax(dim=-1)
+    if dropout is not None:
+        p_attn = dropout(p_attn)
+    return torch.matmul(p_attn, value)  # expect: PTL308
 """,
         # a transposed key held in a local; q scaled first
         """
