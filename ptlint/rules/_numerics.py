@@ -273,20 +273,26 @@ def scope_here(ctx) -> Scope:
     return Scope(tuple(ctx.functions), ctx.classes[-1] if ctx.classes else None)
 
 
-def parents(ctx) -> dict[int, ast.AST]:
-    """Parent of every node of the module (one walk, on first use)."""
-    key = "numerics-parents"
-    if key not in ctx.memo:
-        table: dict[int, ast.AST] = {}
-        for node in ast.walk(ctx.tree):
+def parents(ctx, root: ast.AST | None = None) -> dict[int, ast.AST]:
+    """Parent of every node under `root` (a function, or the module by default), one walk on
+    first use: the questions below stay inside one function, and most files never ask them."""
+    root = root or ctx.tree
+    key = ("numerics-parents", id(root))
+    table = ctx.memo.get(key)
+    if table is None:
+        table = {}
+        pending = [root]
+        while pending:
+            node = pending.pop()
             for child in ast.iter_child_nodes(node):
                 table[id(child)] = node
+                pending.append(child)
         ctx.memo[key] = table
-    return ctx.memo[key]
+    return table
 
 
-def statement_of(ctx, node: ast.AST) -> ast.AST | None:
-    table = parents(ctx)
+def statement_of(ctx, node: ast.AST, root: ast.AST | None = None) -> ast.AST | None:
+    table = parents(ctx, root)
     while node is not None and not isinstance(node, ast.stmt):
         node = table.get(id(node))
     return node
@@ -296,10 +302,10 @@ def _ends_before(a: ast.AST, b: ast.AST) -> bool:
     return (a.end_lineno, a.end_col_offset) <= (b.lineno, b.col_offset)
 
 
-def _dominates(ctx, statement: ast.AST, use: ast.AST) -> bool:
+def _dominates(ctx, statement: ast.AST, use: ast.AST, root: ast.AST | None) -> bool:
     """`statement` runs before `use` whenever `use` runs: it sits earlier in a block that holds
-    the use (directly or in a nested statement)."""
-    table = parents(ctx)
+    the use (directly or in a nested statement). Both lie under `root`."""
+    table = parents(ctx, root)
     holder = table.get(id(statement))
     node = use
     while node is not None:
@@ -321,14 +327,27 @@ def _parameters(function: ast.AST) -> set[str]:
     return {a.arg for a in every if a is not None}
 
 
-def _plain_binding(ctx, value: ast.AST, name: str) -> bool:
+def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool:
     """`name = value` / `name: T = value` / `(name := value)`: not a loop target, not unpacking."""
-    parent = parents(ctx).get(id(value))
+    parent = parents(ctx, root).get(id(value))
     if isinstance(parent, ast.Assign) and parent.value is value:
         return any(isinstance(t, ast.Name) and t.id == name for t in parent.targets)
     if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)) and parent.value is value:
         return isinstance(parent.target, ast.Name) and parent.target.id == name
     return False
+
+
+def _last_reaching(ctx, values: list, name: str, use: ast.AST, root: ast.AST | None) -> list | None:
+    """From the assignments before `use` (in source order): the last, and the earlier ones while
+    the later sit in branches that do not enclose the use; None when a path is unknown."""
+    found = []
+    for value in reversed(values):
+        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name, root):
+            return None
+        found.append(value)
+        if _dominates(ctx, statement_of(ctx, value, root), use, root):
+            return found
+    return None
 
 
 def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
@@ -340,32 +359,20 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
     that cannot be seen: a parameter, a loop target, unpacking, an augmented assignment."""
     use: ast.AST = name
     for function in reversed(scope.functions):
-        values = [v for v in ctx.assignments(name.id, function) if _ends_before(v, use)]
+        assigned = ctx.assignments(name.id, function)
+        values = [v for v in assigned if _ends_before(v, use)]
         if values:
-            found = []
-            for value in reversed(values):
-                if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name.id):
-                    return None
-                found.append(value)
-                if _dominates(ctx, statement_of(ctx, value), use):
-                    return found
-            return None
-        if name.id in _parameters(function) or ctx.assignments(name.id, function):
+            return _last_reaching(ctx, values, name.id, use, function)
+        if assigned or name.id in _parameters(function):
             return None  # a parameter, or assigned only after the read (a loop's previous round)
         use = function
     values = ctx.assignments(name.id, ctx.tree)
+    if not values:
+        return None
     if scope.functions:
         values = [v for v in values if not isinstance(v, ast.AugAssign)]
-        return list(values) if values and all(_plain_binding(ctx, v, name.id) for v in values) else None
-    values = [v for v in values if _ends_before(v, use)]
-    found = []
-    for value in reversed(values):
-        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name.id):
-            return None
-        found.append(value)
-        if _dominates(ctx, statement_of(ctx, value), use):
-            return found
-    return None
+        return list(values) if values and all(_plain_binding(ctx, v, name.id, None) for v in values) else None
+    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use, None)
 
 
 # Methods that keep a tensor's values (a new view, another dtype or device).
@@ -571,10 +578,12 @@ class LossCall:
     loss: str  # the loss function or class, qualified: "torch.nn.NLLLoss"
 
 
-def loss_call(ctx, node: ast.AST, scope: Scope, functions: set[str], classes: set[str]) -> LossCall | None:
+def loss_call(ctx, node: ast.AST, scope: Scope, functions: set[str], classes: set[str],
+              holders: set[str]) -> LossCall | None:
     """`F.cross_entropy(p, y)`, `nn.CrossEntropyLoss()(p, y)`, `criterion(p, y)` after
     `criterion = nn.CrossEntropyLoss()`, `self.criterion(p, y)` after `self.criterion = ...`
-    in any method, `loss_fn(p, y)` after `loss_fn = F.cross_entropy`."""
+    in any method, `loss_fn(p, y)` after `loss_fn = F.cross_entropy`. `holders`: the names
+    assigned such a loss anywhere in the module (note_loss_holder)."""
     if not isinstance(node, ast.Call):
         return None
     qualname = ctx.qualname(node.func)
@@ -587,9 +596,30 @@ def loss_call(ctx, node: ast.AST, scope: Scope, functions: set[str], classes: se
         return LossCall(node, node.args[0], "inline", nn_name(ctx.qualname(node.func.func)))
     if qualname is not None:
         return None
+    func = node.func
+    held = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if held not in holders:
+        return None  # nothing of that name is ever assigned such a loss: skip the flow analysis
     values = built_from(ctx, node.func, scope)
     if values and all(constructs(ctx, v, classes) or ctx.qualname(v) in functions for v in values):
         first = values[0]
         return LossCall(node, node.args[0], "module",
                         nn_name(ctx.qualname(first.func if isinstance(first, ast.Call) else first)))
     return None
+
+
+def note_loss_holder(ctx, node: ast.AST, functions: set[str], classes: set[str], holders: set[str]) -> None:
+    """Called on each assignment during the traversal: adds the names and `self` attributes
+    assigned one of the losses (`criterion = nn.CrossEntropyLoss()`, `self.loss_fn = F.nll_loss`)
+    to `holders`. Only calls through these can be calls of such a loss module."""
+    value = getattr(node, "value", None)
+    if value is None:
+        return
+    value = _unwrap_module(value)
+    if constructs(ctx, value, classes) or (isinstance(value, (ast.Name, ast.Attribute))
+                                           and ctx.qualname(value) in functions):
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+            if isinstance(target, ast.Name):
+                holders.add(target.id)
+            elif isinstance(target, ast.Attribute):
+                holders.add(target.attr)

@@ -105,7 +105,7 @@ class LogExpPrecision(DeferredRule):
     name = "log-exp-precision"
     message = MESSAGES["log1p"]
     fixable = "sometimes"  # safe where offered; the log-cosh forms and forms through a local: no fix
-    triggers = ("log", "exp")
+    triggers = ("log(", "log1p(", "exp(")
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx

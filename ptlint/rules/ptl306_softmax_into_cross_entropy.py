@@ -6,7 +6,7 @@ import ast
 
 from ptlint.rule import Rule
 
-from ._numerics import loss_call, producers, scope_here, softmax_output
+from ._numerics import loss_call, note_loss_holder, producers, scope_here, softmax_output
 
 CROSS_ENTROPY_FUNCTIONS = {"torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss"}
 CROSS_ENTROPY_CLASSES = {"torch.nn.CrossEntropyLoss", "torch.nn.NLLLoss"}
@@ -24,6 +24,12 @@ class SoftmaxIntoCrossEntropy(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._calls: list[tuple] = []
+        self._holders: set[str] = set()
+
+    def visit_Assign(self, node: ast.AST) -> None:
+        note_loss_holder(self.ctx, node, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_CLASSES, self._holders)
+
+    visit_AnnAssign = visit_Assign
 
     def visit_Call(self, node: ast.Call) -> None:
         # every call may be a loss module's; the check waits for the whole file (a module-level
@@ -35,7 +41,7 @@ class SoftmaxIntoCrossEntropy(Rule):
         if not ctx.imports_torch():
             return
         for node, scope in self._calls:
-            loss = loss_call(ctx, node, scope, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_CLASSES)
+            loss = loss_call(ctx, node, scope, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_CLASSES, self._holders)
             if loss is None or not producers(ctx, loss.input, scope, softmax_output):
                 continue
             spelled = ast.unparse(node.func)

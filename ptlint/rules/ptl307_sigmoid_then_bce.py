@@ -6,7 +6,7 @@ import ast
 
 from ptlint.rule import SAFE, Fix, FixExample, Rule
 
-from ._numerics import loss_call, producers, scope_here, sigmoid_call, sigmoid_output
+from ._numerics import loss_call, note_loss_holder, producers, scope_here, sigmoid_call, sigmoid_output
 
 BCE_FUNCTIONS = {"torch.nn.functional.binary_cross_entropy"}
 BCE_CLASSES = {"torch.nn.BCELoss"}
@@ -23,6 +23,12 @@ class SigmoidThenBCE(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._calls: list[tuple] = []
+        self._holders: set[str] = set()
+
+    def visit_Assign(self, node: ast.AST) -> None:
+        note_loss_holder(self.ctx, node, BCE_FUNCTIONS, BCE_CLASSES, self._holders)
+
+    visit_AnnAssign = visit_Assign
 
     def visit_Call(self, node: ast.Call) -> None:
         self._calls.append((node, scope_here(self.ctx)))
@@ -32,7 +38,7 @@ class SigmoidThenBCE(Rule):
         if not ctx.imports_torch():
             return
         for node, scope in self._calls:
-            loss = loss_call(ctx, node, scope, BCE_FUNCTIONS, BCE_CLASSES)
+            loss = loss_call(ctx, node, scope, BCE_FUNCTIONS, BCE_CLASSES, self._holders)
             if loss is None or not producers(ctx, loss.input, scope, sigmoid_output):
                 continue
             spelled = ast.unparse(node.func)

@@ -16,7 +16,7 @@ class DeprecatedCudaAmp(Rule):
     message = "`{old}` is deprecated (torch 2.4 warns on every call): use `{new}`"
     fixable = "sometimes"  # safe where offered; `*args` into autocast: no fix
     cold = False  # a fallback in `except ImportError:` / `except AttributeError:` is a compatibility path
-    triggers = ("amp",)
+    triggers = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")
 
     def visit_Call(self, node: ast.Call) -> None:
         found = self._deprecated(node.func)
