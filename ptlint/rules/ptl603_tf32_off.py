@@ -36,7 +36,9 @@ Not reported: a script that uses autocast (its matmuls run in float16 / bfloat16
 the settings anywhere, in the file or in project modules it imports; a file without a training
 loop (a library, a model definition); test code. Off by default because it depends on the
 hardware (no gain before Ampere) and on whether the model tolerates TF32's precision, which a
-reader of the code cannot know.
+reader of the code cannot know. On the pinned corpus
+(16 packages) it reports 5 training loops, all stable_baselines3 algorithms (PPO, A2C, DQN,
+SAC, TD3) that train small MLP policies, where TF32 buys little: debatable at best.
 
 ## Example
 ```python

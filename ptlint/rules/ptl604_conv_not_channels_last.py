@@ -34,7 +34,8 @@ of convolutional networks by 10-30% (NVIDIA's and PyTorch's performance guides).
 Not reported: a script that mentions `channels_last` anywhere (in the file or its project
 imports), one without autocast, a model without convolutions in sight, a file without a training
 loop, test code. Off by default: the gain depends on the network (depthwise-heavy and 3-D models
-gain less, some lose) and on the GPU, which the code does not show.
+gain less, some lose) and on the GPU, which the code does not show. On the pinned corpus
+(16 packages) it reports nothing.
 
 ## Example
 ```python

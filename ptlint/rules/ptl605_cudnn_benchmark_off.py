@@ -38,7 +38,8 @@ Not reported: a script that sets `cudnn.benchmark` either way, or asks for deter
 off; inputs of varying size (detection, segmentation at several scales, text), where each new
 shape would be benchmarked again; a file without a training loop; test code. Off by default: the
 fixed input size is inferred from the transforms and datasets in sight, and the gain depends on
-the GPU and the network.
+the GPU and the network. On the pinned corpus
+(16 packages) it reports nothing.
 
 ## Example
 ```python

@@ -32,7 +32,9 @@ and halves activation memory, with the same accuracy.
 
 Not reported: a script that uses any form of mixed or half precision, in the file or in project
 modules it imports; a file without a training loop; test code. Off by default: whether the model
-trains stably in reduced precision, and whether the GPU has tensor cores, is not in the code.
+trains stably in reduced precision, and whether the GPU has tensor cores, is not in the code. On the pinned corpus
+(16 packages) it reports 5 training loops, the same stable_baselines3 algorithms: small MLP
+policies, reinforcement-learning numerics, debatable at best.
 
 ## Example
 ```python
