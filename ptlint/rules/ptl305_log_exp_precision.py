@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.rule import SAFE, Fix, FixExample
+from ptlint.rule import SAFE, Edit, Fix, FixExample
 
 from ._numerics import (Call, DeferredRule, exp_call, integer_valued, is_one, log1p_call, log_call, one_hop,
                         same, torch_call)
@@ -98,6 +98,20 @@ def _precision_unused(ctx, stack: list[ast.AST], node: ast.AST) -> bool:
         elif not isinstance(parent, ast.UnaryOp):
             return False
     return False
+
+
+def _replace_grouped(edits, start: ast.AST, end: ast.AST, text: str) -> Edit:
+    """Replace `start`..`end` with `text` (a call), and the grouping parentheses right around
+    it with it: `alpha * (torch.exp(h) - 1.0)` -> `alpha * torch.expm1(h)`. Parentheses of a
+    call or a subscript (`f(torch.exp(h) - 1)`) stay."""
+    source = edits.source.text
+    first, last = edits.offset(edits.start(start)), edits.offset(edits.end(end))
+    before = source[:first - 1].rstrip()
+    if first >= 1 and source[first - 1] == "(" and source[last:last + 1] == ")" \
+            and not (before and (before[-1].isalnum() or before[-1] in "_)]")):
+        (line, column), (end_line, end_column) = edits.start(start), edits.end(end)
+        return Edit(line, column - 1, end_line, end_column + 1, text)
+    return edits.replace(start, text, end)
 
 
 class LogExpPrecision(DeferredRule):
@@ -214,15 +228,15 @@ class LogExpPrecision(DeferredRule):
         edits = self.ctx.edits
         if edits.has_comment(start, node):
             return None
+        imports: tuple = ()
         if exp.method:  # x.exp() - 1 -> x.expm1()
             text = f"{edits.expression(exp.operand)}.expm1()"
         elif isinstance(exp.node.func, ast.Attribute):
             text = f"{edits.text(exp.node.func.value)}.expm1({edits.text(exp.operand)})"
         else:
             spelled, imports = edits.reference("torch.expm1")
-            return Fix(SAFE, "Use `expm1(x)`", (edits.replace(start, f"{spelled}({edits.text(exp.operand)})", node),
-                                               *imports))
-        return Fix(SAFE, "Use `expm1(x)`", (edits.replace(start, text, node),))
+            text = f"{spelled}({edits.text(exp.operand)})"
+        return Fix(SAFE, "Use `expm1(x)`", (_replace_grouped(edits, start, node, text), *imports))
 
     docs = """
 ## What it does
@@ -404,6 +418,21 @@ def f(x, w):
     ]
 
     fix_examples = [
+        # grouping parentheses around the difference go with it; a call's own parentheses stay
+        FixExample(
+            before="""
+import torch
+
+x_t = ratio * sample - (alpha_t * (torch.exp(-h) - 1.0)) * d0
+r = torch.sqrt(torch.exp(2 * h) - 1.0) * f(torch.exp(h) - 1)
+""",
+            after="""
+import torch
+
+x_t = ratio * sample - (alpha_t * torch.expm1(-h)) * d0
+r = torch.sqrt(torch.expm1(2 * h)) * f(torch.expm1(h))
+""",
+        ),
         FixExample(
             before="""
 import torch
@@ -442,7 +471,7 @@ y = log(1 + exp(-x)) + log(1 + x) + (exp(x) - 1)
 from torch import exp, log
 import torch
 
-y = torch.nn.functional.softplus(-x) + torch.log1p(x) + (torch.expm1(x))
+y = torch.nn.functional.softplus(-x) + torch.log1p(x) + torch.expm1(x)
 """,
         ),
         FixExample(
