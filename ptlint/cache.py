@@ -48,12 +48,16 @@ class Cache:
             return chosen if os.path.isabs(chosen) else os.path.abspath(chosen)
         return os.path.join(root, DEFAULT_DIR)
 
-    def key(self, data: bytes, codes: tuple[str, ...]) -> str:
-        """The entry for a file's bytes under these codes."""
+    def key(self, data: bytes, codes: tuple[str, ...], dependencies: str = "") -> str:
+        """The entry for a file's bytes under these codes. `dependencies`: a digest of the other
+        files the findings depend on (ptlint.project.dependency_digest), empty for the files,
+        nearly all, that depend on none."""
         digest = hashlib.blake2b(digest_size=20)
         digest.update(self.settings_key.encode())
         digest.update(repr(codes).encode())
         digest.update(data)
+        if dependencies:
+            digest.update(b"\0" + dependencies.encode())
         return digest.hexdigest()
 
     def _file(self, key: str) -> str:

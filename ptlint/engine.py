@@ -33,9 +33,11 @@ class FileContext:
     `functions` / `classes` (enclosing definitions) up to date during the traversal.
     """
 
-    def __init__(self, source: SourceFile, tree: ast.Module, test_code: bool = False) -> None:
+    def __init__(self, source: SourceFile, tree: ast.Module, test_code: bool = False,
+                 project_root: str | None = None) -> None:
         self.source = source
         self.test_code = test_code  # the file matches `test-code`: performance rules stay silent
+        self.project_root = project_root  # where the project's own imports resolve (ptlint.project)
         self.path = source.path
         self.tree = tree
         self.imports = ImportMap()
@@ -397,9 +399,11 @@ def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
 SILENT_IN_TESTS = ("PTL1", "PTL2", "PTL4", "PTL5", "PTL6")
 
 
-def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False) -> list[Finding]:
+def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
+                project_root: str | None = None) -> list[Finding]:
     """All findings for one decoded file: suppressions applied, sorted, deduplicated.
-    `test_code`: the file is test code (Settings.is_test_code)."""
+    `test_code`: the file is test code (Settings.is_test_code); `project_root`: the folder of
+    the configuration, where rules that read imported project modules resolve them."""
     text = source.text
     active = [cls for cls in rule_classes if (not cls.triggers or any(t in text for t in cls.triggers))
               and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
@@ -417,7 +421,7 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
                         source.path, line, column, line, column + 1, severity="error")]
     if not active:
         return []
-    ctx = FileContext(source, tree, test_code)
+    ctx = FileContext(source, tree, test_code, project_root)
     rules = [cls(ctx) for cls in active]
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from .config import Settings
 from .edits import apply_edits, overlaps
 from .engine import lint_source
+from .project import dependency_digest
 from .registry import all_rules
 from .rule import SAFE, Edit, Finding
 from .source import SourceError, SourceFile, decode_source, encode_source
@@ -111,20 +112,25 @@ def _one_pass(source: SourceFile, fixable: list[Finding], dropped: set[tuple],
 
 
 def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_code: bool = False,
-               findings: list[Finding] | None = None, cache: "Cache | None" = None) -> FileFix:
+               findings: list[Finding] | None = None, cache: "Cache | None" = None,
+               project_root: str | None = None) -> FileFix:
     """Fix one file's text until stable; never returns text that does not parse. `findings`:
     what a check of this very text found (saves the first lint)."""
     rules = all_rules()
     rule_classes = [rules[code] for code in codes if code in rules]
 
     def lint(current: SourceFile) -> list[Finding]:
-        # keyed like the check's entries (runner.check_file): the file's bytes, the codes, test code
-        key = cache.key(encode_source(current, current.text), codes + (("test-code",) if test_code else ())) \
-            if cache else None
+        # keyed like the check's entries (runner.check_file): the file's bytes, the codes, test
+        # code, and the project modules the findings depend on
+        key = None
+        if cache:
+            dependencies = dependency_digest(current, rule_classes, project_root)
+            key = cache.key(encode_source(current, current.text), codes + (("test-code",) if test_code else ()),
+                            dependencies)
         cached = cache.get(key, current.path) if cache else None
         if cached is not None:
             return cached
-        found = lint_source(current, rule_classes, test_code)
+        found = lint_source(current, rule_classes, test_code, project_root)
         if cache:
             cache.put(key, found)
         return found
@@ -227,7 +233,8 @@ def fix_paths(findings: list[Finding], settings: Settings, write: bool, cache: "
             outcome.remaining.extend(file_findings)
             continue
         # the first pass reads the check's findings back from the cache, keyed by this very text
-        result = fix_source(source, settings.codes_for(path), unsafe, settings.is_test_code(path), cache=cache)
+        result = fix_source(source, settings.codes_for(path), unsafe, settings.is_test_code(path), cache=cache,
+                            project_root=settings.root)
         outcome.messages.extend(result.messages)
         if not result.changed:
             outcome.remaining.extend(result.remaining)

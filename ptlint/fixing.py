@@ -73,7 +73,7 @@ def fix_file(job: Job, data: bytes, cache=None) -> FileOutcome:
                        for number, (before, after) in sorted(result.changed_cells.items()))
     else:
         source = decode_source(data, path)
-        result = fix_source(source, codes, unsafe, test_code, cache=cache)
+        result = fix_source(source, codes, unsafe, test_code, cache=cache, project_root=settings.root)
         fixed = encode_source(source, result.fixed) if result.changed else data
         diff = unified_diff(path, result.original, result.fixed) if result.changed else ""
     return FileOutcome(path, data, fixed, diff, len(result.applied), list(result.remaining), list(result.messages))

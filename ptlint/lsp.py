@@ -277,7 +277,7 @@ class PtlintServer(LanguageServer):
             try:
                 findings = lint_source(SourceFile(path, text),
                                        [rules[code] for code in settings.codes_for(path) if code in rules],
-                                       settings.is_test_code(path))
+                                       settings.is_test_code(path), settings.root)
             except Exception as exc:  # a rule's bug: log it, keep serving
                 logger.exception("ptlint failed on %s", path)
                 self.window_log_message(types.LogMessageParams(

@@ -48,6 +48,7 @@ class RuleInfo(NamedTuple):
     default: bool
     module: str  # under ptlint.rules
     triggers: tuple[str, ...]  # the rule cannot fire in a file containing none of these (empty: always runs)
+    reads_imports: bool = False  # its findings depend on the project modules a file imports
 
 
 def rules_fingerprint() -> str:
@@ -69,7 +70,8 @@ def rules_fingerprint() -> str:
 
 
 def index_from_classes() -> dict[str, RuleInfo]:
-    return {code: RuleInfo(cls.name, bool(cls.default), cls.__module__.rsplit(".", 1)[1], tuple(cls.triggers))
+    return {code: RuleInfo(cls.name, bool(cls.default), cls.__module__.rsplit(".", 1)[1], tuple(cls.triggers),
+                           bool(getattr(cls, "reads_imports", False)))
             for code, cls in all_rules().items()}
 
 

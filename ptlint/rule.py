@@ -143,6 +143,9 @@ class Rule:
     # Substrings of the source text of which at least one must occur for the rule to be able to
     # fire. The engine skips the rule (and the whole traversal, when no rule is left) otherwise.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # The rule reads the project modules the file imports (ptlint.project.imported_sources): the
+    # cache then keys the file's findings on their text too.
+    reads_imports: ClassVar[bool] = False
     docs: ClassVar[str]  # markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References
     # Code that must trigger the rule: every line that must carry a finding ends with
     # `# expect: <CODE>`; no other line may carry one. Code that must not trigger it.

@@ -135,6 +135,19 @@ def _is_ancestor(candidate: str, path: str) -> bool:
 
 # -- checking ----------------------------------------------------------------------------------
 
+def _dependencies(source, codes: tuple[str, ...], settings: Settings) -> str:
+    """The digest of the project modules this file's findings depend on: only when an enabled
+    rule reads imports (the off-by-default project hints), else nothing to compute."""
+    from .registry import rule_classes_for, rule_index
+
+    index = rule_index()
+    if not any(index[code].reads_imports for code in codes if code in index):
+        return ""
+    from .project import dependency_digest
+
+    return dependency_digest(source, rule_classes_for(codes, source.text), settings.root)
+
+
 def check_file(job: Job, caches=None) -> FileResult:
     """Findings for one file or notebook; one that cannot be read or decoded gives a one-line error."""
     path, settings = job.path, job.settings
@@ -147,15 +160,17 @@ def check_file(job: Job, caches=None) -> FileResult:
     test_code = settings.is_test_code(path)
     cache = caches.for_settings(settings) if caches is not None else None
     key = None
-    if cache is not None:
-        key = cache.key(data, codes + (("test-code",) if test_code else ())
-                        + (("notebook",) if notebook else ()))
-        cached = cache.get(key, path)
-        if cached is not None:
-            return FileResult(path, cached)
     from .registry import rule_classes_for
 
     try:
+        source = None if notebook else decode_source(data, path)
+        if cache is not None:
+            dependencies = _dependencies(source, codes, settings) if source is not None else ""
+            key = cache.key(data, codes + (("test-code",) if test_code else ())
+                            + (("notebook",) if notebook else ()), dependencies)
+            cached = cache.get(key, path)
+            if cached is not None:
+                return FileResult(path, cached)
         if notebook:
             from .notebook import check_notebook, read_notebook
 
@@ -163,9 +178,8 @@ def check_file(job: Job, caches=None) -> FileResult:
         else:
             from .engine import lint_source
 
-            source = decode_source(data, path)
             # only the rules that can fire in this text are imported (registry.rule_index)
-            findings = lint_source(source, rule_classes_for(codes, source.text), test_code)
+            findings = lint_source(source, rule_classes_for(codes, source.text), test_code, settings.root)
     except SourceError as exc:
         return FileResult(path, error=f"{path}: {exc}")
     except RecursionError:

@@ -90,7 +90,7 @@ def test_fixable_rule_has_a_fix_that_changes_code(code):
 def test_rule_is_documented_with_examples(code):
     cls = RULES[code]
     assert re.fullmatch(r"PTL\d{3}", cls.code)
-    assert re.fullmatch(r"[a-z]+(-[a-z]+)*", cls.name)
+    assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", cls.name)  # kebab case: `tf32-off`
     for title in DOC_SECTIONS:
         assert doc_section(cls.docs, title), f"{code} docs lack a '## {title}' section"
     assert cls.bad_examples, f"{code} has no examples that must trigger it"

@@ -1,5 +1,7 @@
-"""Shared recognisers for the numerics rules PTL301-PTL303 (`exp`, `log`, `sum`, `softmax` in
-every spelling, through at most one local variable). Not a rule module."""
+"""Shared recognisers for the numerics rules PTL301-PTL308: `exp`, `log`, `sum`, `softmax`,
+`sigmoid` in every spelling; what a local name holds where it is read (`reaching_values`); what a
+callee was built from (`nn.CrossEntropyLoss()` in a local, on `self`, inline); loss calls and
+their input. Not a rule module."""
 
 from __future__ import annotations
 
@@ -208,3 +210,416 @@ def int_literal(node: ast.AST | None) -> bool:
 
 def is_true(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
+
+
+def is_one(node: ast.AST | None) -> bool:
+    """The literal `1` or `1.0` (not `True`)."""
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 1
+
+
+ROUNDING = {"floor", "ceil", "round", "trunc", "long", "int", "short", "byte"}
+
+
+def integer_valued(ctx, node: ast.AST) -> bool:
+    """`torch.floor(t)`, `t.round()`, `t.long()`, `torch.arange(n)`, `len(x)`, an integer literal:
+    a value with no fraction, where `log(1 + x)` and `exp(x) - 1` lose nothing to rounding."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if visibly_integer(ctx, node):
+        return True
+    if isinstance(node, ast.Call):
+        qualname = ctx.qualname(node.func) or ""
+        if qualname.startswith("torch.") and qualname.rsplit(".", 1)[1] in ROUNDING:
+            return True
+        if qualname == "" and isinstance(node.func, ast.Attribute) and node.func.attr in ROUNDING:
+            return True
+        return isinstance(node.func, ast.Name) and node.func.id == "len"
+    return False
+
+
+def log1p_call(ctx, node) -> Call | None:
+    call = torch_call(ctx, node, {"torch.log1p", "torch.special.log1p"}, "log1p", False)
+    if call and not call.method and (len(call.node.args) != 1 or call.node.keywords):
+        return None
+    return call
+
+
+SIGMOID_FUNCTIONS = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}
+
+
+def sigmoid_call(ctx, node) -> Call | None:
+    """`torch.sigmoid(x)`, `F.sigmoid(x)`, `torch.special.expit(x)`, `x.sigmoid()`."""
+    call = torch_call(ctx, node, SIGMOID_FUNCTIONS, "sigmoid", False)
+    if call and not call.method and (len(call.node.args) != 1 or call.node.keywords):
+        return None
+    return call
+
+
+# -- what a local name holds where it is read ------------------------------------------------
+
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a node sits: its enclosing functions (outermost first) and innermost class. Taken
+    during the traversal, so that a rule can finish its check in `end_file`."""
+
+    functions: tuple
+    cls: ast.ClassDef | None
+
+
+def scope_here(ctx) -> Scope:
+    return Scope(tuple(ctx.functions), ctx.classes[-1] if ctx.classes else None)
+
+
+def parents(ctx, root: ast.AST | None = None) -> dict[int, ast.AST]:
+    """Parent of every node under `root` (a function, or the module by default), one walk on
+    first use: the questions below stay inside one function, and most files never ask them."""
+    root = root or ctx.tree
+    key = ("numerics-parents", id(root))
+    table = ctx.memo.get(key)
+    if table is None:
+        table = {}
+        pending = [root]
+        while pending:
+            node = pending.pop()
+            for child in ast.iter_child_nodes(node):
+                table[id(child)] = node
+                pending.append(child)
+        ctx.memo[key] = table
+    return table
+
+
+def statement_of(ctx, node: ast.AST, root: ast.AST | None = None) -> ast.AST | None:
+    table = parents(ctx, root)
+    while node is not None and not isinstance(node, ast.stmt):
+        node = table.get(id(node))
+    return node
+
+
+def _ends_before(a: ast.AST, b: ast.AST) -> bool:
+    return (a.end_lineno, a.end_col_offset) <= (b.lineno, b.col_offset)
+
+
+def _dominates(ctx, statement: ast.AST, use: ast.AST, root: ast.AST | None) -> bool:
+    """`statement` runs before `use` whenever `use` runs: it sits earlier in a block that holds
+    the use (directly or in a nested statement). Both lie under `root`."""
+    table = parents(ctx, root)
+    holder = table.get(id(statement))
+    node = use
+    while node is not None:
+        parent = table.get(id(node))
+        if parent is holder:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field, None)
+                if isinstance(block, list) and any(s is statement for s in block) and any(s is node for s in block):
+                    return next(i for i, s in enumerate(block) if s is statement) < \
+                        next(i for i, s in enumerate(block) if s is node)
+            return False
+        node = parent
+    return False
+
+
+def _parameters(function: ast.AST) -> set[str]:
+    args = function.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None}
+
+
+def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool:
+    """`name = value` / `name: T = value` / `(name := value)`: not a loop target, not unpacking."""
+    parent = parents(ctx, root).get(id(value))
+    if isinstance(parent, ast.Assign) and parent.value is value:
+        return any(isinstance(t, ast.Name) and t.id == name for t in parent.targets)
+    if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)) and parent.value is value:
+        return isinstance(parent.target, ast.Name) and parent.target.id == name
+    return False
+
+
+def _last_reaching(ctx, values: list, name: str, use: ast.AST, root: ast.AST | None) -> list | None:
+    """From the assignments before `use` (in source order): the last, and the earlier ones while
+    the later sit in branches that do not enclose the use; None when a path is unknown."""
+    found = []
+    for value in reversed(values):
+        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name, root):
+            return None
+        found.append(value)
+        if _dominates(ctx, statement_of(ctx, value, root), use, root):
+            return found
+    return None
+
+
+def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
+    """The values a local name may hold where `name` reads it, in straight-line code: the last
+    assignment before the read, and the ones before it while the last sits in a branch that does
+    not enclose the read (`if mask is not None: att = att.masked_fill(...)`). A name the
+    function does not assign comes from an enclosing function or the module (there: every
+    assignment, since the function runs after the module). None when some path gives a value
+    that cannot be seen: a parameter, a loop target, unpacking, an augmented assignment."""
+    use: ast.AST = name
+    for function in reversed(scope.functions):
+        assigned = ctx.assignments(name.id, function)
+        values = [v for v in assigned if _ends_before(v, use)]
+        if values:
+            return _last_reaching(ctx, values, name.id, use, function)
+        if assigned or name.id in _parameters(function):
+            return None  # a parameter, or assigned only after the read (a loop's previous round)
+        use = function
+    values = ctx.assignments(name.id, ctx.tree)
+    if not values:
+        return None
+    if scope.functions:
+        values = [v for v in values if not isinstance(v, ast.AugAssign)]
+        return list(values) if values and all(_plain_binding(ctx, v, name.id, None) for v in values) else None
+    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use, None)
+
+
+# Methods that keep a tensor's values (a new view, another dtype or device).
+VIEW_METHODS = {"view", "reshape", "flatten", "contiguous", "squeeze", "unsqueeze", "permute", "transpose",
+                "float", "double", "half", "bfloat16", "to", "type", "type_as", "view_as", "reshape_as", "cuda",
+                "cpu", "clone", "detach"}
+# Methods of a module that return the module itself.
+MODULE_METHODS = {"to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "requires_grad_"}
+
+
+def producers(ctx, expr: ast.AST, scope: Scope, recognise, through: set[str] = VIEW_METHODS,
+              depth: int = 0) -> list | None:
+    """What `expr` was computed by: the results of `recognise(ctx, node, scope)` at the end of
+    every path back from `expr` through local names (`reaching_values`), indexing and the
+    `through` methods; None when some path ends in anything else."""
+    if depth > 8:
+        return None
+    found = recognise(ctx, expr, scope)
+    if found is not None:
+        return [found]
+    if isinstance(expr, ast.Subscript):
+        return producers(ctx, expr.value, scope, recognise, through, depth + 1)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in through \
+            and ctx.qualname(expr.func) is None:
+        return producers(ctx, expr.func.value, scope, recognise, through, depth + 1)
+    if isinstance(expr, ast.Name):
+        values = reaching_values(ctx, expr, scope)
+        if not values:
+            return None
+        out = []
+        for value in values:
+            result = producers(ctx, value, scope, recognise, through, depth + 1)
+            if result is None:
+                return None
+            out += result
+        return out
+    return None
+
+
+# -- what a callee was built from ------------------------------------------------------------
+
+def attribute_values(ctx, cls: ast.ClassDef, attr: str) -> list[ast.expr]:
+    """Values assigned to `self.<attr>` in the methods of `cls` (memoised per class)."""
+    key = ("self-attributes", id(cls))
+    if key not in ctx.memo:
+        table: dict[str, list[ast.expr]] = {}
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(method):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                                and target.value.id == "self":
+                            table.setdefault(target.attr, []).append(node.value)
+        ctx.memo[key] = table
+    return ctx.memo[key].get(attr, [])
+
+
+def _unwrap_module(node: ast.AST) -> ast.AST:
+    """`Net().to(device)` -> `Net()`: module methods that return the module."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MODULE_METHODS:
+        node = node.func.value
+    return node
+
+
+def built_from(ctx, callee: ast.AST, scope: Scope, depth: int = 0) -> list[ast.AST] | None:
+    """What a called name holds: `criterion` after `criterion = nn.CrossEntropyLoss()`,
+    `self.loss_fn` after `self.loss_fn = nn.BCELoss()` in any method of the class, `loss_fn`
+    after `loss_fn = F.cross_entropy`. Each value comes back with module methods (`.to(d)`)
+    stripped; None when a path is unknown."""
+    if depth > 4:
+        return None
+    if isinstance(callee, ast.Name):
+        values = reaching_values(ctx, callee, scope)
+    elif isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name) and callee.value.id == "self" \
+            and scope.cls is not None:
+        values = attribute_values(ctx, scope.cls, callee.attr)
+    else:
+        return None
+    if not values:
+        return None
+    out: list[ast.AST] = []
+    for value in values:
+        value = _unwrap_module(value)
+        if isinstance(value, ast.Name) or (isinstance(value, ast.Attribute) and ctx.qualname(value) is None):
+            inner = built_from(ctx, value, scope, depth + 1)
+            if inner is None:
+                if ctx.qualname(value) is None:
+                    return None
+                inner = [value]
+            out += inner
+        else:
+            out.append(value)
+    return out
+
+
+def nn_name(qualname: str | None) -> str | None:
+    """`torch.nn.modules.loss.BCELoss` -> `torch.nn.BCELoss`."""
+    if qualname and qualname.startswith("torch.nn.modules."):
+        return "torch.nn." + qualname.rsplit(".", 1)[1]
+    return qualname
+
+
+def constructs(ctx, node: ast.AST, classes: set[str]) -> bool:
+    """`node` is `nn.X(...)` for one of `classes` (any spelling)."""
+    return isinstance(node, ast.Call) and nn_name(ctx.qualname(node.func)) in classes
+
+
+def module_calls(ctx, call: ast.AST, scope: Scope, classes: set[str]) -> bool:
+    """`call` runs a module of one of `classes`: `nn.Softmax(1)(x)`, `sm(x)` after
+    `sm = nn.Softmax(1)`, `self.act(x)` after `self.act = nn.Sigmoid()`."""
+    if not isinstance(call, ast.Call):
+        return False
+    if constructs(ctx, call.func, classes):
+        return True
+    values = built_from(ctx, call.func, scope)
+    return bool(values) and all(constructs(ctx, v, classes) for v in values)
+
+
+# -- tensors a rule follows back to what made them -------------------------------------------
+
+def model_ends_in(ctx, call: ast.AST, scope: Scope, recognise, depth: int = 0) -> bool:
+    """`call` runs a model whose output `recognise` accepts: an `nn.Sequential(..., last)` whose
+    last layer it accepts, or an instance of a module class of this file whose `forward`
+    returns only such values (`return F.softmax(x, dim=1)`)."""
+    from ptlint.compiled import _local_classes, is_module_class
+
+    if depth > 2 or not isinstance(call, ast.Call):
+        return False
+    values = [call.func] if isinstance(call.func, ast.Call) else built_from(ctx, call.func, scope)
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, ast.Call):
+            return False
+        qualname = nn_name(ctx.qualname(value.func))
+        if qualname == "torch.nn.Sequential":
+            if not value.args or value.keywords or isinstance(value.args[-1], ast.Starred):
+                return False
+            last = value.args[-1]
+            probe = ast.Call(func=last, args=[ast.Name(id="_", ctx=ast.Load())], keywords=[])
+            if recognise(ctx, probe, scope, depth + 1) is None:
+                return False
+            continue
+        cls = _local_classes(ctx).get(value.func.id) if isinstance(value.func, ast.Name) else None
+        if cls is None or not is_module_class(cls, ctx):
+            return False
+        forward = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "forward"), None)
+        if forward is None:
+            return False
+        returns = [n for n in _own_nodes(forward) if isinstance(n, ast.Return)]
+        inner = Scope((forward,), cls)
+        if not returns or not all(r.value is not None and producers(
+                ctx, r.value, inner, lambda c, n, s: recognise(c, n, s, depth + 1)) for r in returns):
+            return False
+    return True
+
+
+def _own_nodes(function: ast.AST) -> list[ast.AST]:
+    """Nodes of a function's body, not entering nested functions or classes."""
+    out, pending = [], list(function.body)
+    while pending:
+        node = pending.pop()
+        out.append(node)
+        if not isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def softmax_output(ctx, node: ast.AST, scope: Scope, depth: int = 0):
+    """`F.softmax(x, d)` (every spelling), an `nn.Softmax` module's call, a model ending in one."""
+    call = softmax_call(ctx, node)
+    if call is not None:
+        return call.node
+    if module_calls(ctx, node, scope, {"torch.nn.Softmax"}) or model_ends_in(ctx, node, scope, softmax_output, depth):
+        return node
+    return None
+
+
+def sigmoid_output(ctx, node: ast.AST, scope: Scope, depth: int = 0):
+    """`torch.sigmoid(x)` (every spelling), an `nn.Sigmoid` module's call, a model ending in one."""
+    call = sigmoid_call(ctx, node)
+    if call is not None:
+        return call.node
+    if module_calls(ctx, node, scope, {"torch.nn.Sigmoid"}) or model_ends_in(ctx, node, scope, sigmoid_output, depth):
+        return node
+    return None
+
+
+# -- loss calls ----------------------------------------------------------------------------
+
+@dataclass
+class LossCall:
+    """A loss call and its input (the prediction). `form`: "function" (`F.cross_entropy(...)`),
+    "inline" (`nn.CrossEntropyLoss()(...)`) or "module" (a loss module held by a name or on
+    `self`)."""
+
+    node: ast.Call
+    input: ast.expr
+    form: str
+    loss: str  # the loss function or class, qualified: "torch.nn.NLLLoss"
+
+
+def loss_call(ctx, node: ast.AST, scope: Scope, functions: set[str], classes: set[str],
+              holders: set[str]) -> LossCall | None:
+    """`F.cross_entropy(p, y)`, `nn.CrossEntropyLoss()(p, y)`, `criterion(p, y)` after
+    `criterion = nn.CrossEntropyLoss()`, `self.criterion(p, y)` after `self.criterion = ...`
+    in any method, `loss_fn(p, y)` after `loss_fn = F.cross_entropy`. `holders`: the names
+    assigned such a loss anywhere in the module (note_loss_holder)."""
+    if not isinstance(node, ast.Call):
+        return None
+    qualname = ctx.qualname(node.func)
+    if qualname in functions:
+        first = argument(node, 0, "input")
+        return LossCall(node, first, "function", qualname) if first is not None else None
+    if not node.args or isinstance(node.args[0], ast.Starred):
+        return None
+    if constructs(ctx, node.func, classes):
+        return LossCall(node, node.args[0], "inline", nn_name(ctx.qualname(node.func.func)))
+    if qualname is not None:
+        return None
+    func = node.func
+    held = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if held not in holders:
+        return None  # nothing of that name is ever assigned such a loss: skip the flow analysis
+    values = built_from(ctx, node.func, scope)
+    if values and all(constructs(ctx, v, classes) or ctx.qualname(v) in functions for v in values):
+        first = values[0]
+        return LossCall(node, node.args[0], "module",
+                        nn_name(ctx.qualname(first.func if isinstance(first, ast.Call) else first)))
+    return None
+
+
+def note_loss_holder(ctx, node: ast.AST, functions: set[str], classes: set[str], holders: set[str]) -> None:
+    """Called on each assignment during the traversal: adds the names and `self` attributes
+    assigned one of the losses (`criterion = nn.CrossEntropyLoss()`, `self.loss_fn = F.nll_loss`)
+    to `holders`. Only calls through these can be calls of such a loss module."""
+    value = getattr(node, "value", None)
+    if value is None:
+        return
+    value = _unwrap_module(value)
+    if constructs(ctx, value, classes) or (isinstance(value, (ast.Name, ast.Attribute))
+                                           and ctx.qualname(value) in functions):
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+            if isinstance(target, ast.Name):
+                holders.add(target.id)
+            elif isinstance(target, ast.Attribute):
+                holders.add(target.attr)
