@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 from .names import ImportMap, collect_module_imports
 from .registry import BUILTIN_CODES
-from .rule import Finding, Fix, Rule
+from .rule import Finding, Fix, Rule, triggered
 from .source import SourceFile
 from .suppress import Suppressions
 
@@ -405,7 +405,7 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
     `test_code`: the file is test code (Settings.is_test_code); `project_root`: the folder of
     the configuration, where rules that read imported project modules resolve them."""
     text = source.text
-    active = [cls for cls in rule_classes if (not cls.triggers or any(t in text for t in cls.triggers))
+    active = [cls for cls in rule_classes if triggered(cls.triggers, text)
               and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
     try:
         tree = parse(source)
@@ -443,7 +443,7 @@ def finalize(source: SourceFile, findings: list[Finding]) -> list[Finding]:
     seen: set[tuple] = set()
     out: list[Finding] = []
     for finding in sorted(findings, key=Finding.sort_key):
-        key = (finding.code, finding.line)  # one finding per rule and line (JUDGING.md)
+        key = (finding.code, finding.line, finding.message)  # the same finding once per line (JUDGING.md)
         if key in seen or suppressions.suppresses(finding):
             continue
         seen.add(key)

@@ -25,6 +25,8 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
+from .rule import triggered
+
 if TYPE_CHECKING:
     from .engine import FileContext
     from .rule import Rule
@@ -167,7 +169,7 @@ def dependency_digest(source: "SourceFile", rule_classes: Iterable[type["Rule"]]
     case costs nothing)."""
     text = source.text
     readers = [cls for cls in rule_classes if getattr(cls, "reads_imports", False)
-               and (not cls.triggers or any(t in text for t in cls.triggers))]
+               and triggered(cls.triggers, text)]
     if not readers:
         return ""
     tree = _parse(text)

@@ -16,7 +16,7 @@ import os
 from functools import lru_cache
 from typing import Iterable, NamedTuple
 
-from .rule import Rule
+from .rule import Rule, triggered
 
 INDEX_MODULE = "_index"
 
@@ -108,7 +108,7 @@ def rule_classes_for(codes: Iterable[str], text: str | None = None) -> list[type
     chosen = [code for code in codes if code in index]
     if text is not None:
         chosen = [code for code in chosen
-                  if not index[code].triggers or any(trigger in text for trigger in index[code].triggers)]
+                  if triggered(index[code].triggers, text)]
     return [rule_class(code) for code in chosen]
 
 

@@ -182,6 +182,23 @@ class Rule:
         return first if end < 0 else first[: end + 1]
 
 
+def triggered(triggers: tuple[str, ...], text: str) -> bool:
+    """Whether a rule with these trigger substrings can fire in `text`: no triggers, or one of them
+    occurs. Python allows spaces around `.` and before `(`, so a trigger counts when each of its
+    words occurs (`torch.cuda.amp` in `torch.cuda . amp`, `tensor(` in `torch.tensor (x)`)."""
+    return not triggers or any(all(word in text for word in _trigger_words(t)) for t in triggers)
+
+
+def _trigger_words(trigger: str) -> tuple[str, ...]:
+    words = _TRIGGER_WORDS.get(trigger)
+    if words is None:
+        words = _TRIGGER_WORDS[trigger] = tuple(w for w in trigger.replace("(", ".").split(".") if w) or (trigger,)
+    return words
+
+
+_TRIGGER_WORDS: dict[str, tuple[str, ...]] = {}
+
+
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 
 

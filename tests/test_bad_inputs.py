@@ -152,15 +152,13 @@ def test_unreadable_file_is_one_line_and_others_are_checked(tmp_path, make):
 # code and one-line stderr for an unreadable file are covered above (read_error: EIO).
 
 def _checked(monkeypatch, tmp_path):
-    from ptlint.api import default_codes
-    from ptlint.config import Settings
+    from ptlint.config import Resolver
     from ptlint.runner import check_files, discover
 
     monkeypatch.chdir(tmp_path)
-    settings = Settings(enabled=default_codes())
-    found = discover(["."], settings)
-    results = check_files(found.files, settings, jobs=1)
-    errors = found.errors + [r.error for r in results if r.error]
+    found = discover(["."], Resolver())
+    results = check_files(found.jobs, workers=1)
+    errors = found.warnings + found.failures + [r.error for r in results if r.error]
     return errors, {(f.path, f.line, f.code) for r in results for f in r.findings}
 
 

@@ -236,8 +236,6 @@ def test_check_and_fix_survive_and_keep_untouched_lines(program):
 # Mutations that change neither meaning nor comments: a fix offered on the example is offered here.
 # (Comments inside the rewritten code rightly stop some fixes, so those mutations are left out.)
 LAYOUT_ONLY = [rename_alias, nest, odd_spacing, tabs]
-# PTL201's text prefilter looks for `.to(` and `.cuda(`, so `x.to (device)` is never checked.
-KNOWN_MISSES = {("PTL201-1", "odd_spacing")}
 
 
 def _layout_cases():
@@ -246,9 +244,7 @@ def _layout_cases():
             if example.before == example.after:  # a declined fix (test_rule_examples.py)
                 continue
             for mutation in LAYOUT_ONLY:
-                marks = [pytest.mark.xfail(strict=True, reason="PTL201's triggers miss `.to (`")] \
-                    if (f"{code}-{index}", mutation.__name__) in KNOWN_MISSES else []
-                yield pytest.param(code, example.before, mutation, id=f"{code}-{index}-{mutation.__name__}", marks=marks)
+                yield pytest.param(code, example.before, mutation, id=f"{code}-{index}-{mutation.__name__}")
 
 
 @pytest.mark.parametrize("code,before,mutation", list(_layout_cases()))

@@ -153,8 +153,9 @@ def test_digest_is_empty_on_the_common_path(tmp_path):
     digest = dependency_digest(source, [rules["PTL603"]], str(tmp_path))
     assert digest
     cache = Cache(str(tmp_path / "c"), "settings")
-    assert cache.key(source.text, ("PTL603",)) == cache.key(source.text, ("PTL603",), "")
-    assert cache.key(source.text, ("PTL603",), digest) != cache.key(source.text, ("PTL603",))
+    data = source.text.encode()
+    assert cache.key(data, ("PTL603",)) == cache.key(data, ("PTL603",), "")
+    assert cache.key(data, ("PTL603",), digest) != cache.key(data, ("PTL603",))
     # no training loop in the file: no rule can fire, nothing is read
     plain = SourceFile(str(tmp_path / "utils.py"), "import train\n")
     assert dependency_digest(plain, [rules["PTL603"]], str(tmp_path)) == ""
