@@ -288,8 +288,11 @@ class PtlintServer(LanguageServer):
         return state
 
     def current(self, uri: str) -> LintState | None:
-        """The lint result for the document as it is now (re-linting if it changed)."""
+        """The lint result for the document as it is now (re-linting if it changed); None for a
+        document the client never opened (pygls would read it from disk)."""
         state = self.states.get(uri)
+        if uri not in self.workspace.text_documents:
+            return None
         try:
             document = self.workspace.get_text_document(uri)
         except Exception:

@@ -250,8 +250,6 @@ def test_resolve_with_data_that_is_not_ours(server, tmp_path, data):
     server.alive_and_linting(tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="ptlint/lsp.py reads a document it was never sent from disk: "
-                                       "FileNotFoundError comes back as internal error -32603")
 def test_requests_about_documents_never_opened(server, tmp_path):
     """No document, no actions and no edit (not an internal error with a traceback)."""
     uri = (tmp_path / "never_opened.py").as_uri()
