@@ -15,7 +15,9 @@ KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude"
               "force-exclude", "unsafe-fixes", "dynamic", "cache-dir", "test-code"}
 # Files where performance and compile rules stay silent (DESIGN.md, "Where code runs"). A pattern
 # `dir/**` whose dir has no slash matches a folder of that name anywhere, like `tests/` in git.
-DEFAULT_TEST_CODE = ("tests/**", "test_*.py", "*_test.py", "conftest.py")
+DEFAULT_TEST_CODE = ("tests/**", "test_*.py", "*_test.py", "conftest.py",
+                     # a library's helpers for its own tests (diffusers' testing_utils.py, accelerate's test_utils/)
+                     "testing_utils.py", "test_utils/**")
 DYNAMIC_KEYS = {"targets", "timeout", "device", "script", "syncs"}
 
 

@@ -17,6 +17,9 @@ from ptlint.config import ConfigError, Settings, build_settings
     ("tests.py", False),
     ("src/contest.py", False),
     ("src/attest/train.py", False),
+    ("diffusers/utils/testing_utils.py", True),
+    ("accelerate/test_utils/scripts/ops.py", True),
+    ("src/utils.py", False),
 ])
 def test_default_test_code_patterns(path, expected):
     assert Settings(enabled=()).is_test_code(path) is expected

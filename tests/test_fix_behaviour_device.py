@@ -14,27 +14,25 @@ from ptlint.api import check_text, fix_text
 
 CASES = [
     # (source, applicability of the fix)
-    ('out = torch.zeros(3, 4).to("cpu")', "safe"),
-    ('out = torch.ones(2, 2).to(device="cpu", non_blocking=True)', "safe"),
-    ('out = torch.arange(10).to(torch.device("cpu"))', "safe"),
-    ('device = "cpu"\nout = torch.linspace(0, 1, 7).to(device)', "safe"),
-    ('out = torch.full((2, 3), 0.25).to("cpu")', "safe"),
-    ('out = torch.eye(4).to("cpu", torch.float16)', "safe"),
-    ('out = torch.ones(2, 3).to("cpu", dtype=torch.bfloat16)', "safe"),
-    ('out = torch.zeros(5).to(device="cpu", dtype=torch.int32)', "safe"),
-    ('out = torch.tensor([[1, 2], [3, 4]]).to("cpu")', "safe"),
-    ('out = torch.logspace(0, 2, 5).to("cpu")', "safe"),
-    ('out = torch.hann_window(8).to("cpu")', "safe"),
-    ('out = torch.tril_indices(4, 4).to("cpu")', "safe"),
-    ('out = torch.tensor([1.5, 2.5], dtype=torch.float64).to("cpu")', "safe"),
-    ('out = torch.randn(4, 5).to("cpu")', "unsafe"),
-    ('out = torch.rand(3).to(device="cpu")', "unsafe"),
-    ('out = torch.randint(0, 10, (6,)).to("cpu")', "unsafe"),
-    ('out = torch.randperm(9).to("cpu")', "unsafe"),
-    ('out = torch.normal(0.0, 1.0, size=(4,)).to("cpu")', "unsafe"),
-    ('from torch import randn as rnd\nout = rnd(2, 3).to("cpu", non_blocking=True)', "unsafe"),
-    ('out = torch.zeros(3, requires_grad=True).to("cpu")', "unsafe"),
-    ('out = torch.arange(0, 1, 0.25).to("cpu", torch.float64)', "unsafe"),
+    ('out = torch.zeros(3, 4).to(device)', "safe"),
+    ('out = torch.ones(2, 2).to(device=device, non_blocking=True)', "safe"),
+    ('out = torch.arange(10).to(device)', "safe"),
+    ('out = torch.linspace(0, 1, 7).to(device)', "safe"),
+    ('out = torch.full((2, 3), 0.25).to(device)', "safe"),
+    ('out = torch.eye(4).to(device, torch.float16)', "safe"),
+    ('out = torch.ones(2, 3).to(device, dtype=torch.bfloat16)', "safe"),
+    ('out = torch.zeros(5).to(device=device, dtype=torch.int32)', "safe"),
+    ('out = torch.logspace(0, 2, 5).to(device)', "safe"),
+    ('out = torch.hann_window(8).to(device)', "safe"),
+    ('out = torch.tril_indices(4, 4).to(device)', "safe"),
+    ('out = torch.randn(4, 5).to(device)', "unsafe"),
+    ('out = torch.rand(3).to(device=device)', "unsafe"),
+    ('out = torch.randint(0, 10, (6,)).to(device)', "unsafe"),
+    ('out = torch.randperm(9).to(device)', "unsafe"),
+    ('out = torch.normal(0.0, 1.0, size=(4,)).to(device)', "unsafe"),
+    ('from torch import randn as rnd\nout = rnd(2, 3).to(device, non_blocking=True)', "unsafe"),
+    ('out = torch.zeros(3, requires_grad=True).to(device)', "unsafe"),
+    ('out = torch.arange(0, 1, 0.25).to(device, torch.float64)', "unsafe"),
 ]
 
 
@@ -46,9 +44,10 @@ def run(source: str):
 
 
 def in_function(body: str) -> str:
-    """The case as the body of a function (PTL201 does not report once-code at module level)."""
+    """The case as the body of a function (PTL201 does not report once-code at module level),
+    whose `device` is the CPU here where a real program would pass "cuda"."""
     lines = "".join(f"    {line}\n" for line in body.splitlines())
-    return f"import torch\n\ndef make():\n{lines}    return out\n"
+    return f'import torch\n\ndef make(device="cpu"):\n{lines}    return out\n'
 
 
 @pytest.mark.parametrize("body,applicability", CASES, ids=[c[0] for c in CASES])
@@ -76,7 +75,7 @@ def test_dtype_moved_into_arange_can_round_differently():
     cast = torch.arange(0, 300, 0.7).to("cpu", torch.float16)
     direct = torch.arange(0, 300, 0.7, dtype=torch.float16, device="cpu")
     assert cast.shape != direct.shape or not torch.equal(cast, direct)
-    source = in_function('out = torch.arange(0, 300, 0.7).to("cpu", torch.float16)')
+    source = in_function('out = torch.arange(0, 300, 0.7).to(device, torch.float16)')
     [finding] = check_text(source, ["PTL201"])
     assert finding.fix.applicability == "unsafe"
 
@@ -84,7 +83,7 @@ def test_dtype_moved_into_arange_can_round_differently():
 def test_dtype_moved_into_full_can_raise_where_the_cast_gave_inf():
     # Another reason a dtype moved into a value-computing factory is unsafe: float16 cannot
     # hold 1e30; casting gives inf, creating in float16 raises.
-    source = in_function('out = torch.full((2,), 1e30).to("cpu", torch.float16)')
+    source = in_function('out = torch.full((2,), 1e30).to(device, torch.float16)')
     [finding] = check_text(source, ["PTL201"])
     assert finding.fix.applicability == "unsafe"
     assert torch.isinf(run(source)).all()

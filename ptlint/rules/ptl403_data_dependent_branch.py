@@ -33,6 +33,35 @@ def value_test(test: ast.AST, ctx) -> ast.AST | None:
     return test if tensor_kind(test, ctx) == STRONG else None  # includes `if torch.any(mask):`
 
 
+RANDOM_FACTORIES = {"torch.rand", "torch.randn", "torch.randint", "torch.rand_like", "torch.bernoulli",
+                    "torch.empty"}
+
+
+def _dynamic_by_design(node: ast.AST, test: ast.AST, ctx) -> bool:
+    """Branches whose only remedy is a redesign (JUDGING.md: debatable at best): a random draw
+    deciding whether a layer runs (LayerDrop, stochastic depth: `if torch.rand([]) < p:`), or a
+    test that skips optional work done by a submodule (`if mask.any(): x = self.block(x)`), where
+    running it unconditionally would not be the same program."""
+    if _random_draw(test, ctx):
+        return True
+    body = node.body if isinstance(node.body, list) else [node.body]
+    from ptlint.tensors import is_module_call
+
+    return any(isinstance(n, ast.Call) and is_module_call(n, ctx) for statement in body for n in ast.walk(statement))
+
+
+def _random_draw(expr: ast.AST, ctx, hops: int = 2) -> bool:
+    """The condition reads a random draw (`torch.rand([])`, or a name assigned one)."""
+    for part in ast.walk(expr):
+        if isinstance(part, ast.Call) and ctx.qualname(part.func) in RANDOM_FACTORIES:
+            return True
+        if isinstance(part, ast.Name) and hops:
+            values = ctx.assignments(part.id)
+            if values and all(isinstance(v, ast.expr) and _random_draw(v, ctx, hops - 1) for v in values):
+                return True
+    return False
+
+
 class DataDependentBranch(Rule):
     code = "PTL403"
     name = "data-dependent-branch"
@@ -44,7 +73,7 @@ class DataDependentBranch(Rule):
         if not self.ctx.functions or not may_be_traced(self.ctx):
             return
         found = value_test(node.test, self.ctx)
-        if found is not None and is_traced(self.ctx, node):
+        if found is not None and is_traced(self.ctx, node) and not _dynamic_by_design(node, found, self.ctx):
             self.report(found)
 
     visit_While = visit_IfExp = visit_If
@@ -76,6 +105,13 @@ configuration attributes (`self.use_bias`, `self.config.x`), `x.dtype == torch.f
 which are usually Python values. `assert torch.all(x >= 0)` compiles without a break in 2.13 and
 is not reported either. A test that runs only after `not torch.compiler.is_compiling() and ...`
 is never evaluated under Dynamo.
+
+Nor branches whose only remedy is a redesign (JUDGING.md: debatable at best): a random draw that
+decides whether a layer runs (LayerDrop, stochastic depth: `if torch.rand([]) < self.p:`), and a
+test that skips optional work done by a submodule (`if mask.any(): x = self.block(x)`), where
+running the work unconditionally would not be the same program. What stays is the true kind: a
+branch whose unconditional form is equivalent (`if not torch.isfinite(h).all(): h = h.clamp(...)`).
+Branches that only warn or raise, and test code, are not checked.
 
 ## Example
 ```python
@@ -139,6 +175,26 @@ def safe_log(t):
     ]
 
     good_examples = [
+        # dynamic by design: LayerDrop, and optional work done by a submodule
+        """
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ffn = nn.Linear(8, 8)
+
+    def forward(self, x, mask):
+        if self.training and torch.rand([]) < 0.1:
+            return x
+        dropped = torch.rand(1)
+        if dropped < 0.2:
+            return x
+        if mask.any():
+            x = x + self.ffn(x)
+        return x
+""",
         # shapes, None tests, modes, configuration and Python arguments
         """
 import torch
