@@ -50,7 +50,7 @@ STEP_HOOK_SUFFIXES = ("_batch_end", "_batch_start")
 # Set-up that runs once per run (unless a per-step caller in this module says otherwise).
 ONCE_NAMES = {"__init__", "__post_init__", "__new__", "__init_subclass__", "__set_name__", "main", "setup",
               "prepare_data", "reset_parameters", "setUp", "setUpClass"}
-ONCE_NAME = re.compile(r"(^|_)(init|initiali[sz]e|configure)(_|$)")
+ONCE_NAME = re.compile(r"(^|_)(init|initiali[sz]e|configure|load|deploy|reparam\w*|fuse|export|convert)(_|$)")
 
 # Words in a loop's iterable that say it walks over data (one step per element).
 DATA_WORDS = {"loader", "dataloader", "dl", "batches", "batch", "dataset", "ds", "data", "iterator", "iter",

@@ -4,7 +4,7 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "eadeafcd-475522"
+FINGERPRINT = "269acb1a-485350"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist('), False),
     'PTL102': ('sync-call-in-loop', True, 'ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
@@ -29,7 +29,7 @@ RULES = {
     'PTL307': ('sigmoid-then-bce', True, 'ptl307_sigmoid_then_bce', ('binary_cross_entropy', 'BCELoss'), False),
     'PTL308': ('attention-by-hand', True, 'ptl308_attention_by_hand', ('softmax', 'Softmax'), False),
     'PTL401': ('print-in-compiled', True, 'ptl401_print_in_compiled', ('print', 'logging', 'logger', 'warn'), False),
-    'PTL402': ('scalar-in-compiled', True, 'ptl402_scalar_in_compiled', ('.item(', '.tolist(', '.numpy(', 'float(', 'int(', 'bool('), False),
+    'PTL402': ('scalar-in-compiled', False, 'ptl402_scalar_in_compiled', ('.item(', '.tolist(', '.numpy(', 'float(', 'int(', 'bool('), False),
     'PTL403': ('data-dependent-branch', True, 'ptl403_data_dependent_branch', ('if', 'while'), False),
     'PTL404': ('dynamic-shape-op', False, 'ptl404_dynamic_shape_op', ('nonzero', 'argwhere', 'unique', 'masked_select', 'bincount', 'where', '['), False),
     'PTL405': ('untraceable-call', True, 'ptl405_untraceable_call', ('time', 'random', 'deepcopy', 'open('), False),

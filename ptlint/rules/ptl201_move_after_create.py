@@ -112,6 +112,19 @@ def analyse_move(move: ast.Call, ctx) -> tuple[bool, bool, bool]:
     return True, fixable, dtype is not None
 
 
+def _registered(ctx) -> set[str]:
+    """Names listed as values in a module-level dict literal (a registry of functions)."""
+    key = "ptl201-registered"
+    if key not in ctx.memo:
+        names: set[str] = set()
+        for statement in ctx.tree.body:
+            value = getattr(statement, "value", None)
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Dict):
+                names |= {v.id for v in value.values if isinstance(v, ast.Name)}
+        ctx.memo[key] = names
+    return ctx.memo[key]
+
+
 def _runs_a_model_loop(function: ast.AST, ctx) -> bool:
     """The function holds a loop (not in a nested def) that runs a model every iteration."""
     from ptlint.tensors import launches_device_work
@@ -173,12 +186,16 @@ class MoveAfterCreate(Rule):
         """Not the set-up before a loop that runs the model (a pipeline's `__call__` preparing its
         denoising loop, `encode_prompt` called once before it): once per call of something far
         costlier. A `forward` is per step, set-up of its layer loop included."""
-        if where.context != CALLED or where.loop is not None or where.function is None:
+        if where.context != CALLED or where.function is None:
             return True
         model = self.ctx.model
+        sites = model._sites.get(id(where.function), [])
+        if not sites and where.function.name in _registered(self.ctx):
+            return False  # `ROPE_INIT_FUNCTIONS = {"linear": _compute_linear, ...}`: an init registry
+        if where.loop is not None:
+            return True
         if _runs_a_model_loop(where.function, self.ctx):
             return False
-        sites = model._sites.get(id(where.function), [])
         return not sites or not all(
             model.where(site).loop is None and model.where(site).function is not None
             and _runs_a_model_loop(model.where(site).function, self.ctx) for site in sites)
@@ -230,7 +247,9 @@ Not reported: `.to(torch.float16)`, `.to(other_tensor)`, `.cuda()` on an existin
 way, 30 µs against 30 µs for a scalar on an H100, so there is nothing to gain), a move to the CPU,
 the set-up before a loop that runs the model in a function whose callers the file does not show
 (a pipeline's `__call__`, or a helper such as `encode_prompt` that only such set-up calls: once
-per call of something far costlier), a factory that
+per call of something far costlier), functions listed in a module-level registry dict and called
+from nowhere in the file (`ROPE_INIT_FUNCTIONS = {...}`: model initialisation), set-up by name
+(`load_*`, `*_init_*`, `switch_to_deploy`, `reparameterize`, `fuse_*`, `export_*`), a factory that
 already has `device=`, `pin_memory=` or `generator=` (numbers drawn from a CPU generator on
 purpose, for reproducibility), and the `*_like` factories (their template usually
 lives on the target device already, so the move does nothing).

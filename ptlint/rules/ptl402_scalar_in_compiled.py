@@ -22,6 +22,7 @@ class ScalarInCompiled(Rule):
     code = "PTL402"
     name = "scalar-in-compiled"
     message = "{what} in code that torch.compile traces reads a tensor value back to Python: a graph break"
+    default = False  # most reads on real code are values the code needs (see the page); select it to use it
     cold = False  # not on the error path: a break there costs nothing
     triggers = (".item(", ".tolist(", ".numpy(", "float(", "int(", "bool(")
 
@@ -95,6 +96,13 @@ Finds `.item()`, `.tolist()` and `.numpy()`, and `float()` / `int()` / `bool()` 
 visibly a tensor (the result of a torch op or a reduction such as `x.sum()`), in code that
 `torch.compile` traces: the `forward` of an `nn.Module` subclass, a function decorated with
 `@torch.compile`, or a function passed to `torch.compile(fn)` in the same module.
+
+Off by default. On the corpus (both corpora, seed 2026) its findings were judged 5 true, 4 false
+and 6 debatable (56% of the decided ones): most reads inside `forward` are values the code needs
+on the host — sizes and positions built per image, a read kept on purpose to pick a code path
+for every layer, configurations that only some users choose — or sit in wrappers and export-only
+modules that are never compiled. Select it (`--select PTL402`) for a model you compile with
+`fullgraph=True`; `ptlint explain` shows which reads really break the graph.
 
 ## Why is this bad?
 These turn a tensor's value into a Python number. Dynamo traces shapes, not values: with default
