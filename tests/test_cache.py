@@ -237,3 +237,29 @@ def test_location_order(tmp_path, monkeypatch):
     assert Cache.location("/abs/link/../cache", None, root) == "/abs/link/../cache"
     monkeypatch.setenv("PTLINT_CACHE_DIR", "")  # set but empty: as if unset
     assert Cache.location(None, None, root) == os.path.join(root, DEFAULT_DIR)
+
+
+def test_dependencies_join_the_key_only_when_there_are_some(tmp_path):
+    store = Cache(str(tmp_path), "s")
+    plain = store.key(b"x = 1\n", ("PTL603",))
+    assert plain == store.key(b"x = 1\n", ("PTL603",), "")
+    one, other = store.key(b"x = 1\n", ("PTL603",), "d1"), store.key(b"x = 1\n", ("PTL603",), "d2")
+    assert len({plain, one, other}) == 3
+
+
+def test_caches_give_one_cache_per_location_and_settings(tmp_path, monkeypatch):
+    from ptlint.cache import Caches
+
+    monkeypatch.delenv("PTLINT_CACHE_DIR", raising=False)
+    a, b = tmp_path / "a", tmp_path / "b"
+    caches = Caches(None)
+    first = caches.for_settings(settings(root=str(a)))
+    assert caches.for_settings(settings(root=str(a))) is first  # opened once
+    assert first.directory == os.path.join(str(a), DEFAULT_DIR, __version__)
+    beside_b = caches.for_settings(settings(root=str(b)))
+    assert beside_b.directory == os.path.join(str(b), DEFAULT_DIR, __version__)
+    assert caches.for_settings(settings(["PTL101"], root=str(a))).settings_key != first.settings_key
+    configured = caches.for_settings(settings(root=str(a), cache_dir=str(tmp_path / "own")))
+    assert configured.directory == os.path.join(str(tmp_path / "own"), __version__)
+    chosen = Caches(str(tmp_path / "cli")).for_settings(settings(root=str(a), cache_dir=str(tmp_path / "own")))
+    assert chosen.directory == os.path.join(str(tmp_path / "cli"), __version__)  # --cache-dir wins
