@@ -120,12 +120,20 @@ def _over_literal(loop: ast.AST) -> bool:
 
 
 def _over_structure(loop: ast.AST) -> bool:
-    """`for name, p in model.named_parameters():`, `for k, v in d.items():`: a loop over a
-    model's parts or a mapping."""
+    """`for name, p in model.named_parameters():`, `for k, v in d.items():`,
+    `for conv, bn in zip(self.convs, self.bns):`: a loop over a model's parts or a mapping."""
     source = loop.generators[0].iter if isinstance(loop, COMPREHENSIONS) else getattr(loop, "iter", None)
-    return source is not None and any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STRUCTURE_METHODS
-        for node in ast.walk(source))
+    if source is None:
+        return False
+    if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STRUCTURE_METHODS
+           for node in ast.walk(source)):
+        return True
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id in ("zip", "enumerate") \
+            and source.args:
+        parts = source.args
+    else:
+        parts = [source]
+    return all(isinstance(p, ast.Attribute) and isinstance(p.value, ast.Name) and p.value.id == "self" for p in parts)
 
 
 def is_sub_step_loop(loop: ast.AST) -> bool:

@@ -44,10 +44,11 @@ def run(source: str):
 
 
 def in_function(body: str) -> str:
-    """The case as the body of a function (PTL201 does not report once-code at module level),
-    whose `device` is the CPU here where a real program would pass "cuda"."""
-    lines = "".join(f"    {line}\n" for line in body.splitlines())
-    return f'import torch\n\ndef make(device="cpu"):\n{lines}    return out\n'
+    """The case as the body of a loop in a function (PTL201 does not report once-code at module
+    level, nor random draws in a function whose callers the file does not show), whose `device`
+    is the CPU here where a real program would pass "cuda"."""
+    lines = "".join(f"        {line}\n" for line in body.splitlines())
+    return f'import torch\n\ndef make(device="cpu"):\n    for _ in range(2):\n{lines}    return out\n'
 
 
 @pytest.mark.parametrize("body,applicability", CASES, ids=[c[0] for c in CASES])

@@ -22,6 +22,8 @@ def is_sync_call(node: ast.AST) -> bool:
     return SYNC_METHODS[name] or not node.args
 
 
+# Ops whose output size depends on data: they wait for the device themselves.
+WAITING_OPS = {"nonzero", "where", "masked_select", "unique", "unique_consecutive", "argwhere"}
 # Methods whose result is a NumPy array whatever they are called on.
 NUMPY_ONLY = {"numpy", "astype"}
 # Classes of the data pipeline: their methods work on host tensors.
@@ -99,7 +101,7 @@ class SyncInLoop(Rule):
             return  # in a forward or a compiled function PTL402 reports it (a graph break too)
         if not self.ctx.loops and node.func.attr != "item":
             return  # one bulk copy per step that the host needs (`ids.cpu()`): the form to aim for
-        if self._host_side_code() or self._decides_control_flow(node):
+        if self._host_side_code() or self._decides_control_flow(node) or self._already_waited(value):
             return
         self._stalls[id(node)] = any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops)
         method = node.func.attr
@@ -131,6 +133,23 @@ class SyncInLoop(Rule):
                 name = qual or getattr(base, "id", getattr(base, "attr", ""))
                 if name.startswith("torch.utils.data.") or name.rsplit(".", 1)[-1] in HOST_CLASSES:
                     return True
+        return False
+
+    def _already_waited(self, value: ast.AST, hops: int = 2) -> bool:
+        """The value comes from an op whose output size depends on data (`nonzero`, one-argument
+        `torch.where`, `masked_select`, `unique`): that op has already waited for the device."""
+        node = value
+        while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in WAITING_OPS and not (name == "where" and len(node.args) != 1):
+                    return True
+                node = node.func
+            else:
+                node = node.value
+        if isinstance(node, ast.Name) and hops:
+            values = [v for v in self.ctx.assignments(node.id) if isinstance(v, ast.expr)]
+            return bool(values) and all(self._already_waited(v, hops - 1) for v in values)
         return False
 
     def _numpy_array(self, value: ast.AST, hops: int = 2) -> bool:
@@ -236,6 +255,8 @@ Not reported:
 - outside a loop, a bulk copy (`.cpu()`, `.numpy()`, `.tolist()`) in code that runs every step:
   one copy per step of data the host needs is the form to aim for; a scalar `.item()` there is
   reported (metrics read back every step);
+- a value taken from an op whose output size depends on data (`torch.where(m)[0].tolist()`,
+  `x.nonzero()`): that op has already waited for the device;
 - a value whose type the code checks first (`if isinstance(x, torch.Tensor): x = x.tolist()`):
   input normalisation, not a step's result;
 - a loop that does not run the model (no call of a model, submodule or loss module, no backward,

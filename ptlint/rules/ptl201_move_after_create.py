@@ -112,6 +112,20 @@ def analyse_move(move: ast.Call, ctx) -> tuple[bool, bool, bool]:
     return True, fixable, dtype is not None
 
 
+def _in_pipeline_class(function: ast.AST, ctx) -> bool:
+    """A method of an inference pipeline (`class FluxPipeline(DiffusionPipeline)`, modular
+    pipeline blocks): set-up once per generation call, around a denoising loop elsewhere."""
+    model = ctx.model
+    owner = model.owner_class(function)
+    while owner is None and function is not None:
+        function = model.enclosing_function(function)
+        owner = model.owner_class(function) if function is not None else None
+    if owner is None:
+        return False
+    names = [owner.name] + [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in owner.bases]
+    return any(name.endswith("Pipeline") or "PipelineBlock" in name for name in names)
+
+
 def _registered(ctx) -> set[str]:
     """Names listed as values in a module-level dict literal (a registry of functions)."""
     key = "ptl201-registered"
@@ -149,6 +163,10 @@ class MoveAfterCreate(Rule):
     cold = False
     triggers = (".cuda(", ".to(")
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._random: dict[int, bool] = {}  # reported node -> the factory draws random numbers
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to"):
@@ -156,6 +174,7 @@ class MoveAfterCreate(Rule):
         factory = factory_name(func.value, self.ctx)
         if factory is None:
             return
+        self._random[id(node)] = factory in RANDOM
         inner = func.value
         if _has_star(inner) or any(k.arg in FACTORY_BLOCKERS for k in inner.keywords):
             return
@@ -188,6 +207,8 @@ class MoveAfterCreate(Rule):
         costlier. A `forward` is per step, set-up of its layer loop included."""
         if where.context != CALLED or where.function is None:
             return True
+        if self._random.get(id(node)) or _in_pipeline_class(where.function, self.ctx):
+            return False  # library code: a CPU draw moved on purpose (seeded noise), an inference pipeline
         model = self.ctx.model
         sites = model._sites.get(id(where.function), [])
         if not sites and where.function.name in _registered(self.ctx):
@@ -249,7 +270,10 @@ the set-up before a loop that runs the model in a function whose callers the fil
 (a pipeline's `__call__`, or a helper such as `encode_prompt` that only such set-up calls: once
 per call of something far costlier), functions listed in a module-level registry dict and called
 from nowhere in the file (`ROPE_INIT_FUNCTIONS = {...}`: model initialisation), set-up by name
-(`load_*`, `*_init_*`, `switch_to_deploy`, `reparameterize`, `fuse_*`, `export_*`), a factory that
+(`load_*`, `*_init_*`, `switch_to_deploy`, `reparameterize`, `fuse_*`, `export_*`), methods of
+inference pipelines (a class named or derived from `*Pipeline`), random draws in code whose
+callers the file does not show (library code draws on the CPU on purpose, for noise that is the
+same on every device), a factory that
 already has `device=`, `pin_memory=` or `generator=` (numbers drawn from a CPU generator on
 purpose, for reproducibility), and the `*_like` factories (their template usually
 lives on the target device already, so the move does nothing).
@@ -294,8 +318,8 @@ def positions(n, device):
 import torch as T
 from torch import randn as rnd
 
-class Noise:
-    def sample(self, b, d):
+class Noise(T.nn.Module):
+    def forward(self, b, d):
         a = T.zeros(b, d).cuda()  # expect: PTL201
         b = rnd(b, d).to(self.device, non_blocking=True)  # expect: PTL201
         c = T.eye(d).to("cuda:1")  # expect: PTL201
@@ -433,14 +457,18 @@ def make_inputs(n, device):
             before="""
 import torch
 
-def noise(b, d, device):
-    return torch.randn(b, d).to(device=device)
+def train(model, loader, d, device):
+    for x in loader:
+        x = x + torch.randn(x.shape[0], d).to(device=device)
+        model(x).sum().backward()
 """,
             after="""
 import torch
 
-def noise(b, d, device):
-    return torch.randn(b, d, device=device)
+def train(model, loader, d, device):
+    for x in loader:
+        x = x + torch.randn(x.shape[0], d, device=device)
+        model(x).sum().backward()
 """,
             unsafe=True,
         ),
