@@ -30,7 +30,27 @@ def value_test(test: ast.AST, ctx) -> ast.AST | None:
         return value_test(test.operand, ctx)
     if isinstance(test, ast.Call) and ctx.qualname(test.func) in DATA_PREDICATES:
         return test
+    if isinstance(test, ast.Compare) and any(_shape_number(side) for side in (test.left, *test.comparators)):
+        # `if num_frames != self.emb.size(1):` compares sizes: a bare name beside a size is an int
+        sides = [side for side in (test.left, *test.comparators) if not isinstance(side, ast.Name)]
+        return test if any(tensor_kind(side, ctx) == STRONG for side in sides) else None
     return test if tensor_kind(test, ctx) == STRONG else None  # includes `if torch.any(mask):`
+
+
+SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
+
+
+def _shape_number(expr: ast.AST) -> bool:
+    """`x.size(1)`, `x.shape[0]`, `x.ndim`, `len(x)`: a Python int, never a tensor's value."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in ("shape", "ndim")
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        return (isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS) or \
+            (isinstance(func, ast.Name) and func.id == "len")
+    return False
 
 
 RANDOM_FACTORIES = {"torch.rand", "torch.randn", "torch.randint", "torch.rand_like", "torch.bernoulli",
@@ -99,7 +119,8 @@ gb0170): the graph ends before the test, Python evaluates it (a device-to-host s
 new graph starts in the chosen branch. In a loop condition that happens on every iteration.
 
 Not data-dependent, and not reported: shape tests (`x.shape[0] > 1`, `x.size(0)`, `x.dim()`,
-`x.ndim`, `x.numel()`, `len(x)`), `x is None`, `self.training`, `isinstance(...)`, Python
+`x.ndim`, `x.numel()`, `len(x)`) and a bare name compared with one (`if frames != emb.size(1):`,
+where `frames` came out of a submodule's tuple: a size), `x is None`, `self.training`, `isinstance(...)`, Python
 configuration attributes (`self.use_bias`, `self.config.x`), `x.dtype == torch.float16`,
 `torch.jit.is_scripting()`, `torch.compiler.is_compiling()`, and bare names (`if use_cache:`),
 which are usually Python values. `assert torch.all(x >= 0)` compiles without a break in 2.13 and
@@ -155,6 +176,8 @@ class Gate(nn.Module):
         y = x * 2 if x.sum() > 0 else x  # expect: PTL403
         while torch.any(y > 10):  # expect: PTL403
             y = y / 2
+        if x.sum() > x.size(0):  # expect: PTL403
+            y = y / 2
         return y
 """,
         """
@@ -175,6 +198,18 @@ def safe_log(t):
     ]
 
     good_examples = [
+        # a name beside a size is a size: compared as Python ints
+        """
+import torch
+from torch import nn
+
+class Embed(nn.Module):
+    def forward(self, pixels):
+        tokens, frames = self.patches(pixels)
+        if frames != self.time.size(1) or len(tokens) > tokens.shape[1]:
+            tokens = tokens[:, :frames]
+        return tokens
+""",
         # dynamic by design: LayerDrop, and optional work done by a submodule
         """
 import torch
