@@ -154,3 +154,119 @@ def test_project_dependencies_only_when_a_rule_reads_imports(tmp_path):
     assert digest and digest == runner._dependencies(source, ("PTL603",), settings)
     write(tmp_path / "utils.py", "X = 2\n")
     assert runner._dependencies(source, ("PTL603",), settings) != digest
+
+
+TF32_SCRIPT = """import torch
+import settings_module
+
+def train(model, loader, optimizer):
+    model = model.cuda()
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_cached_answers_depend_on_test_code_notebook_and_imported_modules(tmp_path):
+    """The cache keys a file by more than its bytes: whether it is test code, whether it is read as
+    a notebook, and (for rules that read imports) the project modules it imports."""
+    from ptlint.cache import Caches
+
+    caches = Caches(str(tmp_path / "cache"))
+    root = str(tmp_path)
+    # the same bytes, as a training script and as test code
+    script = write(tmp_path / "train.py", SYNC_LOSS_ITEM)
+    in_tests = write(tmp_path / "tests" / "train.py", SYNC_LOSS_ITEM)
+    settings = Settings(enabled=("PTL101",), root=root)
+    first = check_file(Job(str(script), settings), caches)
+    assert [(f.code, f.path) for f in first.findings] == [("PTL101", str(script))]
+    assert check_file(Job(str(in_tests), settings), caches).findings == []
+    again = check_file(Job(str(script), settings), caches)  # from the cache, with its own path
+    assert again.path == str(script) and [f.path for f in again.findings] == [str(script)]
+    # the same bytes, as Python (a dict expression: nothing to report) and as a notebook
+    cells = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": SYNC_LOSS_ITEM}]}
+    data = json.dumps(cells).replace("null", "None").encode()  # valid JSON and valid Python
+    assert check_file(Job(str(tmp_path / "cells.py"), settings, data=data), caches).findings == []
+    notebook = check_file(Job(str(tmp_path / "cells.ipynb"), settings, data=data.replace(b"None", b"null")), caches)
+    assert [f.code for f in notebook.findings] == ["PTL101"]
+    # a notebook in the tests folder is test code too
+    assert check_file(Job(str(tmp_path / "tests" / "cells.ipynb"), settings,
+                          data=data.replace(b"None", b"null")), caches).findings == []
+    # a rule that reads the project's modules: the answer follows the imported module
+    write(tmp_path / "settings_module.py", "X = 1\n")
+    hints = Settings(enabled=("PTL603",), root=root)
+    tf32 = write(tmp_path / "tf32.py", TF32_SCRIPT)
+    assert [f.code for f in check_file(Job(str(tf32), hints), caches).findings] == ["PTL603"]
+    write(tmp_path / "settings_module.py", "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n")
+    assert check_file(Job(str(tf32), hints), caches).findings == []
+
+
+def test_error_results_carry_the_path(tmp_path, monkeypatch):
+    settings = Settings(enabled=("PTL101",))
+    good = write(tmp_path / "train.py", SYNC_LOSS_ITEM)
+    missing = str(tmp_path / "nope.py")
+    assert check_file(Job(missing, settings)).path == missing
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(engine, "lint_source", broken)
+    assert check_file(Job(str(good), settings)).path == str(good)
+
+    def deep(*args, **kwargs):
+        raise RecursionError
+
+    monkeypatch.setattr(engine, "lint_source", deep)
+    assert check_file(Job(str(good), settings)).path == str(good)
+
+
+def test_is_ancestor():
+    assert runner._is_ancestor("/a/b", "/a/b")
+    assert runner._is_ancestor("/a/b", "/a/b/c")
+    assert runner._is_ancestor("/a/b/", "/a/b/c")
+    assert not runner._is_ancestor("/a/b", "/a/bc")
+    assert not runner._is_ancestor("/a/b/c", "/a/b")
+    assert runner._is_ancestor("/", "/a")
+
+
+def test_a_loop_or_unlistable_folder_costs_only_itself(tmp_path, monkeypatch):
+    """After a link loop or a folder that cannot be listed, the walk goes on with its siblings."""
+    write(tmp_path / "a" / "x.py")
+    (tmp_path / "a" / "loop").symlink_to(tmp_path, target_is_directory=True)
+    write(tmp_path / "a" / "m" / "y.py")
+    write(tmp_path / "b" / "z.py")
+    write(tmp_path / "c" / "w.py")
+    (tmp_path / "link_to_b").symlink_to(tmp_path / "b", target_is_directory=True)
+    real_scandir = os.scandir
+    monkeypatch.setattr(runner.os, "scandir",
+                        lambda path: (_ for _ in ()).throw(OSError(5, "I/O error")) if str(path).endswith("b")
+                        else real_scandir(path))
+    names, result = found(tmp_path, "")
+    assert names == ["a/x.py", "a/m/y.py", "c/w.py"]  # a folder's files, then its folders
+    assert f"{tmp_path / 'a' / 'loop'}: symbolic link loop, skipped" in result.warnings
+    assert any(w.startswith(f"{tmp_path / 'b'}: cannot list folder") for w in result.warnings)
+
+
+def test_a_folder_whose_type_cannot_be_read_is_treated_as_a_file(tmp_path, monkeypatch):
+    write(tmp_path / "pkg" / "a.py")
+    write(tmp_path / "odd.py" / "inner.py")  # a folder named like a Python file
+    real_scandir = os.scandir
+
+    class Entry:
+        def __init__(self, entry):
+            self._entry, self.name, self.path = entry, entry.name, entry.path
+
+        def is_dir(self):
+            if self.name == "odd.py":
+                raise OSError(5, "I/O error")
+            return self._entry.is_dir()
+
+        def is_symlink(self):
+            return self._entry.is_symlink()
+
+    monkeypatch.setattr(runner.os, "scandir", lambda path: [Entry(e) for e in real_scandir(path)])
+    names, _ = found(tmp_path, "")
+    assert names == ["odd.py", "pkg/a.py"]  # listed as a file: checking it gives its own error
