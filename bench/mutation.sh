@@ -35,7 +35,8 @@ tests_for() {
         ptlint/runner.py) echo tests/test_cache.py tests/test_bad_inputs.py tests/test_runner.py ;;
         ptlint/config.py) echo tests/test_config.py ;;
         ptlint/engine.py) echo tests/test_engine.py tests/test_rule_examples.py tests/test_bad_inputs.py tests/test_suppress.py tests/test_context.py tests/test_project_hints.py ;;
-        ptlint/fixer.py) echo tests/test_fixer.py tests/test_rule_examples.py ;;
+        ptlint/fixer.py) echo tests/test_fixing.py tests/test_fixer.py tests/test_rule_examples.py tests/test_fix_states.py ;;
+        ptlint/fixing.py) echo tests/test_fixing.py tests/test_fixer.py ;;
         *) echo "bench/mutation.sh: no default tests for $1; name them after --" >&2; exit 2 ;;
     esac
 }

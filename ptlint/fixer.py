@@ -11,7 +11,6 @@ Writes are atomic and skip files that changed meanwhile.
 from __future__ import annotations
 
 import ast
-import difflib
 import os
 import stat
 import tempfile
@@ -19,13 +18,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .config import Settings
 from .edits import apply_edits, overlaps
 from .engine import lint_source
 from .project import dependency_digest
 from .registry import all_rules
 from .rule import SAFE, Edit, Finding
-from .source import SourceError, SourceFile, decode_source, encode_source
+from .source import SourceFile, encode_source
 
 if TYPE_CHECKING:
     from .cache import Cache
@@ -192,68 +190,3 @@ def write_atomic(path: str, data: bytes, expected: bytes | None = None) -> None:
         except OSError:
             pass
         raise
-
-
-@dataclass
-class FixOutcome:
-    diff: str = ""
-    changed: list[str] = field(default_factory=list)
-    fixed: int = 0
-    remaining: list[Finding] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    messages: list[str] = field(default_factory=list)
-
-
-def unified_diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{path}", tofile=f"b/{path}")
-    out = []
-    for line in lines:
-        out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
-def fix_paths(findings: list[Finding], settings: Settings, write: bool, cache: "Cache | None" = None) -> FixOutcome:
-    """Fix every file that has an applicable finding; other findings pass through as remaining."""
-    outcome = FixOutcome()
-    unsafe = settings.unsafe_fixes
-    by_path: dict[str, list[Finding]] = {}
-    for finding in findings:
-        by_path.setdefault(finding.path, []).append(finding)
-    for path, file_findings in by_path.items():
-        if not any(applicable(f, unsafe) for f in file_findings):
-            outcome.remaining.extend(file_findings)
-            continue
-        try:
-            with open(path, "rb") as handle:
-                original_bytes = handle.read()
-            source = decode_source(original_bytes, path)  # the very bytes the write will compare against
-        except (OSError, SourceError) as exc:
-            outcome.errors.append(f"{path}: cannot read: {exc}")
-            outcome.remaining.extend(file_findings)
-            continue
-        # the first pass reads the check's findings back from the cache, keyed by this very text
-        result = fix_source(source, settings.codes_for(path), unsafe, settings.is_test_code(path), cache=cache,
-                            project_root=settings.root)
-        outcome.messages.extend(result.messages)
-        if not result.changed:
-            outcome.remaining.extend(result.remaining)
-            continue
-        if write:
-            try:
-                write_atomic(path, encode_source(source, result.fixed), expected=original_bytes)
-            except ChangedOnDisk:
-                outcome.errors.append(f"{path}: changed on disk while fixing; not written")
-                outcome.remaining.extend(file_findings)
-                continue
-            except (OSError, UnicodeEncodeError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                outcome.errors.append(f"{path}: cannot write: {reason}")
-                outcome.remaining.extend(file_findings)
-                continue
-        outcome.diff += unified_diff(path, result.original, result.fixed)
-        outcome.fixed += len(result.applied)
-        outcome.changed.append(path)
-        outcome.remaining.extend(result.remaining)
-    outcome.remaining.sort(key=Finding.sort_key)
-    return outcome
