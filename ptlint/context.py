@@ -307,7 +307,8 @@ class ExecutionModel:
         name = function.name
         owner = self.owner_class(function)
         if owner is not None and name in ("forward", "backward") and (is_module_class(owner, self.ctx)
-                                                                    or _is_autograd_function(owner, self.ctx)):
+                                                                    or _is_autograd_function(owner, self.ctx)
+                                                                    or _derived_elsewhere(owner, self.ctx)):
             return PER_STEP
         if any(_decorator_in(d, self.ctx, COMPILE) for d in function.decorator_list):
             return PER_STEP
@@ -564,6 +565,29 @@ def _is_step_function(function: ast.AST) -> bool:
             return True
         pending.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _derived_elsewhere(cls: ast.ClassDef, ctx: "FileContext") -> bool:
+    """A class derived from a class of another module (`class Encoder(PreTrainedModel)`,
+    `GradientCheckpointingLayer`, `LightningModule`): its `forward` is a module's forward. A base
+    defined in this file counts only if it is itself derived elsewhere; a plain local class does not."""
+    from .compiled import _local_classes
+    local = _local_classes(ctx)
+    pending, seen = [cls], set()
+    while pending:
+        current = pending.pop()
+        seen.add(current.name)
+        for base in current.bases:
+            if isinstance(base, ast.Name) and base.id in local:
+                if base.id not in seen:
+                    pending.append(local[base.id])
+            elif (ctx.qualname(base) or getattr(base, "id", "")) not in _PLAIN_BASES:
+                return True
+    return False
+
+
+_PLAIN_BASES = {"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol",
+                "Exception", "NamedTuple", "typing.NamedTuple", "Enum", "enum.Enum"}
 
 
 def _is_autograd_function(cls: ast.ClassDef, ctx: "FileContext") -> bool:

@@ -198,6 +198,29 @@ def fit(model, loader):
         model(x).sum().backward()
     return model  # ctx: called
 """,
+    "forward of a class derived from another module's class runs per step": """
+from transformers import PreTrainedModel
+
+class Base:
+    def forward(self, x):
+        return x  # ctx: called
+
+class Plain(Base):
+    def forward(self, x):
+        return x  # ctx: called
+
+class Encoder(PreTrainedModel):
+    def forward(self, x):
+        return x  # ctx: per-step
+
+class Layer(Encoder):
+    def forward(self, x):
+        return x  # ctx: per-step
+
+class Tool(object):
+    def forward(self, x):
+        return x  # ctx: called
+""",
     "Ignite event handlers": """
 from ignite.engine import Events
 

@@ -126,6 +126,25 @@ def _in_pipeline_class(function: ast.AST, ctx) -> bool:
     return any(name.endswith("Pipeline") or "PipelineBlock" in name for name in names)
 
 
+def _in_denoising_loop(node: ast.AST, function: ast.AST, ctx) -> bool:
+    """Inside a loop over timesteps or one that steps a scheduler (`for t in timesteps:` ...
+    `self.scheduler.step(...)`): per step of the generation, not its set-up."""
+    model = ctx.model
+    current = model.parent(node)
+    while current is not None and current is not function:
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While)):
+            head = current.iter if isinstance(current, (ast.For, ast.AsyncFor)) else current.test
+            names = [n.id if isinstance(n, ast.Name) else n.attr
+                     for n in ast.walk(head) if isinstance(n, (ast.Name, ast.Attribute))]
+            if any("timestep" in name for name in names):
+                return True
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+                   for statement in current.body for n in ast.walk(statement)):
+                return True
+        current = model.parent(current)
+    return False
+
+
 def _registered(ctx) -> set[str]:
     """Names listed as values in a module-level dict literal (a registry of functions)."""
     key = "ptl201-registered"
@@ -205,9 +224,12 @@ class MoveAfterCreate(Rule):
         """Not the set-up before a loop that runs the model (a pipeline's `__call__` preparing its
         denoising loop, `encode_prompt` called once before it): once per call of something far
         costlier. A `forward` is per step, set-up of its layer loop included."""
+        if where.function is not None and _in_pipeline_class(where.function, self.ctx) \
+                and not _in_denoising_loop(node, where.function, self.ctx):
+            return False  # an inference pipeline's set-up: once per generation call
         if where.context != CALLED or where.function is None:
             return True
-        if self._random.get(id(node)) or _in_pipeline_class(where.function, self.ctx):
+        if self._random.get(id(node)):
             return False  # library code: a CPU draw moved on purpose (seeded noise), an inference pipeline
         model = self.ctx.model
         sites = model._sites.get(id(where.function), [])
@@ -271,7 +293,8 @@ the set-up before a loop that runs the model in a function whose callers the fil
 per call of something far costlier), functions listed in a module-level registry dict and called
 from nowhere in the file (`ROPE_INIT_FUNCTIONS = {...}`: model initialisation), set-up by name
 (`load_*`, `*_init_*`, `switch_to_deploy`, `reparameterize`, `fuse_*`, `export_*`), methods of
-inference pipelines (a class named or derived from `*Pipeline`), random draws in code whose
+inference pipelines (a class named or derived from `*Pipeline`) outside their denoising loop (a
+loop over `timesteps` or one that calls a scheduler's `.step`), random draws in code whose
 callers the file does not show (library code draws on the CPU on purpose, for noise that is the
 same on every device), a factory that
 already has `device=`, `pin_memory=` or `generator=` (numbers drawn from a CPU generator on
@@ -308,6 +331,21 @@ and `.to(..., copy=True)` / `memory_format=` are reported without a fix.
 """
 
     bad_examples = [
+        # an inference pipeline's denoising loop runs per step
+        """
+import torch
+from diffusers import DiffusionPipeline
+
+class ImagePipeline(DiffusionPipeline):
+    def __call__(self, latents, device):
+        for t in self.progress_bar(self.scheduler.timesteps):
+            guidance = torch.full((1,), 7.5).to(device)  # expect: PTL201
+            latents = self.unet(latents, t, guidance)
+        while self.remaining:
+            noise = torch.zeros(latents.shape).to(device)  # expect: PTL201
+            latents = self.scheduler.step(self.unet(latents + noise), latents)
+        return latents
+""",
         """
 import torch
 
@@ -409,6 +447,19 @@ class Pipeline:
         for t in range(steps):
             latents = self.unet(latents, t, embeds)
         return latents
+""",
+        # an inference pipeline's set-up: once per generation call, loops over encoders included
+        """
+import torch
+from diffusers import DiffusionPipeline
+
+class AudioPipeline(DiffusionPipeline):
+    def encode_prompt(self, prompts, device):
+        masks = []
+        for encoder in self.text_encoders:
+            embeds = encoder(prompts)
+            masks.append(torch.ones(len(prompts), 77).to(device))
+        return embeds, masks
 """,
         # normal with tensor mean/std follows its inputs' device; `.to` of something not a device
         """
