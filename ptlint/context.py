@@ -174,10 +174,26 @@ def _trains(statements: list[ast.AST]) -> bool:
                 if func.attr == "step" and _words(func.value) & {"optimizer", "optim", "opt", "scaler", "env",
                                                                   "envs", "trainer", "scheduler"}:
                     return True
-            elif isinstance(func, ast.Name) and func.id == "next":
+            elif isinstance(func, ast.Name) and func.id == "next" and _next_batch(node):
                 return True
         pending.extend(ast.iter_child_nodes(node))
     return False
+
+
+GENERIC_ITERATOR_WORDS = {"iter", "iters", "iterator", "iterators", "it"}
+
+
+def _next_batch(call: ast.Call) -> bool:
+    """`next(it)`, `next(self.train_iter)`, `next(iter(loader))`: the next batch of a step loop.
+    An iterator picked out of a container must name data (`next(loader_iters[task])`), not only
+    be an iterator (`next(grid_iters[kind])` walks image sizes in a position-id helper)."""
+    if not call.args:
+        return False
+    source = call.args[0]
+    if isinstance(source, ast.Name) or isinstance(source, ast.Attribute) and not isinstance(source.value, ast.Subscript):
+        return True
+    words = _words(source) - GENERIC_ITERATOR_WORDS
+    return _data_words(words) or "train" in words
 
 
 # Settings that say a branch runs on some steps only: `if self.control.should_log:`,

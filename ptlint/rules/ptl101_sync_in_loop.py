@@ -81,6 +81,7 @@ class SyncInLoop(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._stalls: dict[int, bool] = {}  # reported node -> a loop around it launches device work
+        self._read_in_statement: set[tuple[int, str]] = set()  # (statement, tensor name) reported
 
     def visit_Call(self, node: ast.Call) -> None:
         if not is_sync_call(node):
@@ -103,6 +104,8 @@ class SyncInLoop(Rule):
             return  # one bulk copy per step that the host needs (`ids.cpu()`): the form to aim for
         if self._host_side_code() or self._decides_control_flow(node) or self._already_waited(value):
             return
+        if self._read_again(value):
+            return
         self._stalls[id(node)] = any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops)
         method = node.func.attr
         message = self.message.format(method=method) if self.ctx.loops else \
@@ -117,6 +120,20 @@ class SyncInLoop(Rule):
         A loop that only reads results back (post-processing rows) waits once, at its first
         read; a helper that inference code calls per step needs its host values."""
         return self._stalls.get(id(node), False) or self.ctx.model.in_training_step(node)
+
+    def _read_again(self, value: ast.AST) -> bool:
+        """Another read of a tensor this statement already read (`t, h, w = g[0].item(),
+        g[1].item(), g[2].item()`): the first read waited, one `.tolist()` fixes them all, so the
+        statement is reported once."""
+        root = _root(value)
+        statement = next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
+        if root is None or statement is None:
+            return False
+        key = (id(statement), root.id)
+        if key in self._read_in_statement:
+            return True
+        self._read_in_statement.add(key)
+        return False
 
     def _host_side_code(self) -> bool:
         """The data pipeline runs on host tensors: classes deriving from a Sampler or Dataset,
@@ -276,6 +293,8 @@ Not reported:
   diagnostics, plotting, visualisation or profiling); ONNX Runtime pipelines (`*onnx*` modules),
   which compute in NumPy on the host;
 - in `forward` and compiled functions, where PTL402 reports it;
+- a second read of the same tensor in one statement (`t, h, w = g[0].item(), g[1].item(),
+  g[2].item()`): the statement is reported once, at its first read, and one `.tolist()` fixes it;
 - modules that never import torch, unless the loop backpropagates or the value is visibly a
   tensor.
 
@@ -305,6 +324,32 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # multi-task training: the next batch of the task's loader
+        """
+import torch
+
+def train(model, loader_iters, tasks, opt):
+    for task in tasks:
+        x, y = next(loader_iters[task])
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        print(loss.item())  # expect: PTL101
+""",
+        # three reads of one tensor in one statement: one finding, at the first read
+        """
+import torch
+
+def train(model, loader, opt):
+    for x, grid in loader:
+        t, h, w = (
+            grid[0].item(),  # expect: PTL101
+            grid[1].item(),
+            grid[2].item(),
+        )
+        model(x, t, h, w).sum().backward()
+        opt.step()
+""",
         """
 import torch
 
@@ -388,6 +433,28 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # a model's position-id helper: `next()` walks image sizes, not batches, so the loop
+        # is not a step loop and the helper's reads are its host bookkeeping
+        """
+import torch
+
+class VisionModel(torch.nn.Module):
+    def positions(self, grid, start):
+        t, h = grid[0].item(), grid[1].item()
+        return torch.arange(t * h) + start
+
+    def rope_index(self, groups, image_grid):
+        grid_iters = {1: iter(image_grid)}
+        out, pos = [], 0
+        for kind, start, end in groups:
+            grid = next(grid_iters[kind])
+            out.append(self.positions(grid, pos))
+            pos += end - start
+        return torch.cat(out)
+
+    def forward(self, x, groups, image_grid):
+        return x + self.rope_index(groups, image_grid)
+""",
         # loops that only read results back: the first read waits, the others find nothing queued;
         # and a batch straight from a DataLoader is in host memory
         """
