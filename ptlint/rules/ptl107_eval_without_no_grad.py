@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.astutil import SCOPE_NODES, body_nodes, dotted, is_constant
+from ptlint.astutil import SCOPE_NODES, dotted, is_constant
 from ptlint.rule import CALLED, PER_OUTER, PER_STEP, Rule
 
 from ._autograd import GradRegions, graph_wanted
@@ -36,7 +36,18 @@ class EvalWithoutNoGrad(Rule):
     cold = False
     triggers = (".eval()", ".train(False)", ".train(mode=False)")
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # scope -> (receiver, mode) of its `.eval()` / `.train()` calls so far: the traversal
+        # meets them in source order, so a model call sees the switches made before it
+        self._switches: dict[int, list[tuple[str, str]]] = {}
+
     def visit_Call(self, node: ast.Call) -> None:
+        switch = _mode_switch(node)
+        if switch is not None:
+            scope = self._scope()
+            if scope is not None:
+                self._switches.setdefault(id(scope), []).append(switch)
         if not self.ctx.loops:
             return
         model = self._called_model(node)
@@ -65,24 +76,18 @@ class EvalWithoutNoGrad(Rule):
             return None
         return name
 
-    def _switches(self) -> list[tuple[tuple[int, int], str, str]]:
-        """((line, column), receiver, mode) of every `.eval()` / `.train()` in the current scope."""
-        scope = self.ctx.function or self.ctx.tree
-        key = ("ptl107-switches", id(scope))
-        if key not in self.ctx.memo:
-            body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
-            found = []
-            for node in body_nodes(body, stop_at=SCOPE_NODES):
-                switch = _mode_switch(node)
-                if switch is not None:
-                    found.append(((node.lineno, node.col_offset), *switch))
-            self.ctx.memo[key] = sorted(found)
-        return self.ctx.memo[key]
+    def _scope(self) -> ast.AST | None:
+        """The function, lambda or module whose body runs this call; None in a class body."""
+        for node in reversed(self.ctx.stack):
+            if isinstance(node, SCOPE_NODES):
+                return None if isinstance(node, ast.ClassDef) else node
+        return self.ctx.tree
 
     def _mode_before(self, model: str, call: ast.Call) -> str | None:
-        """The mode the last `.eval()` / `.train()` of `model` before `call` in the source set."""
-        position = (call.lineno, call.col_offset)
-        modes = [mode for at, receiver, mode in self._switches() if receiver == model and at < position]
+        """The mode the last `.eval()` / `.train()` of `model` before `call`, in its scope, set."""
+        scope = self._scope()
+        switches = self._switches.get(id(scope), []) if scope is not None else []
+        modes = [mode for receiver, mode in switches if receiver == model]
         return modes[-1] if modes else None
 
     def _frozen(self, model: str) -> bool:
@@ -165,6 +170,17 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # at module level, as in a script, and in a lambda
+        """
+import torch
+
+model = torch.nn.Linear(2, 2)
+model.eval()
+for x in [torch.ones(2)]:
+    print(model(x))  # expect: PTL107
+
+predict = lambda net, xs: (net.eval(), [net(x) for x in xs])  # expect: PTL107
+""",
         """
 import torch
 
@@ -224,6 +240,24 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # the switch is in a nested function, a lambda, a class body or a later statement: not run
+        # before this loop
+        """
+import torch
+
+class Holder:
+    model = make_model()
+    model.eval()
+    outputs = [model(x) for x in loader]
+
+def evaluate(model, loader):
+    def freeze():
+        model.eval()
+    to_eval = lambda: model.eval()
+    for x in loader:
+        model(x)
+    model.eval()
+""",
         # gradients off: a with block, a decorator (called or bare), a caller, set_grad_enabled
         """
 import torch

@@ -257,14 +257,24 @@ class AttentionByHand(Rule):
         if not holders:
             return False
         name = holders[0].name
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and not isinstance(node, ast.Lambda) \
-                    and node is not holders[0]:
-                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)):
-                    text = ctx.edits.text(node).lower()
-                    if any(marker in text for marker in FUSED_MARKERS):
-                        return True
-        return False
+        return any(node is not holders[0] and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+                   for node in self._naming_fused_kernels())
+
+    def _naming_fused_kernels(self) -> list[ast.AST]:
+        """The functions and classes of this file whose text names a fused attention kernel
+        (found once per file: a string search, before any walk)."""
+        key = "ptl308-fused-holders"
+        if key not in self.ctx.memo:
+            source = self.ctx.source.text.lower()
+            found = []
+            if any(marker in source for marker in FUSED_MARKERS):
+                for node in ast.walk(self.ctx.tree):
+                    if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and not isinstance(node, ast.Lambda):
+                        text = self.ctx.edits.text(node).lower()
+                        if any(marker in text for marker in FUSED_MARKERS):
+                            found.append(node)
+            self.ctx.memo[key] = found
+        return self.ctx.memo[key]
 
     docs = """
 ## What it does
