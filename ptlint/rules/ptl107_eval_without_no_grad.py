@@ -170,6 +170,20 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # a frozen teacher does not make the student frozen; `train(mode=False)` is eval mode
+        """
+import torch
+
+def distill(teacher, student, loader):
+    for p in teacher.parameters():
+        p.requires_grad = False
+    teacher.eval()
+    for x in loader:
+        teacher(x)
+    student.train(mode=False)
+    for x in loader:
+        student(x)  # expect: PTL107
+""",
         # at module level, as in a script, and in a lambda
         """
 import torch

@@ -331,6 +331,17 @@ evaluation), and the result differs from the hand-written one by float rounding.
 """
 
     bad_examples = [
+        # another function of the file uses the fused kernel, but nothing routes this one there
+        """
+import torch
+import torch.nn.functional as F
+
+def fast(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v)
+
+def slow(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v  # expect: PTL308
+""",
         # minGPT: one name reassigned step by step
         """
 import math
@@ -411,6 +422,19 @@ def attn(q, k, v, scale):
     ]
 
     good_examples = [
+        # the math path of a dispatcher that picks the fused kernel: a fallback
+        """
+import torch
+import torch.nn.functional as F
+
+def attention_math(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+
+def attention(q, k, v, fused=True):
+    if fused:
+        return F.scaled_dot_product_attention(q, k, v)
+    return attention_math(q, k, v)
+""",
         """
 import torch.nn.functional as F
 
