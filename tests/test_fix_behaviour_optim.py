@@ -10,6 +10,9 @@ import pytest
 import torch  # pinned by the test extra: a broken install fails here, it never skips
 
 from ptlint.api import check_text, fix_text
+from ptlint.engine import lint_source
+from ptlint.registry import all_rules
+from ptlint.source import SourceFile
 
 
 class Net(torch.nn.Module):
@@ -207,3 +210,12 @@ def test_ptl501_fix_iterates_a_generator_once():
     _run(fixed, "step", CountingModel(), 0.5)
     assert len(calls) == 1
     _assert_same_parameters(expected, model)
+
+
+@pytest.mark.parametrize("index", range(len(all_rules()["PTL501"].bad_examples)))
+def test_ptl501_is_silent_in_test_code(index):
+    """Per-parameter loops in tests (checking an EMA, a gradient scale) cost nothing worth a finding."""
+    rule = all_rules()["PTL501"]
+    example = rule.bad_examples[index]
+    assert check_text(example, ["PTL501"]), "the example must be a finding outside test code"
+    assert lint_source(SourceFile("tests/test_updates.py", example), [rule], test_code=True) == []
