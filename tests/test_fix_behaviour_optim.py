@@ -219,3 +219,14 @@ def test_ptl501_is_silent_in_test_code(index):
     example = rule.bad_examples[index]
     assert check_text(example, ["PTL501"]), "the example must be a finding outside test code"
     assert lint_source(SourceFile("tests/test_updates.py", example), [rule], test_code=True) == []
+
+
+def test_ptl501_says_whether_it_updates_parameters_or_gradients():
+    grads = "def f(model, s):\n    for p in model.parameters():\n        p.grad.mul_(s)\n"
+    both = "def f(model, s):\n    for p in model.parameters():\n        p.grad.mul_(s)\n        p.add_(p.grad)\n"
+    [finding] = check_text(grads, ["PTL501"])
+    assert finding.message.startswith("this loop scales or clips each gradient in place")
+    assert finding.fix.message == "Update all gradients with `torch._foreach_*` calls"
+    [finding] = check_text(both, ["PTL501"])
+    assert finding.message.startswith("this loop updates each parameter in place")
+    assert finding.fix.message == "Update all parameters with `torch._foreach_*` calls"

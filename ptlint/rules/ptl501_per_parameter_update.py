@@ -604,6 +604,27 @@ def scale_grads(model, scale):
         ),
         FixExample(
             before="""
+import torch
+
+def unscale(model, inv_scale):
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    for p in trainable:
+        if p.grad is not None:
+            p.grad.mul_(inv_scale)
+""",
+            after="""
+import torch
+
+def unscale(model, inv_scale):
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    params_with_grad = [p for p in trainable if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_mul_([p.grad for p in params_with_grad], inv_scale)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
 import torch as T
 
 def average_grads(model, accumulation_steps):
