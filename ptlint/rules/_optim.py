@@ -22,9 +22,11 @@ from ptlint.astutil import body_nodes
 # Names that clearly hold a list of parameters when nothing else tells us what they are.
 PARAM_LIST_NAMES = {"params", "parameters", "param_list", "params_list", "parameter_list", "model_params",
                     "model_parameters", "trainable_params", "params_with_grad"}
-# A name whose last word is `params` / `parameters` (`target_params`, `self.shadow_params`,
-# `ema_parameters`), optionally numbered (`params_a`, `params2`). Not `hparams`, `param_groups`,
+# A name whose last word is `params` / `parameters` (`target_params`, `ema_parameters`), optionally
+# numbered (`params_a`, `params2`), for lists a function receives. Not `hparams`, `param_groups`,
 # `params_before` or `parameter_names`: in the corpus those hold settings, groups, copies or names.
+# Not attributes beyond PARAM_LIST_NAMES: the corpus' `self.ema_params` / `self.shadow_params`
+# held host copies updated every few hundred steps, or an EMA with its own foreach path.
 PARAM_LIST_NAME = re.compile(r"_*(?:[a-z0-9]+_)*(?:params|parameters)(?:_?[a-z0-9])?", re.IGNORECASE)
 # Calls that pass an iterable of parameters through unchanged (element for element).
 PASS_THROUGH = {"list", "tuple", "filter", "reversed", "sorted"}
@@ -62,7 +64,7 @@ def param_names(iterable: ast.AST, target: ast.AST, ctx, depth: int = 0) -> set[
         return set()
     if isinstance(iterable, ast.Subscript) and _is_params_key(iterable.slice):  # group["params"]
         return {target.id} if isinstance(target, ast.Name) else set()
-    if isinstance(iterable, ast.Attribute) and names_parameters(iterable.attr):  # self.shadow_params
+    if isinstance(iterable, ast.Attribute) and iterable.attr in PARAM_LIST_NAMES:  # self.params
         return {target.id} if isinstance(target, ast.Name) else set()
     if isinstance(iterable, ast.Name):
         if iterable.id in PARAM_LIST_NAMES:

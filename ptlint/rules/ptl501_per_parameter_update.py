@@ -197,16 +197,18 @@ The updates: `p.add_(...)`, `p.data -= ...`, `p.data = p.data - ...`, `p.mul_(..
 `ema_p.lerp_(p, w)`, `p.clamp_(...)`, `torch.add(t, p, alpha=tau, out=t)`; on gradients, scaling
 and clipping by value: `p.grad *= scale`, `p.grad /= n`, `p.grad.mul_(...)`, `p.grad.div_(...)`,
 `p.grad.data.clamp_(-c, c)`. The loops: over `model.parameters()`, `named_parameters()`,
-`group["params"]`, a list built from them, a name that says it holds parameters (an argument or
-attribute called `params`, `parameters`, `target_params`, `self.shadow_params`, `params_a`...),
-or a `zip` of such (with or without `strict=True`), as in a target network's Polyak update.
+`group["params"]`, a list built from them, a list the function receives under a name that says
+it holds parameters (`params`, `parameters`, `target_params`, `source_parameters`,
+`params_a`...), an attribute `self.params` / `self.parameters`, or a `zip` of such (with or
+without `strict=True`), as in a target network's Polyak update.
 
 Not reported: loops that only read parameters (counting `numel()`), set flags
 (`requires_grad_(False)`), copy or initialise weights (`copy_`, `normal_`,
 `torch.add(a, b, out=p)`: usually done once), reset gradients with `p.grad = None`, or add into
 gradients (`p.grad += g`: autograd accumulates per parameter too); names that hold something
-else (`hparams`, `param_groups`, `params_before`, `parameter_names`), and names the function
-assigns from something other than parameters; set-up code that runs once (`__init__`,
+else (`hparams`, `param_groups`, `params_before`, `parameter_names`), names the function
+assigns from something other than parameters, and other attributes (`self.ema_params`: in the
+corpus, host copies updated every few hundred steps); set-up code that runs once (`__init__`,
 `init_weights`, code only `main()` calls); test code; and optimizer implementations — the
 `step()` method of an optimizer class and `_single_tensor_*` fallbacks — whose loop the fix
 cannot translate: a reference implementation is per tensor on purpose, and its foreach form is
@@ -399,10 +401,11 @@ def interpolate(params_a, params_b, weight):
     for a, b in zip(params_a, params_b):  # expect: PTL501
         a.lerp_(b, weight)
 """,
+        # an EMA class's step() is not an optimizer's
         """
 class EMAModel:
-    def step(self, model, decay):
-        for s_param, param in zip(self.ema_params, model.parameters()):  # expect: PTL501
+    def step(self, ema_parameters, model, decay):
+        for s_param, param in zip(ema_parameters, model.parameters()):  # expect: PTL501
             s_param.sub_((1 - decay) * (s_param - param))
 """,
         """
@@ -487,6 +490,14 @@ def rescale(hparams, params_before, parameter_names, model):
     target_params = [p.detach().clone() for p in model.parameters()]
     for t in target_params:
         t.mul_(0.5)
+""",
+        # an attribute counts under the usual names only (`self.params`): in the corpus,
+        # `self.ema_params` held host copies updated every few hundred steps
+        """
+class BEMA:
+    def update(self, beta):
+        for ema, param in zip(self.ema_params, self.model_params_on_host, strict=True):
+            ema.mul_(1 - beta).add_(param, alpha=beta)
 """,
         # zip with strict=True of things that are not parameters
         """
