@@ -271,7 +271,8 @@ occurrence in turn, while the foreach calls apply each operation to every tensor
 (different results on the CPU as soon as the body has two operations, and the fused CUDA kernel
 updates a repeated tensor once even for one: measured on an H100, torch 2.11). So the fix is
 offered for `parameters()` / `named_parameters()` (which never repeat a tensor), lists a function
-builds from them, zips of these, and torch.optim's `group["params"]` (which warns on a repeat),
+builds from them, zips of these, and torch.optim's `group["params"]` (torch.optim warns that a
+repeated parameter there will become an error),
 not for a list received as an argument or read from an attribute (`polyak_update(params,
 target_params, tau)`): the rule reports those without a fix. Also no fix where the loop variable
 is read after the loop, where a comment in the loop would be lost, or where the body does
@@ -284,7 +285,9 @@ model with no parameters; mixed float32/float16/bfloat16 parameters; sparse grad
 that require grad; a gradient scale given as a Python number and as a 0-dim tensor; a generator
 as the iterable (read once); for pairs of models: a float16 average of a float32 model, a layer
 shared by both, and targets one parameter longer at the end or misaligned. On CUDA, lists mixing
-devices or dtypes give the loop's results bit for bit (`bench/cuda_fix_check.py`).
+devices or dtypes give the loop's results bit for bit for `add_` (`bench/cuda_fix_check.py`);
+its checks of gradient scaling by a 0-dim tensor (on the GPU or the CPU) and of
+`torch.add(out=)` have not been run on a GPU yet.
 
 ## References
 - https://pytorch.org/docs/stable/optim.html#algorithms (foreach and fused implementations)
