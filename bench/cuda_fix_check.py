@@ -65,6 +65,30 @@ def main() -> int:
         equal = torch.equal(x, y)
         close = torch.allclose(x.float(), y.float(), rtol=2 ** -7, atol=0)
         print(f"info mul_ by a Python number {dtype}: bit-identical={equal}, within one rounding={close}")
+    # gradient scaling by a 0-dim tensor (torchtune's `scale_grads`): on the gradients' device, and
+    # a CPU scalar tensor, which the loop accepts for CUDA tensors
+    for where in ("cuda", "cpu"):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            grads = [torch.randn(4096, device="cuda").to(dtype), torch.randn(7, device="cuda").to(dtype)]
+            scale = torch.tensor(0.37, device=where)
+            x, y = [g.clone() for g in grads], [g.clone() for g in grads]
+            for g in x:
+                g *= scale
+            name = f"mul_ by a 0-dim {where} tensor {dtype}"
+            try:
+                torch._foreach_mul_(y, scale)
+                results.append(check(name, all(torch.equal(a, b) for a, b in zip(x, y))))
+            except RuntimeError as exc:
+                results.append(check(name, False, f"foreach raised: {exc}"))
+    # a Polyak update written with `torch.add(..., out=)`, into a float16 or float32 target
+    for dtype in (torch.float32, torch.float16):
+        target = [torch.randn(4096, device="cuda").to(dtype), torch.randn(7, device="cuda").to(dtype)]
+        source = [torch.randn(4096, device="cuda"), torch.randn(7, device="cuda")]
+        x, y = [t.clone() for t in target], [t.clone() for t in target]
+        for t, s in zip(x, source):
+            torch.add(t, s, alpha=0.005, out=t)
+        torch._foreach_add_(y, source, alpha=0.005)
+        results.append(check(f"add(out=) {dtype} target", all(torch.equal(a, b) for a, b in zip(x, y))))
     # a tensor listed twice: the loop updates it twice; the fused kernel?
     p = torch.zeros(8, device="cuda")
     g = torch.ones(8, device="cuda")

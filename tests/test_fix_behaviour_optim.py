@@ -10,6 +10,9 @@ import pytest
 import torch  # pinned by the test extra: a broken install fails here, it never skips
 
 from ptlint.api import check_text, fix_text
+from ptlint.engine import lint_source
+from ptlint.registry import all_rules
+from ptlint.source import SourceFile
 
 
 class Net(torch.nn.Module):
@@ -207,3 +210,23 @@ def test_ptl501_fix_iterates_a_generator_once():
     _run(fixed, "step", CountingModel(), 0.5)
     assert len(calls) == 1
     _assert_same_parameters(expected, model)
+
+
+@pytest.mark.parametrize("index", range(len(all_rules()["PTL501"].bad_examples)))
+def test_ptl501_is_silent_in_test_code(index):
+    """Per-parameter loops in tests (checking an EMA, a gradient scale) cost nothing worth a finding."""
+    rule = all_rules()["PTL501"]
+    example = rule.bad_examples[index]
+    assert check_text(example, ["PTL501"]), "the example must be a finding outside test code"
+    assert lint_source(SourceFile("tests/test_updates.py", example), [rule], test_code=True) == []
+
+
+def test_ptl501_says_whether_it_updates_parameters_or_gradients():
+    grads = "def f(model, s):\n    for p in model.parameters():\n        p.grad.mul_(s)\n"
+    both = "def f(model, s):\n    for p in model.parameters():\n        p.grad.mul_(s)\n        p.add_(p.grad)\n"
+    [finding] = check_text(grads, ["PTL501"])
+    assert finding.message.startswith("this loop scales or clips each gradient in place")
+    assert finding.fix.message == "Update all gradients with `torch._foreach_*` calls"
+    [finding] = check_text(both, ["PTL501"])
+    assert finding.message.startswith("this loop updates each parameter in place")
+    assert finding.fix.message == "Update all parameters with `torch._foreach_*` calls"

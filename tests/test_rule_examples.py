@@ -14,6 +14,7 @@ from ptlint.rule import DOC_SECTIONS, doc_section
 
 RULES = all_rules()
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z0-9, ]+)")
+EXPECT_MARKER = re.compile(r"[ \t]*#\s*expect:\s*[A-Z0-9, ]+$", re.MULTILINE)
 
 
 def _cases(kind: str):
@@ -68,6 +69,12 @@ def test_unfixable_example_is_reported_without_a_fix(code, example):
     assert sorted(f.line for f in findings) == expected
     assert all(f.fix is None for f in findings)
     assert fix_text(example, [code], unsafe=True) == example
+    # the `# expect:` markers are comments, and a fix that would drop a comment is declined:
+    # without them the example must still get no fix, for the reason it was written for
+    bare = EXPECT_MARKER.sub("", example)
+    findings = [f for f in check_text(bare, [code]) if f.code == code]
+    assert len(findings) == len(expected) and all(f.fix is None for f in findings)
+    assert fix_text(bare, [code], unsafe=True) == bare
 
 
 @pytest.mark.parametrize("code,example", [p for p in _cases("fix_examples") if declined(p.values[1])])

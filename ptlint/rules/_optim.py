@@ -22,11 +22,17 @@ from ptlint.astutil import body_nodes
 # Names that clearly hold a list of parameters when nothing else tells us what they are.
 PARAM_LIST_NAMES = {"params", "parameters", "param_list", "params_list", "parameter_list", "model_params",
                     "model_parameters", "trainable_params", "params_with_grad"}
+# A name whose last word is `params` / `parameters` (`target_params`, `ema_parameters`), optionally
+# numbered (`params_a`, `params2`), for lists a function receives. Not `hparams`, `param_groups`,
+# `params_before` or `parameter_names`: in the corpus those hold settings, groups, copies or names.
+# Not attributes beyond PARAM_LIST_NAMES: the corpus' `self.ema_params` / `self.shadow_params`
+# held host copies updated every few hundred steps, or an EMA with its own foreach path.
+PARAM_LIST_NAME = re.compile(r"_*(?:[a-z0-9]+_)*(?:params|parameters)(?:_?[a-z0-9])?", re.IGNORECASE)
 # Calls that pass an iterable of parameters through unchanged (element for element).
 PASS_THROUGH = {"list", "tuple", "filter", "reversed", "sorted"}
 
-__all__ = ["param_names", "tensor_kind", "in_place_base", "fixable_loop", "unguarded_body", "ForeachWriter",
-           "Unsupported", "body_nodes"]
+__all__ = ["param_names", "tensor_kind", "in_place_base", "fixable_loop", "unguarded_body", "may_repeat",
+           "ForeachWriter", "Unsupported", "body_nodes"]
 
 
 # -- which loops run over parameters --------------------------------------------------------------
@@ -48,8 +54,9 @@ def param_names(iterable: ast.AST, target: ast.AST, ctx, depth: int = 0) -> set[
         if isinstance(func, ast.Name) and func.id == "enumerate" and iterable.args \
                 and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
             return param_names(iterable.args[0], target.elts[1], ctx, depth + 1)
-        if isinstance(func, ast.Name) and func.id == "zip" and not iterable.keywords \
+        if isinstance(func, ast.Name) and func.id == "zip" \
                 and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(iterable.args):
+            # `strict=True` changes only what happens when the lengths differ: the pairs are the same
             found: set[str] = set()
             for arg, element in zip(iterable.args, target.elts):
                 found |= param_names(arg, element, ctx, depth + 1)
@@ -63,9 +70,42 @@ def param_names(iterable: ast.AST, target: ast.AST, ctx, depth: int = 0) -> set[
         if iterable.id in PARAM_LIST_NAMES:
             return {target.id} if isinstance(target, ast.Name) else set()
         values = ctx.assignments(iterable.id)
-        if values and all(_is_param_list(v, ctx, depth + 1) for v in values):
+        # a name the function assigns is what it was assigned; one it does not (an argument:
+        # `polyak_update(params, target_params, tau)`) is what its name says
+        if (all(_is_param_list(v, ctx, depth + 1) for v in values) if values else names_parameters(iterable.id)):
             return {target.id} if isinstance(target, ast.Name) else set()
     return set()
+
+
+def names_parameters(name: str) -> bool:
+    """Whether a name says it holds parameters: `params`, `target_params`, `params_a`."""
+    return name in PARAM_LIST_NAMES or PARAM_LIST_NAME.fullmatch(name) is not None
+
+
+def may_repeat(iterable: ast.AST, ctx, depth: int = 0) -> bool:
+    """Whether the loop may meet one tensor twice. `parameters()` / `named_parameters()` never
+    repeat one (and a list a function builds from them, or a zip of those, keeps that);
+    `group["params"]` is torch.optim's own list, which warns on a repeat. A list the function
+    receives (an argument, a global) or reads from an attribute is whatever its caller made."""
+    if depth > 4:
+        return True
+    if isinstance(iterable, ast.Call):
+        func = iterable.func
+        if isinstance(func, ast.Attribute) and func.attr in ("parameters", "named_parameters"):
+            return any(k.arg in ("remove_duplicate", None) for k in iterable.keywords)
+        if isinstance(func, ast.Name) and func.id in PASS_THROUGH | {"enumerate", "zip"} and iterable.args:
+            sources = iterable.args if func.id == "zip" else \
+                iterable.args[1:2] if func.id == "filter" and len(iterable.args) == 2 else iterable.args[:1]
+            return any(may_repeat(source, ctx, depth + 1) for source in sources)
+        return True
+    if isinstance(iterable, ast.Subscript) and _is_params_key(iterable.slice):
+        return False
+    if isinstance(iterable, ast.ListComp) and len(iterable.generators) == 1:
+        return may_repeat(iterable.generators[0].iter, ctx, depth + 1)
+    if isinstance(iterable, ast.Name):
+        values = ctx.assignments(iterable.id)
+        return not values or any(may_repeat(v, ctx, depth + 1) for v in values)
+    return True
 
 
 def _is_param_list(value: ast.AST, ctx, depth: int) -> bool:
