@@ -95,13 +95,12 @@ class HostBufferWrite(Rule):
         return all(self._factory(v) is not None for v in values)
 
     def _host_buffer(self, name: str) -> ast.Call | None:
-        """The factory call that made `name` in host memory: its only binding so far in this
-        function, with no `device=`, not pinned, not under a default-device context."""
+        """The factory call that made `name` in host memory (its last binding so far in this
+        function; `keep` checks the others), with no `device=`, not pinned, not under a
+        default-device context."""
         values = self.ctx.assignments(name)
-        if not values or not all(self._factory(v) is not None for v in values):
-            return None
-        factory = values[-1]
-        if self._under_default_device(factory):
+        factory = self._factory(values[-1]) if values else None
+        if factory is None or self._under_default_device(factory):
             return None
         return factory
 
@@ -192,7 +191,8 @@ class HostBufferWrite(Rule):
         device = self._known_device(factory, scope, devices)
         if device is None or self._read_on_host(buffer, scope):
             return None
-        edit = self.ctx.edits.add_keyword(factory, f"device={device}")
+        edits = self.ctx.edits  # one argument per line stays one per line
+        edit = edits.replace(factory, edits.call_with_keywords(factory, [f"device={device}"]))
         return Fix(UNSAFE, f"Create `{buffer}` on the device: `device={device}` (later uses of `{buffer}` then run "
                            f"there too)", (edit,))
 
@@ -359,7 +359,7 @@ def train(model, loader, optimizer, criterion, device, epochs):
             optimizer.step()
             history[epoch, i] = loss.detach()  # expect: PTL110
             scores[i] = out.softmax(-1).max()  # expect: PTL110
-            norms[i:i + 1] = loss * 2  # expect: PTL110
+            norms[i:i + 1] = -loss * 2  # expect: PTL110
     return history, scores, norms
 """,
         # a value `.backward()` is called on is a loss, whatever computed it
@@ -577,6 +577,35 @@ def evaluate(model, loader, criterion, device, n):
         x, y = x.to(device), y.to(device)
         losses[k] = criterion(model(x), y)
     return losses.mean()
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            """
+import torch
+
+def evaluate(model, loader, n, use_gpu):
+    device = "cpu"
+    if use_gpu:
+        device = "cuda"
+    model.to(device)
+    losses = torch.zeros(n)
+    for k, x in enumerate(loader):
+        losses[k] = model(x.to(device)).mean()
+    return losses.mean().item()
+""",
+            """
+import torch
+
+def evaluate(model, loader, n, use_gpu):
+    device = "cpu"
+    if use_gpu:
+        device = "cuda"
+    model.to(device)
+    losses = torch.zeros(n, device=device)
+    for k, x in enumerate(loader):
+        losses[k] = model(x.to(device)).mean()
+    return losses.mean().item()
 """,
             unsafe=True,
         ),
