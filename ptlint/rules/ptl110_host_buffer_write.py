@@ -559,8 +559,9 @@ def validate(fabric, model, val_dataloader, max_iters):
         ),
         FixExample(
             """
-from torch import empty
+from torch import empty, no_grad
 
+@no_grad()
 def evaluate(model, loader, criterion, device, n):
     losses = empty(n, dtype=float)
     for k, (x, y) in enumerate(loader):
@@ -569,8 +570,9 @@ def evaluate(model, loader, criterion, device, n):
     return losses.mean()
 """,
             """
-from torch import empty
+from torch import empty, no_grad
 
+@no_grad()
 def evaluate(model, loader, criterion, device, n):
     losses = empty(n, dtype=float, device=device)
     for k, (x, y) in enumerate(loader):
