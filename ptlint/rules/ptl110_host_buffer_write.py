@@ -33,6 +33,18 @@ DEVICE_WORDS = ("device", "cuda", ".to(", "fabric", "accelerator")
 RUNNERS = ("fabric", "accelerator")
 
 
+# `evaluate_model(...)`, `run_net(...)`: a function that runs a model returns what it likes (a
+# float score as often as a tensor); only the model itself visibly returns a device tensor.
+RUNNER_VERBS = {"run", "eval", "evaluate", "train", "test", "fit", "validate", "score", "predict", "call", "apply",
+                "benchmark", "profile", "time"}
+
+
+def _runs_a_model(func: ast.AST) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    parts = name.lower().split("_")
+    return len(parts) > 1 and parts[0] in RUNNER_VERBS
+
+
 class HostBufferWrite(Rule):
     code = "PTL110"
     name = "host-buffer-write"
@@ -138,7 +150,9 @@ class HostBufferWrite(Rule):
                     return False
                 if self._device_result(func.value, seen):
                     return True
-            if is_loss_call(node, ctx) or is_model_call(node, ctx) or self._loss_function(func, qual):
+            if is_loss_call(node, ctx) or self._loss_function(func, qual):
+                return True
+            if is_model_call(node, ctx) and not _runs_a_model(func):
                 return True
             if is_torch_op(qual) and qual not in HOST_FACTORIES:  # `torch.stack(...)`, `F.softmax(...)`
                 return any(self._device_result(a, seen) for a in node.args)
@@ -274,7 +288,9 @@ Not reported:
 - a buffer made in another function or stored on `self` (where it lives is not visible);
 - a value already on the host: `.item()`, `.cpu()`, `.tolist()`, `float(...)`, NumPy values
   (PTL101 reports the `.item()` itself where it stalls);
-- a value that is not visibly a device result (a batch from a data loader, a host computation);
+- a value that is not visibly a device result: a batch from a data loader, a host computation,
+  what a function named for running a model returns (`evaluate_model(...)`, `run_net(...)`: a
+  float score as often as a tensor);
 - a loop that does not run the model (it only copies finished results: the first copy waits,
   the others find nothing queued);
 - a function that visibly works on the CPU (every device it names is `"cpu"`, and the file
@@ -415,17 +431,20 @@ def validate(model, loader, device, n):
     later = later.to(device)
     return on_device, moved, staging, floats, later
 """,
-        # not visibly a device result: a batch from the loader, host arithmetic
+        # not visibly a device result: a batch from the loader, host arithmetic, what a function
+        # that runs the model chose to return
         """
 import torch
 
-def collect(loader, device, n):
+def collect(model, loader, device, n):
     lengths = torch.zeros(n)
     labels = torch.empty(n, dtype=torch.long)
+    scores = torch.zeros(n)
     for i, batch in enumerate(loader):
         lengths[i] = len(batch["ids"])
         labels[i] = batch["label"]
-    return lengths.to(device), labels
+        scores[i] = evaluate_model(model, batch, device)
+    return lengths.to(device), labels, scores
 """,
         # once: module top level after training; once per epoch, after the batch loop
         """
