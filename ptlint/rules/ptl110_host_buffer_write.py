@@ -20,6 +20,11 @@ FACTORY_BLOCKERS = {"device", "pin_memory", "out", None}
 # Methods whose result lives where their receiver does (`model(x).mean()`, `loss.detach()`);
 # `.cpu()` and `.to("cpu")` are the host copies themselves (`.item()`, `.tolist()`: host values).
 SAME_PLACE_METHODS = (REDUCTIONS | TENSOR_METHODS | {"detach", "squeeze", "sum", "mean"}) - {"cpu"}
+# How visibly a value is a device result (`_device_result`): a loss or a reduction is small, and
+# the host needs it only once, after the loop; a whole model output may be what the host needs
+# every step (and a device buffer of every batch's output costs device memory): not reported.
+NOT, OUTPUT, SMALL = 0, 1, 2
+SMALLER_METHODS = REDUCTIONS | {"argmax", "argmin"}
 # Callee names of a loss computed by a project's own function (`chunked_cross_entropy(...)`).
 LOSS_SUFFIXES = ("cross_entropy", "_loss")
 # Context managers that give factories a default device (`with torch.device("cuda"):`,
@@ -84,7 +89,7 @@ class HostBufferWrite(Rule):
         if not isinstance(buffer, ast.Name):
             return
         factory = self._host_buffer(buffer.id)
-        if factory is None or not self._device_result(value, set()):
+        if factory is None or self._device_result(value, set()) != SMALL:
             return
         if not any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops):
             return  # a loop that only copies finished results waits once, at its first copy
@@ -137,38 +142,42 @@ class HostBufferWrite(Rule):
         return False
 
     # -- the value -----------------------------------------------------------------------------
-    def _device_result(self, node: ast.AST, seen: set[str]) -> bool:
-        """Visibly a result computed on the model's device: a model's, a submodule's or a loss's
-        output, a value `.backward()` is called on, or what tensor methods, indexing and
-        arithmetic make of one. Not `.item()` / `.cpu()` / `.tolist()` / `float(...)`: host values."""
+    def _device_result(self, node: ast.AST, seen: set[str]) -> int:
+        """How visibly `node` is a result computed on the model's device: SMALL for a loss (a loss
+        module's or function's result, a value `.backward()` is called on) or a reduction of a
+        device result (`model(x).mean()`, `out.argmax(-1)`), OUTPUT for a model's or submodule's
+        output as it is (`model(x)`, `F.softmax(model(x))`, `model(x)[0]`), NOT otherwise: not
+        `.item()` / `.cpu()` / `.tolist()` / `float(...)`, host values."""
         ctx = self.ctx
         if isinstance(node, ast.Call):
             func = node.func
             qual = ctx.qualname(func)
             if isinstance(func, ast.Attribute) and qual is None and func.attr in SAME_PLACE_METHODS:
                 if func.attr == "to" and any(to_host(a, ctx) for a in [*node.args, *(k.value for k in node.keywords)]):
-                    return False
-                if self._device_result(func.value, seen):
-                    return True
+                    return NOT
+                kind = self._device_result(func.value, seen)
+                if kind:
+                    return SMALL if func.attr in SMALLER_METHODS else kind
             if is_loss_call(node, ctx) or self._loss_function(func, qual):
-                return True
+                return SMALL
             if is_model_call(node, ctx) and not _runs_a_model(func):
-                return True
+                return OUTPUT
             if is_torch_op(qual) and qual not in HOST_FACTORIES:  # `torch.stack(...)`, `F.softmax(...)`
-                return any(self._device_result(a, seen) for a in node.args)
-            return False
+                kind = max((self._device_result(a, seen) for a in node.args), default=NOT)
+                return SMALL if kind and qual.rsplit(".", 1)[-1] in SMALLER_METHODS else kind
+            return NOT
         if isinstance(node, ast.Subscript) or isinstance(node, ast.Attribute) and node.attr in KEPT_ATTRIBUTES:
             return self._device_result(node.value, seen)
         if isinstance(node, ast.BinOp):
-            return self._device_result(node.left, seen) or self._device_result(node.right, seen)
+            return max(self._device_result(node.left, seen), self._device_result(node.right, seen))
         if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
             return self._device_result(node.operand, seen)
         if isinstance(node, ast.Name) and node.id not in seen and len(seen) < 6:
             if node.id in backward_names(ctx.function, ctx):
-                return True
+                return SMALL
             values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr) and root_name(v) != node.id]
-            return bool(values) and all(self._device_result(v, seen | {node.id}) for v in values)
-        return False
+            return min((self._device_result(v, seen | {node.id}) for v in values), default=NOT)
+        return NOT
 
     @staticmethod
     def _loss_function(func: ast.AST, qual: str | None) -> bool:
@@ -261,11 +270,12 @@ class HostBufferWrite(Rule):
 Finds a loop that runs the model and stores its results, element by element, into a tensor that
 a torch factory made without `device=`, so in host memory. The factory is `torch.zeros`,
 `torch.empty`, `torch.ones` or `torch.full` (any import spelling) in the same function; a result
-is the output of a model or submodule, of a loss module or loss function (`criterion(...)`,
-`F.cross_entropy(...)`, a project's own `chunked_cross_entropy(...)`), a value `.backward()` is
-called on, or what indexing, tensor methods and arithmetic make of one. Reported at the
-assignment (or the `.copy_(...)`, with or without `non_blocking=True`: into pageable memory it
-waits all the same); the message names the factory's line.
+is a loss (the result of a loss module or loss function: `criterion(...)`,
+`F.cross_entropy(...)`, a project's own `chunked_cross_entropy(...)`; a value `.backward()` is
+called on) or a reduction of a model's or submodule's output (`model(x).mean()`,
+`out.argmax(-1)`), and what indexing, tensor methods and arithmetic make of those. Reported at
+the assignment (or the `.copy_(...)`, with or without `non_blocking=True`: into pageable memory
+it waits all the same); the message names the factory's line.
 
 This rule is ptlint's own addition; it is not in the original design catalogue.
 
@@ -288,6 +298,11 @@ Not reported:
 - a buffer made in another function or stored on `self` (where it lives is not visible);
 - a value already on the host: `.item()`, `.cpu()`, `.tolist()`, `float(...)`, NumPy values
   (PTL101 reports the `.item()` itself where it stalls);
+- a whole model output, as it is or elementwise transformed (`logits[i] = model(x)`,
+  `probs[i] = F.softmax(model(x), -1)`): the host may need every value, and a device buffer of
+  every batch's output costs device memory; the remedy there is a pinned buffer filled with
+  `non_blocking=True` copies, a redesign rather than a one-keyword fix. Losses and reductions
+  (`.mean()`, `.max()`, `.argmax(-1)`, `torch.sum(...)`) are small and are reported;
 - a value that is not visibly a device result: a batch from a data loader, a host computation,
   what a function named for running a model returns (`evaluate_model(...)`, `run_net(...)`: a
   float score as often as a tensor);
@@ -365,6 +380,7 @@ def train(model, loader, optimizer, criterion, device, epochs):
     history = T.zeros(epochs, len(loader))
     scores = empty(len(loader))
     norms = full((len(loader),), float("nan"))
+    energy = T.zeros(len(loader))
     for epoch in range(epochs):
         for i, (x, y) in enumerate(loader):
             x, y = x.to(device), y.to(device)
@@ -376,7 +392,8 @@ def train(model, loader, optimizer, criterion, device, epochs):
             history[epoch, i] = loss.detach()  # expect: PTL110
             scores[i] = out.softmax(-1).max()  # expect: PTL110
             norms[i:i + 1] = -loss * 2  # expect: PTL110
-    return history, scores, norms
+            energy[i] = T.sum(out ** 2)  # expect: PTL110
+    return history, scores, norms, energy
 """,
         # a value `.backward()` is called on is a loss, whatever computed it
         """
@@ -397,12 +414,12 @@ import torch
 import torch.nn.functional as F
 
 model = Net().cuda()
-preds = torch.zeros(len(loader), 10)
+confidence = torch.zeros(len(loader), 64)
 top = torch.empty(len(loader))
 for i, (x, y) in enumerate(loader):
     logits = model(x.cuda())
-    preds[i].copy_(F.softmax(logits, dim=-1)[0])  # expect: PTL110
-    top[i:i + 1].copy_(logits.max().view(1), non_blocking=True)  # expect: PTL110
+    confidence[i].copy_(F.softmax(logits, dim=-1).amax(-1))  # expect: PTL110
+    top[i:i + 1].copy_(logits.argmax().view(1), non_blocking=True)  # expect: PTL110
 """,
     ]
 
@@ -440,11 +457,16 @@ def collect(model, loader, device, n):
     lengths = torch.zeros(n)
     labels = torch.empty(n, dtype=torch.long)
     scores = torch.zeros(n)
+    maybe = torch.zeros(n)
     for i, batch in enumerate(loader):
         lengths[i] = len(batch["ids"])
         labels[i] = batch["label"]
         scores[i] = evaluate_model(model, batch, device)
-    return lengths.to(device), labels, scores
+        value = batch["prior"]
+        if batch["run"]:
+            value = model(batch["x"].to(device)).mean()
+        maybe[i] = value
+    return lengths.to(device), labels, scores, maybe
 """,
         # once: module top level after training; once per epoch, after the batch loop
         """
@@ -484,6 +506,22 @@ def train(model, loader, optimizer, device):
             raise FloatingPointError(bad)
         loss.backward()
         optimizer.step()
+""",
+        # whole outputs: the host may need every value, and keeping every batch's output on the
+        # device costs its memory
+        """
+import torch
+import torch.nn.functional as F
+
+@torch.no_grad()
+def predict(model, loader, device, n, classes):
+    logits = torch.empty(n, 32, classes)
+    probs = torch.empty(n, 32, classes)
+    for i, x in enumerate(loader):
+        out = model(x.to(device))
+        logits[i] = out
+        probs[i].copy_(F.softmax(out, dim=-1))
+    return logits.numpy(), probs
 """,
         # a default device for the factories; a file where nothing names a device
         """
