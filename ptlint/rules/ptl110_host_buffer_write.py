@@ -284,9 +284,9 @@ This rule is ptlint's own addition; it is not in the original design catalogue.
 and a blocking one: the CPU waits until every kernel queued so far has finished before it can
 copy the value, exactly like `loss.item()` (PTL101). Once per batch, the GPU idles while Python
 prepares the next one. Torch's CUDA sync debug mode (`torch.cuda.set_sync_debug_mode("warn")`)
-reports the copy; `ptlint explain --syncs` on the CPU cannot (there, every tensor is on the host). Made on the
-device, the buffer receives device-to-device copies that queue like any other kernel, and the
-code reads it back once, after the loop (`losses.mean().item()`).
+reports the copy; `ptlint explain --syncs` on the CPU cannot (there, every tensor is on the
+host). Made on the device, the buffer receives device-to-device copies that queue like any other
+kernel, and the code reads it back once, after the loop (`losses.mean().item()`).
 
 Not reported:
 - a buffer made with `device=` (also `device="cpu"`: a deliberate host buffer), with
@@ -311,8 +311,8 @@ Not reported:
 - a function that visibly works on the CPU (every device it names is `"cpu"`, and the file
   never says `cuda`);
 - code that does not run every step: once-code, once per epoch, a branch that only raises or
-  warns; test code; files that never mention a device (`device`, `.cuda(`, `.to(`), where
-  nothing visibly runs on an accelerator.
+  warns; test code; files that mention no device (`device`, `cuda`, `.to(`) and no Lightning
+  `fabric` or Accelerate `accelerator`, where nothing visibly runs on an accelerator.
 
 ## Example
 ```python
@@ -346,7 +346,8 @@ then return a device tensor (what the caller gets changes device), `.tolist()` a
 it become the one sync after the loop, and `.numpy()` on a CUDA tensor raises, so no fix is
 offered where the function hands the buffer to NumPy. Where no device is visible (the model was
 moved elsewhere), the finding comes without a fix: pass the device in, or use the device of the
-first result (`torch.zeros(n, device=loss.device)` when the buffer is made after it).
+first result (`torch.zeros(n, device=loss.device)` when the buffer is made after it). On the
+CPU (`device="cpu"`) the fixed code computes the same numbers, bit for bit.
 
 ## References
 - https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution
