@@ -172,7 +172,10 @@ def programs(draw) -> tuple[bytes, str]:
 
 
 def _line_ranges(findings) -> list[tuple[int, int]]:
-    return [(f.line - 1, f.end_line) for f in findings]  # 0-based, end exclusive
+    """The lines of the findings and of their fixes' edits (a fix may edit another line than the
+    one it is reported at: PTL110 reports the write and adds `device=` to the factory above)."""
+    ranges = [(f.line - 1, f.end_line) for f in findings]  # 0-based, end exclusive
+    return ranges + [(e.line - 1, e.end_line) for f in findings if f.fix for e in f.fix.edits]
 
 
 def _overlaps(i1: int, i2: int, ranges: list[tuple[int, int]]) -> bool:

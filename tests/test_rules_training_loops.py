@@ -1,8 +1,9 @@
-"""The data-movement and loop-hygiene rules (PTL103-PTL109, PTL204, PTL205) on whole programs
+"""The data-movement and loop-hygiene rules (PTL103-PTL110, PTL204, PTL205) on whole programs
 written the way public training code is: every line marked `# expect: CODE` carries that finding,
 no other line carries one of these codes. The programs follow well-known shapes (the MNIST
 example of pytorch/examples, minGPT's trainer, a nanoGPT-style timed loop, a YOLO-style loop,
-a Lightning module, a benchmark script), not the rules' own examples."""
+a Lightning module, a benchmark script, a Lightning Fabric fine-tuning script), not the rules'
+own examples."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ptlint.source import SourceFile
 
 from test_rule_examples import expected_lines
 
-CODES = ["PTL103", "PTL104", "PTL105", "PTL106", "PTL107", "PTL108", "PTL109", "PTL204", "PTL205"]
+CODES = ["PTL103", "PTL104", "PTL105", "PTL106", "PTL107", "PTL108", "PTL109", "PTL110", "PTL204", "PTL205"]
 
 MNIST = '''
 import argparse
@@ -289,8 +290,60 @@ def normalise(batch):
 loader = DataLoader(JsonLines(["a.jsonl"], len), num_workers=4)
 '''
 
+FABRIC_FINETUNE = '''
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from mypkg.losses import token_cross_entropy
+
+
+@torch.no_grad()
+def validate(fabric: L.Fabric, model, val_loader: DataLoader, max_iters: int) -> torch.Tensor:
+    model.eval()
+    losses = torch.zeros(min(len(val_loader), max_iters))
+    for k, batch in enumerate(val_loader):
+        if k >= max_iters:
+            break
+        logits = model(batch["input_ids"])
+        losses[k] = token_cross_entropy(logits[..., :-1, :], batch["labels"][..., 1:])  # expect: PTL110
+    model.train()
+    return losses.mean()
+
+
+@torch.no_grad()
+def accuracy(fabric: L.Fabric, model, val_loader: DataLoader) -> float:
+    model.eval()
+    hits = torch.zeros(len(val_loader), device=fabric.device)
+    for k, batch in enumerate(val_loader):
+        hits[k] = (model(batch["input_ids"]).argmax(-1) == batch["labels"]).float().mean()
+    model.train()
+    return hits.mean().item()
+
+
+def fit(fabric: L.Fabric, model, optimizer, train_loader: DataLoader, val_loader: DataLoader, epochs: int):
+    epoch_loss = torch.zeros(epochs)
+    for epoch in range(epochs):
+        for step, batch in enumerate(train_loader):
+            logits = model(batch["input_ids"])
+            loss = token_cross_entropy(logits[..., :-1, :], batch["labels"][..., 1:])
+            fabric.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+        epoch_loss[epoch] = validate(fabric, model, val_loader, max_iters=100)
+        fabric.print(f"epoch {epoch}: {epoch_loss[epoch].item():.3f}, {accuracy(fabric, model, val_loader):.3f}")
+    return epoch_loss
+
+
+def main(fabric: L.Fabric, model, optimizer, train_loader, val_loader):
+    model, optimizer = fabric.setup(model, optimizer)
+    train_loader, val_loader = fabric.setup_dataloaders(train_loader, val_loader)
+    validate(fabric, model, val_loader, max_iters=2)  # sanity check
+    fit(fabric, model, optimizer, train_loader, val_loader, epochs=3)
+'''
+
 PROGRAMS = {"mnist": MNIST, "mingpt": MINGPT, "yolo-style": YOLO_STYLE, "lightning": LIGHTNING,
-            "benchmark": BENCHMARK, "datasets": DATASETS}
+            "benchmark": BENCHMARK, "datasets": DATASETS, "fabric-finetune": FABRIC_FINETUNE}
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -339,3 +392,7 @@ def test_fixes_of_a_whole_program():
     assert "losses.append(F.nll_loss(output, target).detach())" in unsafe
     yolo = fix_text(YOLO_STYLE, ["PTL106"], unsafe=True)
     assert "optimizer.zero_grad()  # expect: PTL106" in yolo
+    assert fix_text(FABRIC_FINETUNE, ["PTL110"]) == FABRIC_FINETUNE  # unsafe: not without --unsafe-fixes
+    fabric = fix_text(FABRIC_FINETUNE, ["PTL110"], unsafe=True)
+    assert "losses = torch.zeros(min(len(val_loader), max_iters), device=fabric.device)" in fabric
+    assert fabric.count("device=fabric.device") == 2  # the one made on the device already stays as it was

@@ -4,7 +4,7 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "7c7579a2-526627"
+FINGERPRINT = "094666e6-557572"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist('), False),
     'PTL102': ('sync-call-in-loop', True, 'ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
@@ -15,6 +15,7 @@ RULES = {
     'PTL107': ('eval-without-no-grad', True, 'ptl107_eval_without_no_grad', ('.eval()', '.train(False)', '.train(mode=False)'), False),
     'PTL108': ('unsynchronized-timing', True, 'ptl108_unsynchronized_timing', ('time', 'timer'), False),
     'PTL109': ('elementwise-python-loop', False, 'ptl109_elementwise_python_loop', ('range(',), False),
+    'PTL110': ('host-buffer-write', True, 'ptl110_host_buffer_write', ('zeros(', 'ones(', 'empty(', 'full('), False),
     'PTL201': ('move-after-create', True, 'ptl201_move_after_create', ('.cuda(', '.to('), False),
     'PTL202': ('data-parallel', True, 'ptl202_data_parallel', ('DataParallel',), False),
     'PTL203': ('dataloader-settings', False, 'ptl203_dataloader_settings', ('DataLoader',), False),
