@@ -287,6 +287,57 @@ def not_a_tensor(node: ast.AST, ctx: "FileContext") -> bool:
     return comes_from_module(node, ctx, NUMPY_MODULES)
 
 
+# -- values read back to Python ---------------------------------------------------------------
+
+# `float(t)`, `int(t)`, `bool(t)`: each turns a tensor's value into a Python number
+SCALAR_CONVERSIONS = {"float", "int", "bool"}
+# torch functions that return a Python bool computed from tensor data
+DATA_PREDICATES = {"torch.equal", "torch.allclose", "torch.is_nonzero"}
+SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
+
+
+def value_test(test: ast.AST, ctx: "FileContext", compiling: bool = False) -> ast.AST | None:
+    """The part of a condition that depends on a tensor's value, or None.
+
+    Only what is visibly a tensor counts: a reduction of an argument or of a torch op's result
+    (`x.sum() > 0`, `(x > 0).any()`, `torch.all(mask)`), never shapes, `None` tests, attributes
+    or bare names, which are usually Python values. With `compiling`, the operands of an `and`
+    after one that is False under Dynamo (`not is_compiling() and x.sum() > 0`) are never
+    evaluated there and do not count."""
+    from .compiled import false_when_compiling
+
+    if isinstance(test, ast.BoolOp):
+        for value in test.values:
+            if compiling and isinstance(test.op, ast.And) and false_when_compiling(value, ctx):
+                return None
+            found = value_test(value, ctx, compiling)
+            if found is not None:
+                return found
+        return None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return value_test(test.operand, ctx, compiling)
+    if isinstance(test, ast.Call) and ctx.qualname(test.func) in DATA_PREDICATES:
+        return test
+    if isinstance(test, ast.Compare) and any(_shape_number(side) for side in (test.left, *test.comparators)):
+        # `if num_frames != self.emb.size(1):` compares sizes: a bare name beside a size is an int
+        sides = [side for side in (test.left, *test.comparators) if not isinstance(side, ast.Name)]
+        return test if any(tensor_kind(side, ctx) == STRONG for side in sides) else None
+    return test if tensor_kind(test, ctx) == STRONG else None  # includes `if torch.any(mask):`
+
+
+def _shape_number(expr: ast.AST) -> bool:
+    """`x.size(1)`, `x.shape[0]`, `x.ndim`, `len(x)`: a Python int, never a tensor's value."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in ("shape", "ndim")
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        return (isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS) or \
+            (isinstance(func, ast.Name) and func.id == "len")
+    return False
+
+
 # -- host memory ------------------------------------------------------------------------------
 
 # torch factories: without `device=` they build the tensor in host memory
