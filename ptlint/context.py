@@ -47,6 +47,16 @@ STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "
               "on_before_optimizer_step", "on_before_zero_grad", "optimizer_step", "train_step", "eval_step",
               "compute_loss", "prediction_step"}  # the last two: Hugging Face Trainer overrides
 STEP_HOOK_SUFFIXES = ("_batch_end", "_batch_start")
+# Text without any of these holds no training step (`in_training_step` is False everywhere): no
+# backward, zero_grad, optimizer or environment step, `next(it)`, step hook or Ignite event.
+TRAINING_TEXT = re.compile(r"backward|zero_grad|step\s*\(|_step_end|next\s*\(|compute_loss|_batch_(end|start)"
+                           r"|ITERATION_|GET_BATCH_")
+
+
+def may_hold_training_step(text: str) -> bool:
+    return TRAINING_TEXT.search(text) is not None
+
+
 # Set-up that runs once per run (unless a per-step caller in this module says otherwise).
 ONCE_NAMES = {"__init__", "__post_init__", "__new__", "__init_subclass__", "__set_name__", "main", "setup",
               "prepare_data", "reset_parameters", "setUp", "setUpClass"}
