@@ -13,6 +13,9 @@ from ptlint.tensors import (DATA_PREDICATES, DEVICE_STEP_METHODS, SCALAR_CONVERS
                             value_test, visibly_on_host)
 
 SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
+# `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
+# `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
+NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
 # Checkpoint conversion code reads tensors that were loaded into host memory.
 CHECKPOINT_NAMES = ("state_dict", "checkpoint", "ckpt")
 CHECKPOINT_TOKENS = {"sd", "ckpt", "weights"}  # `sds_sd`, `ckpt`: a loaded state dict
@@ -148,12 +151,12 @@ class SyncInLoop(Rule):
                 self._method_read(node)
             return
         func = node.func
-        if not (isinstance(func, ast.Name) and (func.id in SCALAR_CONVERSIONS or func.id == "print")
+        if not (isinstance(func, ast.Name) and (func.id in NUMBER_CONVERSIONS or func.id == "print")
                 or isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)):
             return
         if not self._worth_asking(node):
             return
-        if isinstance(func, ast.Name) and func.id in SCALAR_CONVERSIONS:
+        if isinstance(func, ast.Name) and func.id in NUMBER_CONVERSIONS:
             if len(node.args) == 1 and not node.keywords and self._strong(node.args[0]) \
                     and not shadowed(func.id, self.ctx):
                 self._implicit_read(node, node.args[0], f"`{func.id}()` of a tensor")
@@ -216,6 +219,8 @@ class SyncInLoop(Rule):
         operand = _tensor_operand(found, self.ctx)
         if _checks_type_first(node.test, found, self.ctx):
             return  # `isinstance(x, Tensor) and torch.isnan(x)`: normalising an input
+        if self._read_anyway(operand):
+            return
         if isinstance(node, ast.If):
             if not self._tensor_work_only(node.body + node.orelse):
                 return
@@ -224,6 +229,28 @@ class SyncInLoop(Rule):
             self._implicit_read(found, operand, "a conditional expression on a tensor's value")
 
     visit_IfExp = visit_If
+
+    def _read_anyway(self, operand: ast.AST) -> bool:
+        """The loop (or the function) reads the condition's tensor back to the host elsewhere
+        (`if pos[0] != blank` ... `pos[j].item()`): host-driven code such as a beam search,
+        where choosing on the device would save no wait."""
+        root = _root(operand)
+        scope = self.ctx.loops[-1] if self.ctx.loops else self.ctx.function
+        if root is None or not isinstance(getattr(scope, "body", None), list):
+            return False
+        for statement in scope.body:
+            for n in ast.walk(statement):
+                if not isinstance(n, ast.Call):
+                    continue
+                if is_sync_call(n) and isinstance(n.func, ast.Attribute):
+                    read = n.func.value
+                elif isinstance(n.func, ast.Name) and n.func.id in SCALAR_CONVERSIONS and n.args:
+                    read = n.args[0]
+                else:
+                    continue
+                if getattr(_root(read), "id", None) == root.id:
+                    return True
+        return False
 
     def _tensor_op(self, call: ast.Call) -> bool:
         """A torch function or a tensor method (`torch.where(...)`, `x.clamp(0)`); not a model, a
@@ -252,24 +279,6 @@ class SyncInLoop(Rule):
                 return False
         return bool(statements)
 
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
-        """`flag = not t` outside a condition (conditions are `visit_If`'s)."""
-        if isinstance(node.op, ast.Not) and not self._in_condition(node) and self._worth_asking(node):
-            found = value_test(node.operand, self.ctx)
-            if found is not None:
-                self._implicit_read(found, _tensor_operand(found, self.ctx), "`not` of a tensor")
-
-    def visit_BoolOp(self, node: ast.BoolOp) -> None:
-        """`x = t and y`: every operand but the last is converted with `bool()`."""
-        if self._in_condition(node) or not self._worth_asking(node):
-            return
-        for operand in node.values[:-1]:
-            found = value_test(operand, self.ctx)
-            if found is not None:
-                word = "and" if isinstance(node.op, ast.And) else "or"
-                self._implicit_read(found, _tensor_operand(found, self.ctx), f"`{word}` on a tensor")
-                return
-
     def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
         """`f"{loss:.3f}"`, `f"{t}"`: `Tensor.__format__` calls `.item()` on a 0-dim tensor and
         formats the values of any other."""
@@ -287,12 +296,6 @@ class SyncInLoop(Rule):
         value = next((v for v in values if self._strong(v)), None)
         if value is not None:
             self._implicit_read(value, value, "`%` formatting of a tensor")
-
-    def _in_condition(self, node: ast.AST) -> bool:
-        parent = self.ctx.parent
-        return isinstance(parent, (ast.BoolOp, ast.Assert, ast.comprehension)) \
-            or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)) \
-            or (isinstance(parent, (ast.If, ast.While, ast.IfExp)) and parent.test is node)
 
     def _worth_asking(self, node: ast.AST) -> bool:
         """Not in traced code (PTL402 / PTL403 report there), and where a read could stall: the
@@ -504,10 +507,10 @@ function that backpropagates, or a helper of the same module that such code call
 The reads it finds:
 - the methods `.item()`, `.cpu()`, `.numpy()` and `.tolist()` of a tensor;
 - implicit conversions of a value that is visibly a tensor (a torch op's or a reduction's result,
-  a submodule's or loss module's output, a value `.backward()` is called on): `float(t)`,
-  `int(t)`, `bool(t)`, `not t` and `t and ...` outside a condition, formatting it
-  (`f"{loss:.3f}"`, `"%g" % loss`, `"{}".format(loss)`) and `print(t)` — `Tensor.__format__`
-  calls `.item()` on a 0-dim tensor, and `print` / `str` format every value of any other;
+  a submodule's or loss module's output, a value `.backward()` is called on) to a number or text:
+  `float(t)`, `int(t)`, formatting it (`f"{loss:.3f}"`, `"%g" % loss`, `"{}".format(loss)`)
+  and `print(t)` — `Tensor.__format__` calls `.item()` on a 0-dim tensor, and `print` / `str`
+  format every value of any other;
 - an `if` or conditional expression whose test reads a tensor's value and whose branches only
   choose between tensor values (`if loss < best: best = loss`, `x = a if t > 0 else b`), which
   `torch.where`, `torch.minimum` or `torch.clamp` do on the device;
@@ -557,13 +560,17 @@ Not reported:
   (`names[int(scores.argmax().item())]`), an `assert`, and a value handed to an environment's
   `step` (`actions = policy(obs).cpu().numpy()` ... `env.step(actions)`: the simulator runs on
   the host): the host needs it;
-- conditions that are guards or the algorithm's own logic: a `while` test, and an `if` whose
+- conditions that are guards or the algorithm's own logic: a `while` test, an `if` whose
   branch leaves the loop or the function, raises, warns, runs a model or other code, or keeps
   Python state (`if not torch.isfinite(loss): continue`, `if torch.isnan(loss): raise`,
-  `if mask.any(): out = self.block(x)`, `if tok == blank: hyps.append(h)`). A NaN guard that
-  counts non-finite steps and raises once its patience runs out (speechbrain's
+  `if mask.any(): out = self.block(x)`, `if tok == blank: hyps.append(h)`), and a condition on
+  a tensor that the loop reads back anyway (`best = s[0] if ids[0] != blank else s[1]` beside
+  `ids[j].item()`: host-driven search code, where a choice on the device saves no wait). A NaN
+  guard that counts non-finite steps and raises once its patience runs out (speechbrain's
   `check_loss_isfinite`) is such a guard, and is not reported either, though checking the host
   copy of the loss that the step takes anyway would save its sync;
+- `bool(t)`, and `not t` / `t and ...` outside a condition: a decision the host acts on (passed
+  to a collective such as `reduce_boolean_decision`, tested later), like the guards above;
 - the data pipeline, which works on host tensors: methods of `Sampler` / `Dataset` subclasses,
   modules in `data/`, `datasets/`, `augment*/`, `transforms/` folders or named for collation,
   augmentation, datasets, samplers or pre-/post-processing (`processing_*.py`), and functions
@@ -712,7 +719,7 @@ def train(model, loader, opt):
         opt.step()
         print(loss.item())  # expect: PTL101
 """,
-        # implicit conversions of a visibly-tensor value: `float()`, `int()`, `bool()`, `not`, `and`
+        # implicit conversions of a visibly-tensor value to a number: `float()`, `int()`
         """
 import torch
 import torch.nn.functional as F
@@ -724,9 +731,6 @@ def train(model, loader, opt, history):
         opt.step()
         history.append(float(loss))  # expect: PTL101
         n = int(torch.count_nonzero(y))  # expect: PTL101
-        bad = bool(torch.isnan(loss))  # expect: PTL101
-        stop = not torch.isfinite(loss)  # expect: PTL101
-        ok = loss.detach().isfinite() and n > 0  # expect: PTL101
 """,
         # formatting a tensor, in any spelling of the torch import; print() of a tensor
         """
@@ -827,7 +831,8 @@ class Brain:
                 logger.warning("patience not yet exhausted")
 """,
         # conditions that are the algorithm's own logic: a `while` test, a branch that runs a
-        # model or keeps Python state
+        # model or keeps Python state, a choice on values the loop reads back anyway; and a
+        # bool() or `not` of a tensor, a decision the host acts on
         """
 import torch
 
@@ -840,6 +845,23 @@ def decode(model, tokens, blank, hyps):
         if nxt.any():
             tokens = model.extend(tokens, nxt)
         done = nxt == 0
+
+def beam(model, x, blank, width, hyps):
+    for frame in x:
+        scores, ids = torch.topk(model(frame), width)
+        best = scores[0] if ids[0] != blank else scores[1]
+        for j in range(width):
+            if ids[j].item() == blank:
+                continue
+            hyps.append((j, best))
+
+def train(model, loader, opt, flags):
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        opt.step()
+        bad = bool(torch.isnan(loss))
+        flags.append((not torch.isfinite(loss), loss.detach().isfinite() and bad))
 """,
         # not visibly tensors: sizes, attributes, counters, a model object
         """
