@@ -47,6 +47,16 @@ STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "
               "on_before_optimizer_step", "on_before_zero_grad", "optimizer_step", "train_step", "eval_step",
               "compute_loss", "prediction_step"}  # the last two: Hugging Face Trainer overrides
 STEP_HOOK_SUFFIXES = ("_batch_end", "_batch_start")
+# Text without any of these holds no training step (`in_training_step` is False everywhere): no
+# backward, zero_grad, optimizer or environment step, `next(it)`, step hook or Ignite event.
+TRAINING_TEXT = re.compile(r"backward|zero_grad|step\s*\(|_step_end|next\s*\(|compute_loss|_batch_(end|start)"
+                           r"|ITERATION_|GET_BATCH_")
+
+
+def may_hold_training_step(text: str) -> bool:
+    return TRAINING_TEXT.search(text) is not None
+
+
 # Set-up that runs once per run (unless a per-step caller in this module says otherwise).
 ONCE_NAMES = {"__init__", "__post_init__", "__new__", "__init_subclass__", "__set_name__", "main", "setup",
               "prepare_data", "reset_parameters", "setUp", "setUpClass"}
@@ -221,6 +231,19 @@ def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
             if any(isinstance(side, ast.Name) and side.id in names for side in sides):
                 return True
     return False
+
+
+def _off_period(test: ast.AST, loop: ast.AST | None) -> bool:
+    """A test that holds on the steps a periodic test leaves out: `not should_log`,
+    `step % k != 0`, `step % k`. Not the steps between optimizer steps (`(i + 1) % accum != 0`):
+    what follows runs on every optimizer step, the training step itself."""
+    if _words(test) & SUB_STEP_WORDS:
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return is_periodic_test(test.operand, loop)
+    if isinstance(test, ast.Compare) and all(isinstance(op, ast.NotEq) for op in test.ops):
+        return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    return isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod)
 
 
 def is_log_call(node: ast.AST) -> bool:
@@ -446,6 +469,10 @@ class ExecutionModel:
         first_iter_of: ast.AST | None = None  # a comprehension whose first iterable holds the node
         function = None
         while parent is not None:
+            if not loops and self._after_periodic_exit(child, parent):
+                # `if not should_log: return` above: what follows runs on the logging steps only
+                periodic = True
+                gated = True
             if isinstance(parent, FUNCTION_DEFS):
                 function = parent
                 break
@@ -494,6 +521,25 @@ class ExecutionModel:
         else:
             context = PER_STEP
         return Where(context, cold, loops[0] if loops else None, function)
+
+    def _after_periodic_exit(self, child: ast.AST, parent: ast.AST) -> bool:
+        """`child` follows, in its block, an early exit on the steps a periodic test leaves out
+        (`if not should_log: return`, `if step % k != 0: continue`): it runs on the other steps
+        only, like the body of `if should_log:`. Not when what follows steps the optimizer (`if
+        (i + 1) % accum != 0: continue` then `opt.step()`: the training step itself)."""
+        if not isinstance(child, ast.stmt):
+            return False
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if not isinstance(block, list) or not _contains(block, child):
+                continue
+            index = next(i for i, statement in enumerate(block) if statement is child)
+            for statement in block[:index]:
+                if isinstance(statement, ast.If) and not statement.orelse \
+                        and isinstance(statement.body[-1], (ast.Return, ast.Continue)) \
+                        and _off_period(statement.test, self._innermost_loop(statement)):
+                    return not _steps_optimizer(block[index:])
+        return False
 
     def in_training_step(self, node: ast.AST) -> bool:
         """`node` runs as part of a training or evaluation step, visibly: in a loop (of its

@@ -87,6 +87,8 @@ def tensor_kind(node: ast.AST, ctx: "FileContext", _seen: dict | None = None) ->
             return NONE
         return max(tensor_kind(side, ctx, _seen) for side in (node.left, *node.comparators))
     if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Mod) and isinstance(node.left, (ast.Constant, ast.JoinedStr)):
+            return NONE  # `"%g" % t`: a string
         return max(tensor_kind(node.left, ctx, _seen), tensor_kind(node.right, ctx, _seen))
     if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
         return tensor_kind(node.operand, ctx, _seen)
@@ -287,6 +289,138 @@ def not_a_tensor(node: ast.AST, ctx: "FileContext") -> bool:
     return comes_from_module(node, ctx, NUMPY_MODULES)
 
 
+# -- values read back to Python ---------------------------------------------------------------
+
+# `float(t)`, `int(t)`, `bool(t)`: each turns a tensor's value into a Python number
+SCALAR_CONVERSIONS = {"float", "int", "bool"}
+# torch functions that return a Python bool computed from tensor data
+DATA_PREDICATES = {"torch.equal", "torch.allclose", "torch.is_nonzero"}
+SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
+
+
+def value_test(test: ast.AST, ctx: "FileContext", compiling: bool = False) -> ast.AST | None:
+    """The part of a condition that depends on a tensor's value, or None.
+
+    Only what is visibly a tensor counts: a reduction of an argument or of a torch op's result
+    (`x.sum() > 0`, `(x > 0).any()`, `torch.all(mask)`), never shapes, `None` tests, attributes
+    or bare names, which are usually Python values. With `compiling`, the operands of an `and`
+    after one that is False under Dynamo (`not is_compiling() and x.sum() > 0`) are never
+    evaluated there and do not count."""
+    from .compiled import false_when_compiling
+
+    if isinstance(test, ast.BoolOp):
+        for value in test.values:
+            if compiling and isinstance(test.op, ast.And) and false_when_compiling(value, ctx):
+                return None
+            found = value_test(value, ctx, compiling)
+            if found is not None:
+                return found
+        return None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return value_test(test.operand, ctx, compiling)
+    if isinstance(test, ast.Call) and ctx.qualname(test.func) in DATA_PREDICATES:
+        return test
+    if isinstance(test, ast.Compare) and any(_shape_number(side) for side in (test.left, *test.comparators)):
+        # `if num_frames != self.emb.size(1):` compares sizes: a bare name beside a size is an int
+        sides = [side for side in (test.left, *test.comparators) if not isinstance(side, ast.Name)]
+        return test if any(tensor_kind(side, ctx) == STRONG for side in sides) else None
+    return test if tensor_kind(test, ctx) == STRONG else None  # includes `if torch.any(mask):`
+
+
+def _shape_number(expr: ast.AST) -> bool:
+    """`x.size(1)`, `x.shape[0]`, `x.ndim`, `len(x)`: a Python int, never a tensor's value."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in ("shape", "ndim")
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        return (isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS) or \
+            (isinstance(func, ast.Name) and func.id == "len")
+    return False
+
+
+# reductions whose result has one element when no dimension is given (`x.sum()`, `x.max()`)
+FULL_REDUCTIONS = REDUCTIONS - {"logsumexp"}
+# methods that keep a tensor's shape: a scalar stays a scalar
+SHAPE_KEEPING = {"detach", "float", "double", "half", "bfloat16", "clone", "contiguous", "to", "type", "cpu",
+                 "cuda", "abs", "sqrt", "exp", "log", "neg", "squeeze"}
+
+
+def loss_names(scope: ast.AST | None, ctx: "FileContext") -> set[str]:
+    """Names of the losses of a function: those `.backward()` is called on (`backward_names`),
+    and the names they are computed from by arithmetic or loss scaling (`scaled =
+    scaler.scale(loss / k)`). `.backward()` without a gradient needs a one-element tensor, and
+    broadcasting never shrinks an operand, so those names hold one element too."""
+    scope = scope or ctx.tree
+    key = ("loss-names", id(scope))
+    if key not in ctx.memo:
+        names = set(backward_names(scope, ctx))
+        assigned: dict[str, list[ast.AST]] = {}
+        if names:  # the whole scope's assignments, wherever the traversal is
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            assigned.setdefault(target.id, []).append(node.value)
+        pending = list(names)
+        while pending:
+            name = pending.pop()
+            for value in assigned.get(name, []):
+                for source in _elementwise_sources(value):
+                    if source not in names:
+                        names.add(source)
+                        pending.append(source)
+        ctx.memo[key] = names
+    return ctx.memo[key]
+
+
+def _elementwise_sources(value: ast.AST) -> list[str]:
+    """Names a value is computed from elementwise: `loss / k` -> [loss, k], `scaler.scale(loss)`
+    -> [loss], `loss.float()` -> [loss]."""
+    if isinstance(value, ast.Name):
+        return [value.id]
+    if isinstance(value, ast.BinOp) and not isinstance(value.op, ast.MatMult):
+        return _elementwise_sources(value.left) + _elementwise_sources(value.right)
+    if isinstance(value, ast.UnaryOp):
+        return _elementwise_sources(value.operand)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr == "scale" and len(value.args) == 1:
+            return _elementwise_sources(value.args[0])
+        if value.func.attr in SHAPE_KEEPING and not value.args:
+            return _elementwise_sources(value.func.value)
+    return []
+
+
+def is_scalar_tensor(node: ast.AST, ctx: "FileContext", hops: int = 2) -> bool:
+    """Visibly a one-element tensor: a loss (`loss_names`), a reduction over all elements
+    (`x.sum()`, `x.mean()`, `torch.max(x)`, no `dim`), or a shape-keeping method or arithmetic
+    with a plain number of one (`loss.detach()`, `total / n`), also through a local name."""
+    if isinstance(node, ast.Name):
+        if node.id in loss_names(ctx.function, ctx):
+            return True
+        values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
+        return bool(hops) and bool(values) and all(is_scalar_tensor(v, ctx, hops - 1) for v in values)
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+        sides = (node.left, node.right)
+        return any(is_scalar_tensor(side, ctx, hops) for side in sides) and all(
+            is_scalar_tensor(side, ctx, hops) or isinstance(side, ast.Constant) for side in sides)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    dims = node.args or any(k.arg in ("dim", "axis") for k in node.keywords)
+    qual = ctx.qualname(func)
+    if qual is not None:  # `torch.sum(x)`: the tensor is the only positional argument
+        module, _, name = qual.rpartition(".")
+        return module == "torch" and name in FULL_REDUCTIONS and len(node.args) == 1 \
+            and not any(k.arg in ("dim", "axis") for k in node.keywords)
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in FULL_REDUCTIONS and not dims:
+        return True
+    return func.attr in SHAPE_KEEPING and is_scalar_tensor(func.value, ctx, hops)
+
+
 # -- host memory ------------------------------------------------------------------------------
 
 # torch factories: without `device=` they build the tensor in host memory
@@ -349,8 +483,9 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileContext", depth: int) -> bool:
 
 
 def _host_value(name: str, ctx: "FileContext", depth: int) -> bool:
-    # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives
-    values = [v for v in ctx.assignments(name) if root_name(v) != name]
+    # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives; nor
+    # does `x += y`, which updates x in place, where it is
+    values = [v for v in ctx.assignments(name) if root_name(v) != name and not isinstance(v, ast.AugAssign)]
     return bool(values) and all(_mentions_cpu(v, ctx, depth) for v in values)
 
 

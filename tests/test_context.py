@@ -221,6 +221,47 @@ class Tool(object):
     def forward(self, x):
         return x  # ctx: called
 """,
+    "after an early exit on the steps a periodic test leaves out": """
+def train_step(self, batch, should_log):
+    loss = self.model(batch).sum()
+    loss.backward()  # ctx: per-step
+    self.optimizer.step()
+    if not should_log:
+        return
+    total = loss.item()  # ctx: per-outer-iteration
+    if total < self.best:
+        self.best = total  # ctx: per-outer-iteration
+
+def fit(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        loss = model(x).sum()
+        loss.backward()  # ctx: per-step
+        if i % 100 != 0:
+            continue
+        print(loss.item())  # ctx: per-outer-iteration
+
+def accumulate(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if (i + 1) % accum != 0:
+            continue
+        opt.step()  # ctx: per-step
+
+class Finder:
+    def on_train_batch_end(self, trainer, outputs, batch, batch_idx):
+        if (batch_idx + 1) % trainer.accumulate_grad_batches != 0:
+            return
+        self.losses.append(outputs["loss"].item())  # ctx: per-step
+
+def guarded(model, loader, ready):
+    for x in loader:
+        if not ready:
+            continue
+        loss = model(x).sum()  # ctx: per-step
+        if step % 100 == 0:
+            continue
+        loss.backward()  # ctx: per-step
+""",
     "Ignite event handlers": """
 from ignite.engine import Events
 

@@ -252,3 +252,21 @@ def test_a_report_spans_its_node_in_characters_and_carries_the_rule():
         "PTL999", "probe", "probe", "m.py", 2, 6, 2, 17, Probe.severity, "once")
     _, findings = probe('def f():\n    return "report-me"  # ptlint: noqa: PTL999\n')
     assert findings == []
+
+
+def test_implicit_reads_are_silent_in_test_code():
+    """PTL101's implicit conversions follow the engine's test-code rule like `.item()` does."""
+    text = """
+import torch
+
+def train(model, loader, opt, log):
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        opt.step()
+        log.append(float(loss))
+        print(f"{loss:.3f}")
+"""
+    rules = rule_classes_for(["PTL101"])
+    assert [(f.code, f.line) for f in lint(text, rules)] == [("PTL101", 9), ("PTL101", 10)]
+    assert lint(text, rules, test_code=True, path="tests/test_train.py") == []

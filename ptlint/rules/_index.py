@@ -4,9 +4,9 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "094666e6-557572"
+FINGERPRINT = "25808325-580897"
 RULES = {
-    'PTL101': ('sync-in-loop', True, 'ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist('), False),
+    'PTL101': ('sync-in-loop', True, 'ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{'), False),
     'PTL102': ('sync-call-in-loop', True, 'ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
     'PTL103': ('graph-kept-alive', True, 'ptl103_graph_kept_alive', ('backward', 'loss', 'criterion', 'cross_entropy', 'kl_div', 'training_step'), False),
     'PTL104': ('blocking-transfer', True, 'ptl104_blocking_transfer', ('pin_memory',), False),

@@ -5,13 +5,12 @@ from __future__ import annotations
 import ast
 
 from ptlint.compiled import is_traced, may_be_traced, shadowed
-from ptlint.tensors import STRONG, not_a_tensor, tensor_kind
+from ptlint.tensors import SCALAR_CONVERSIONS, STRONG, not_a_tensor, tensor_kind
 from ptlint.rule import Rule
 
 SCALAR_METHODS = {"item", "tolist", "numpy"}
 # `torch.from_numpy(t.numpy())`: a NumPy round trip that Dynamo traces without a break
 BACK_TO_TORCH = {"torch.from_numpy", "torch.as_tensor", "torch.tensor"}
-CONVERSIONS = {"float", "int", "bool"}
 # Calls whose arguments are sizes, counts or positions.
 SIZE_TAKERS = {"split", "split_with_sizes", "narrow", "view", "reshape", "expand", "repeat", "repeat_interleave",
                "range", "arange", "zeros", "ones", "empty", "full", "randn", "rand", "new_zeros", "new_ones",
@@ -34,7 +33,7 @@ class ScalarInCompiled(Rule):
         if isinstance(func, ast.Attribute) and func.attr in SCALAR_METHODS and not node.args and not node.keywords:
             if not not_a_tensor(func.value, self.ctx) and not self._straight_back_to_torch(node):
                 what = f"`.{func.attr}()`"
-        elif isinstance(func, ast.Name) and func.id in CONVERSIONS and len(node.args) == 1 and not node.keywords \
+        elif isinstance(func, ast.Name) and func.id in SCALAR_CONVERSIONS and len(node.args) == 1 and not node.keywords \
                 and not shadowed(func.id, self.ctx):
             # only on what is visibly a tensor: `int(x.shape[0])`, `float(self.scale)` are fine
             if tensor_kind(node.args[0], self.ctx) == STRONG:

@@ -4,54 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.compiled import false_when_compiling, is_traced, may_be_traced
-from ptlint.tensors import STRONG, tensor_kind
+from ptlint.compiled import is_traced, may_be_traced
+from ptlint.tensors import value_test
 from ptlint.rule import Rule
-
-# torch functions that return a Python bool computed from tensor data
-DATA_PREDICATES = {"torch.equal", "torch.allclose", "torch.is_nonzero"}
-
-
-def value_test(test: ast.AST, ctx) -> ast.AST | None:
-    """The part of a condition that depends on a tensor's value, or None.
-
-    Only what is visibly a tensor counts: a reduction of an argument or of a torch op's result
-    (`x.sum() > 0`, `(x > 0).any()`, `torch.all(mask)`), never shapes, `None` tests, attributes
-    or bare names, which are usually Python values."""
-    if isinstance(test, ast.BoolOp):
-        for value in test.values:
-            if isinstance(test.op, ast.And) and false_when_compiling(value, ctx):
-                return None  # `not is_compiling() and x.sum() > 0`: never evaluated under Dynamo
-            found = value_test(value, ctx)
-            if found is not None:
-                return found
-        return None
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return value_test(test.operand, ctx)
-    if isinstance(test, ast.Call) and ctx.qualname(test.func) in DATA_PREDICATES:
-        return test
-    if isinstance(test, ast.Compare) and any(_shape_number(side) for side in (test.left, *test.comparators)):
-        # `if num_frames != self.emb.size(1):` compares sizes: a bare name beside a size is an int
-        sides = [side for side in (test.left, *test.comparators) if not isinstance(side, ast.Name)]
-        return test if any(tensor_kind(side, ctx) == STRONG for side in sides) else None
-    return test if tensor_kind(test, ctx) == STRONG else None  # includes `if torch.any(mask):`
-
-
-SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
-
-
-def _shape_number(expr: ast.AST) -> bool:
-    """`x.size(1)`, `x.shape[0]`, `x.ndim`, `len(x)`: a Python int, never a tensor's value."""
-    if isinstance(expr, ast.Subscript):
-        expr = expr.value
-    if isinstance(expr, ast.Attribute):
-        return expr.attr in ("shape", "ndim")
-    if isinstance(expr, ast.Call):
-        func = expr.func
-        return (isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS) or \
-            (isinstance(func, ast.Name) and func.id == "len")
-    return False
-
 
 RANDOM_FACTORIES = {"torch.rand", "torch.randn", "torch.randint", "torch.rand_like", "torch.bernoulli",
                     "torch.empty"}
@@ -92,7 +47,7 @@ class DataDependentBranch(Rule):
     def visit_If(self, node: ast.AST) -> None:
         if not self.ctx.functions or not may_be_traced(self.ctx):
             return
-        found = value_test(node.test, self.ctx)
+        found = value_test(node.test, self.ctx, compiling=True)
         if found is not None and is_traced(self.ctx, node) and not _dynamic_by_design(node, found, self.ctx):
             self.report(found)
 
