@@ -92,16 +92,16 @@ class GraphKeptAlive(Rule):
         if not iterable_is_data(loop):
             return False
         function = self.ctx.function
-        scope_nodes = body_nodes(statements_of(function or self.ctx.tree))
-        if graph_wanted(loop, self.ctx):
-            return False  # summed up for a backward after the loop, or a training loop of its own
         source = loop.test if isinstance(loop, ast.While) else loop.iter
         words = {part for n in ast.walk(source) for part in _name_words(n)}
+        # the cheap tests first: `graph_wanted` needs the file's execution model
         evaluating = (function is not None and EVALUATING.search(function.name.lower()) is not None) \
             or bool(words & EVAL_DATA_WORDS) or "backward" not in self.ctx.source.text \
             or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "eval"
-                   and not n.args for n in scope_nodes)
-        return evaluating and not GradRegions.of(self.ctx).off(loop)
+                   and not n.args for n in body_nodes(statements_of(function or self.ctx.tree)))
+        if not evaluating or graph_wanted(loop, self.ctx):
+            return False  # summed up for a backward after the loop, or a training loop of its own
+        return not GradRegions.of(self.ctx).off(loop)
 
     # -- reporting -------------------------------------------------------------------------------
     def report_kept(self, node: ast.AST, origin: str, owner: str, direct: bool) -> None:
