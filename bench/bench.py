@@ -49,10 +49,15 @@ def tree_rss_kb(root_pid: int) -> int:
     return total
 
 
+# Byte-code caching on, as on a user's machine: PYTHONDONTWRITEBYTECODE in the calling shell would
+# make every run (and every worker) compile ptlint's sources again.
+ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(command: list[str], env: dict | None = None) -> tuple[float, int, int]:
     """(seconds, peak tree RSS in MB, exit code)."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or ENV)
     peak = 0
     while process.poll() is None:
         peak = max(peak, tree_rss_kb(process.pid))
