@@ -396,3 +396,70 @@ def test_fixes_of_a_whole_program():
     fabric = fix_text(FABRIC_FINETUNE, ["PTL110"], unsafe=True)
     assert "losses = torch.zeros(min(len(val_loader), max_iters), device=fabric.device)" in fabric
     assert fabric.count("device=fabric.device") == 2  # the one made on the device already stays as it was
+
+
+# PTL101 (sync-in-loop): each kind of read names itself in the message, which says whether the
+# read stalls a loop or a training step; and a module of the data pipeline, found by its path,
+# works on host tensors.
+SYNC_READS = '''
+import torch
+
+def train(model, loader, opt, log):
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        opt.step()
+        log.append(loss.item())
+        log.append(float(loss))
+        print(loss)
+        log.append("{}".format(loss))
+        log.append(f"{loss}")
+        log.append("%g" % loss)
+
+def keep_best(model, loader, opt):
+    best = torch.tensor(float("inf"))
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        opt.step()
+        if loss < best:
+            best = loss.detach()
+        scale = loss if loss > 1 else 1.0
+
+class Lit:
+    def training_step(self, batch, idx):
+        loss = self.model(batch).mean()
+        self.log("loss", loss.detach().cpu())
+        return loss
+'''
+
+
+def test_sync_in_loop_messages_name_the_read():
+    in_loop = "in a loop waits for the GPU every iteration (device-to-host sync)"
+    in_step = "in code that runs every step waits for the GPU (device-to-host sync)"
+    found = [(f.line, f.message) for f in check_text(SYNC_READS, ["PTL101"])]
+    assert found == [
+        (9, f"`.item()` {in_loop}"),
+        (10, f"`float()` of a tensor {in_loop}"),
+        (11, f"`print()` of a tensor {in_loop}"),
+        (12, f"`.format()` of a tensor {in_loop}"),
+        (13, f"formatting a tensor (f-string) {in_loop}"),
+        (14, f"`%` formatting of a tensor {in_loop}"),
+        (22, f"`if` on a tensor's value {in_loop}"),
+        (24, f"a conditional expression on a tensor's value {in_loop}"),
+        (29, f"`.cpu()` of a one-element tensor {in_step}"),
+    ]
+
+
+@pytest.mark.parametrize("path,reported", [
+    ("proj/train.py", True),
+    ("proj/utils/data.py", True),  # a file named `data`, not a `data/` folder
+    ("proj/data/train.py", False),
+    ("src/pkg/datasets/loop.py", False),
+    ("proj\\Data\\train.py", False),  # Windows separators, any case
+    ("proj/my_collate.py", False),
+    ("proj/export_onnx.py", False),
+])
+def test_sync_in_loop_is_silent_in_data_pipeline_modules(path, reported):
+    lines = [f.line for f in check_text(SYNC_READS, ["PTL101"], path=path)]
+    assert lines == ([9, 10, 11, 12, 13, 14, 22, 24, 29] if reported else [])

@@ -791,6 +791,29 @@ def train(model, loader, opt):
         opt.step()
         print(f"{loss:.3f}")  # expect: PTL101
 """,
+        # `torch.where(c, a, b)` chooses on the device and has not waited, unlike `torch.where(c)`;
+        # a read kept in a name is reported where it is made, in a loop or in a step hook
+        """
+import torch
+
+def train(model, loader, opt, max_steps, history):
+    for step, x in enumerate(loader):
+        out = model(x)
+        loss = torch.where(out > 1, 1.0, out).mean()
+        loss.backward()
+        opt.step()
+        value = loss.item()  # expect: PTL101
+        history.append(value)
+        if step >= max_steps:
+            break
+
+class Lit:
+    def training_step(self, batch, idx):
+        loss = self.model(batch).mean()
+        value = loss.item()  # expect: PTL101
+        self.log("loss", value)
+        return loss
+""",
     ]
 
     good_examples = [
@@ -1191,5 +1214,87 @@ class Head(torch.nn.Module):
         for t in x:
             print(t.sum().item())
         return x
+""",
+        # ops whose output size depends on data (`unique`, one-argument `torch.where`, `nonzero`)
+        # have waited already; a number that picks a Python object is needed on the host
+        """
+import torch
+
+def predict(model, loader, classes, log):
+    for x in loader:
+        out = model(x)
+        log.append(out.argmax(-1).unique().tolist())
+        hits = torch.where(out.argmax(-1) == 0)[0]
+        log.append(hits.tolist())
+        picked = torch.nonzero(out)
+        log.append(picked[:, 0].tolist())
+        log.append(classes[int(out[0].argmax().item())])
+""",
+        # NumPy values: made by a method only arrays have (`astype`), also through names and
+        # conditional expressions, or checked with isinstance (the value or what it is taken from)
+        """
+import numpy as np
+import torch
+
+def train(model, loader, opt, featurize, metric, log):
+    for x, y in loader:
+        out = model(x)
+        out.sum().backward()
+        opt.step()
+        feats = featurize(x)
+        log.append(feats.astype("float16").tolist())
+        arr = feats.astype(np.float32)
+        row = arr[0] if arr.ndim == 2 else arr
+        log.append((row * 2).tolist())
+        score = metric(out, y)
+        if isinstance(score, np.ndarray):
+            log.append(score.max().item())
+            top = score[0]
+            log.append(top.tolist())
+""",
+        # checkpoint tensors are loaded into host memory (names with `checkpoint`, `_sd`, or
+        # assigned from one)
+        """
+import torch
+
+def evaluate_checkpoints(model, paths, batch, scores):
+    for path in paths:
+        checkpoint = torch.load(path, map_location="cpu")
+        model.load_state_dict(checkpoint["model"])
+        meta = checkpoint["meta"]
+        epoch = meta["epoch"].item()
+        teacher_sd = checkpoint["teacher"]
+        scale = teacher_sd["scale"].item()
+        scores.append((epoch, scale, model(batch)))
+""",
+        # data-pipeline classes work on host tensors: Dataset and Sampler subclasses, however
+        # the base is spelled (imported, unresolved, an attribute, subscripted)
+        """
+import torch
+from torch.utils.data import Dataset, WeightedRandomSampler
+
+class Embedded(Dataset):
+    def __getitem__(self, i):
+        return [self.encoder(crop).mean().item() for crop in self.crops(i)]
+
+class Hard(WeightedRandomSampler):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
+
+class Buckets(BatchSampler):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
+
+class Shards(data.IterableDataset):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
+
+class Typed(Dataset[int]):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
 """,
     ]
