@@ -10,8 +10,9 @@ import re
 
 import pytest
 
-from ptlint.context import ExecutionModel
+from ptlint.context import ExecutionModel, Where
 from ptlint.engine import FileContext
+from ptlint.rule import CALLED, PER_OUTER, PER_STEP
 from ptlint.source import SourceFile
 
 MARK = re.compile(r"#\s*ctx:\s*(?P<context>[a-z-]+)(?P<cold>,\s*cold)?")
@@ -281,6 +282,119 @@ def evaluate(engine):
 def done(engine):
     print("done")  # ctx: once
 """,
+    "Ignite events: getting a batch, once-events, events that are not Ignite's": """
+from ignite.engine import Events
+
+@trainer.on(Events.GET_BATCH_COMPLETED)
+def on_batch(engine):
+    print(engine.state.batch)  # ctx: per-step
+
+@trainer.on(Events.STARTED)
+def started(engine):
+    print("started")  # ctx: once
+
+@trainer.on(Events.TERMINATE)
+def stopped(engine):
+    print("stopped")  # ctx: once
+
+@trainer.on(Events.EXCEPTION_RAISED)
+def failed(engine, e):
+    print(e)  # ctx: once
+
+@trainer.on(custom_event)
+def custom(engine):
+    print("custom")  # ctx: called
+""",
+    "every spelling of the optimizer step under a modulo test is the step, other steps are not": """
+def fit(model, loader, optimizer, optim, scaler, lr_scheduler, accum):
+    for i, x in enumerate(loader):
+        loss = model(x)
+        if (i + 1) % accum == 0:
+            scaler.step(optimizer)
+            a = loss.item()  # ctx: per-step
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            b = loss.item()  # ctx: per-step
+        if (i + 1) % accum == 0:
+            optim.step()
+            c = loss.item()  # ctx: per-step
+        if (i + 1) % accum == 0:
+            model.zero_grad()
+            d = loss.item()  # ctx: per-step
+        if (i + 1) % accum != 0:
+            loss.backward()
+            e = loss.item()  # ctx: per-step
+        if i % 100 == 0:
+            lr_scheduler.step()
+            f = loss.item()  # ctx: per-outer-iteration
+        g = loss.item() if i % 10 == 0 else None  # ctx: per-step
+""",
+    "an early exit in an else branch; sub-step and training inner loops": """
+def fit(model, loader, warmup):
+    for i, x in enumerate(loader):
+        loss = model(x)
+        if i < warmup:
+            loss.backward()
+        else:
+            if i % 10 != 0:
+                continue
+            print(loss.item())  # ctx: per-outer-iteration
+
+def accumulate(model, get_batch, opt, accum):
+    while True:
+        for micro in range(accum):
+            model(get_batch()).sum().backward()
+        opt.step()  # ctx: per-step
+
+def gan(critic, gen, get_batch, opt, n_critic):
+    while True:
+        for _ in range(n_critic):
+            critic(get_batch()).mean().backward()
+        gen.step()  # ctx: per-outer-iteration
+""",
+    "calls resolve to the innermost definition and to methods of the class family": """
+def train(model, loader):
+    def step(x):
+        return model(x).sum()  # ctx: per-step
+    for x in loader:
+        step(x)
+
+def export(model):
+    def step(x):
+        return model(x)  # ctx: once
+    return step(None)
+
+class Base:
+    def log_step(self, x):
+        return x.item()  # ctx: per-step
+
+class Lit(Base):
+    def training_step(self, batch, idx):
+        def run(x):
+            return self.log_step(x)
+        return run(batch)
+
+class Unrelated:
+    def log_step(self, x):
+        return x  # ctx: called
+
+def walk(node):
+    for child in node.children:
+        walk(child)
+    return node  # ctx: called
+""",
+    "loops over a model's parts in once-code": """
+class Net:
+    def __init__(self, convs, bns, blocks):
+        self.convs, self.bns, self.blocks = convs, bns, blocks
+        self.summary()
+
+    def summary(self):
+        for conv, bn in zip(self.convs, self.bns):
+            print(conv, bn)  # ctx: once
+        for i, block in enumerate(self.blocks):
+            print(i, block)  # ctx: once
+""",
 }
 
 
@@ -288,3 +402,103 @@ def done(engine):
 def test_statements_run_where_the_markers_say(name):
     expected, found = placements(CASES[name])
     assert found == expected
+
+
+TRAINING_MARK = re.compile(r"#\s*training-step:\s*(?P<answer>yes|no)")
+
+TRAINING_STEPS = """
+import torch
+from ignite.engine import Events
+
+def train(model, loader, opt):
+    for x in loader:
+        loss = model(x).sum()  # training-step: yes
+        loss.backward()
+
+def manual(self, loader):
+    for x in loader:
+        loss = self.model(x).sum()  # training-step: yes
+        self.manual_backward(loss)
+
+def zero_first(model, loader, opt):
+    for x in loader:
+        opt.zero_grad()
+        out = model(x)  # training-step: yes
+
+def rollout(policy, env, envs, obs, n):
+    for _ in range(n):
+        obs = env.step(policy(obs))  # training-step: yes
+    for _ in range(n):
+        obs = envs.step(policy(obs))  # training-step: yes
+
+def schedule(trainer, scheduler, n):
+    for _ in range(n):
+        trainer.step()  # training-step: yes
+    for _ in range(n):
+        scheduler.step()  # training-step: yes
+
+def multitask(model, iters, loader_iters, train_iters, grid_iters, tasks):
+    for task in tasks:
+        x = next(iters)  # training-step: yes
+    for task in tasks:
+        x = next(loader_iters[task])  # training-step: yes
+    for task in tasks:
+        x = next(train_iters[task])  # training-step: yes
+    for kind in tasks:
+        grid = next(grid_iters[kind])  # training-step: no
+
+def predict(model, loader):
+    for x in loader:
+        model(x)  # training-step: no
+        evaluate_step(model, x)
+
+@torch.no_grad()
+def evaluate_step(model, x):
+    return model(x)  # training-step: no
+
+@trainer.on(Events.ITERATION_COMPLETED)
+def log_loss(engine):
+    print(engine.state.output)  # training-step: yes
+
+def log_metrics(loss):
+    return loss.item()  # training-step: yes
+
+class Lit:
+    def on_train_batch_end(self, outputs, batch, idx):
+        log_metrics(outputs["loss"])  # training-step: yes
+"""
+
+
+def test_training_step_placements():
+    tree = ast.parse(TRAINING_STEPS)
+    model = ExecutionModel(FileContext(SourceFile("t.py", TRAINING_STEPS), tree))
+    statements = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            statements.setdefault(node.lineno, node)
+    expected, found = [], []
+    for number, line in enumerate(TRAINING_STEPS.splitlines(), 1):
+        match = TRAINING_MARK.search(line)
+        if match:
+            expected.append((number, match.group("answer") == "yes"))
+            found.append((number, model.in_training_step(statements[number])))
+    assert found == expected
+
+
+def test_where_names_the_innermost_loop_and_function():
+    source = """
+def fit(model, loader, epochs):
+    for epoch in range(epochs):
+        for x in loader:
+            model(x)
+    return model
+"""
+    tree = ast.parse(source)
+    model = ExecutionModel(FileContext(SourceFile("t.py", source), tree))
+    function = tree.body[0]
+    outer = function.body[0]
+    inner = outer.body[0]
+    step = inner.body[0]
+    assert model.where(step) == Where(PER_STEP, False, inner, function)
+    assert model.where(inner) == Where(PER_OUTER, False, outer, function)
+    assert model.where(function.body[1]) == Where(CALLED, False, None, function)
