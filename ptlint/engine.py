@@ -427,6 +427,9 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
     try:
         Traversal(ctx, rules).run()
+        # a model a rule built during the walk saw the assignments made so far only: where code
+        # runs is decided on the whole file, so build it again (parents do not change; callers do)
+        ctx._model = None
         for rule in rules:
             rule.end_file()
         findings = ctx.finish()

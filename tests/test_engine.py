@@ -270,3 +270,37 @@ def train(model, loader, opt, log):
     rules = rule_classes_for(["PTL101"])
     assert [(f.code, f.line) for f in lint(text, rules)] == [("PTL101", 9), ("PTL101", 10)]
     assert lint(text, rules, test_code=True, path="tests/test_train.py") == []
+
+
+def test_where_code_runs_does_not_depend_on_which_rules_run():
+    """PTL108 asks for parent links while the walk is under way; the execution model it builds
+    then has seen only the assignments above. `model = Net()` in `fit` comes after that, and the
+    call `model.stats(out)` must still be traced to `Net.stats`, a helper of a training loop."""
+    text = """
+import time
+import torch
+
+
+def bench(x):
+    start = time.perf_counter()
+    y = x.cuda() * 2
+    return time.perf_counter() - start
+
+
+class Net(torch.nn.Module):
+    def stats(self, out):
+        return out.mean().item()
+
+
+def fit(loader, opt):
+    model = Net()
+    for x in loader:
+        out = model(x)
+        out.sum().backward()
+        opt.step()
+        model.stats(out)
+"""
+    alone = [(f.code, f.line) for f in lint(text, rule_classes_for(["PTL101"]))]
+    together = [(f.code, f.line) for f in lint(text, rule_classes_for(["PTL101", "PTL108"]))]
+    assert alone == [("PTL101", 14)]
+    assert [f for f in together if f[0] == "PTL101"] == alone
