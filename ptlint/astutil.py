@@ -128,3 +128,15 @@ def body_nodes(statements: list[ast.stmt], stop_at: tuple[type, ...] = SCOPE_NOD
         if not isinstance(node, stop_at):
             pending.extend(ast.iter_child_nodes(node))
     return out
+
+
+def class_family(cls: ast.ClassDef, local: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
+    """The class and its bases found in `local` (name -> class of this file), transitively."""
+    family, pending = [], [cls]
+    while pending:
+        current = pending.pop()
+        if current in family:
+            continue
+        family.append(current)
+        pending.extend(local[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in local)
+    return family

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .astutil import class_family
 from .rule import CALLED, ONCE, PER_OUTER, PER_STEP
 
 if TYPE_CHECKING:
@@ -449,15 +450,7 @@ class ExecutionModel:
         """The class and its bases defined in this file."""
         from .compiled import _local_classes
 
-        local = _local_classes(self.ctx)
-        family, pending = [], [cls]
-        while pending:
-            current = pending.pop()
-            if current in family:
-                continue
-            family.append(current)
-            pending.extend(local[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in local)
-        return family
+        return class_family(cls, _local_classes(self.ctx))
 
     # -- where a node runs -------------------------------------------------------------------
     def where(self, node: ast.AST) -> Where:

@@ -9,7 +9,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ptlint.astutil import argument, keyword
+from ptlint.astutil import argument, body_nodes, keyword
 from ptlint.rule import Rule
 
 if TYPE_CHECKING:
@@ -525,23 +525,12 @@ def model_ends_in(ctx, call: ast.AST, scope: Scope, recognise, depth: int = 0) -
         forward = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "forward"), None)
         if forward is None:
             return False
-        returns = [n for n in _own_nodes(forward) if isinstance(n, ast.Return)]
+        returns = [n for n in body_nodes(forward.body) if isinstance(n, ast.Return)]
         inner = Scope((forward,), cls)
         if not returns or not all(r.value is not None and producers(
                 ctx, r.value, inner, lambda c, n, s: recognise(c, n, s, depth + 1)) for r in returns):
             return False
     return True
-
-
-def _own_nodes(function: ast.AST) -> list[ast.AST]:
-    """Nodes of a function's body, not entering nested functions or classes."""
-    out, pending = [], list(function.body)
-    while pending:
-        node = pending.pop()
-        out.append(node)
-        if not isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
-    return out
 
 
 def softmax_output(ctx, node: ast.AST, scope: Scope, depth: int = 0):
@@ -623,3 +612,34 @@ def note_loss_holder(ctx, node: ast.AST, functions: set[str], classes: set[str],
                 holders.add(target.id)
             elif isinstance(target, ast.Attribute):
                 holders.add(target.attr)
+
+
+class LossInputRule(Rule):
+    """A rule about what a loss is fed (PTL306, PTL307). Every call may be a loss module's, and a
+    module-level `criterion = ...` can come after the function that uses it, so the calls are
+    checked at the end of the file: `loss_calls()` gives each call of one of `loss_functions` /
+    `loss_classes` (directly or through a holder) with its loss and scope."""
+
+    loss_functions: set[str] = set()
+    loss_classes: set[str] = set()
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._calls: list[tuple] = []
+        self._holders: set[str] = set()
+
+    def visit_Assign(self, node: ast.AST) -> None:
+        note_loss_holder(self.ctx, node, self.loss_functions, self.loss_classes, self._holders)
+
+    visit_AnnAssign = visit_Assign
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._calls.append((node, scope_here(self.ctx)))
+
+    def loss_calls(self):
+        if not self.ctx.imports_torch():
+            return
+        for node, scope in self._calls:
+            loss = loss_call(self.ctx, node, scope, self.loss_functions, self.loss_classes, self._holders)
+            if loss is not None:
+                yield node, loss, scope

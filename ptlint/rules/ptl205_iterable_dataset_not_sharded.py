@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ptlint.astutil import class_family
 from ptlint.rule import Rule
 
 from ._autograd import peek
@@ -94,15 +95,7 @@ class IterableDatasetNotSharded(Rule):
 
     def _family(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its bases defined in this file: a base's helper may do the sharding."""
-        local = self._local_classes()
-        family, pending = [], [cls]
-        while pending:
-            current = pending.pop()
-            if current in family:
-                continue
-            family.append(current)
-            pending.extend(local[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in local)
-        return family
+        return class_family(cls, self._local_classes())
 
     def _consults_workers(self, cls: ast.ClassDef) -> bool:
         """The class mentions `get_worker_info` or a worker's id, count or seed anywhere, or calls a

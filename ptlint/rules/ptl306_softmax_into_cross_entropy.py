@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.rule import Rule
-
-from ._numerics import loss_call, note_loss_holder, producers, scope_here, softmax_output
+from ._numerics import LossInputRule, producers, softmax_output
 
 CROSS_ENTROPY_FUNCTIONS = {"torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss"}
 CROSS_ENTROPY_CLASSES = {"torch.nn.CrossEntropyLoss", "torch.nn.NLLLoss"}
 
 
-class SoftmaxIntoCrossEntropy(Rule):
+class SoftmaxIntoCrossEntropy(LossInputRule):
     code = "PTL306"
     name = "softmax-into-cross-entropy"
     message = ("`{loss}` gets the output of `softmax`: it takes logits and applies `log_softmax` itself; "
@@ -21,28 +19,12 @@ class SoftmaxIntoCrossEntropy(Rule):
                    "not `-log p[y]`; pass `log_softmax(x)`")
     triggers = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss")
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._calls: list[tuple] = []
-        self._holders: set[str] = set()
-
-    def visit_Assign(self, node: ast.AST) -> None:
-        note_loss_holder(self.ctx, node, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_CLASSES, self._holders)
-
-    visit_AnnAssign = visit_Assign
-
-    def visit_Call(self, node: ast.Call) -> None:
-        # every call may be a loss module's; the check waits for the whole file (a module-level
-        # `criterion = ...` can come after the function that uses it)
-        self._calls.append((node, scope_here(self.ctx)))
+    loss_functions = CROSS_ENTROPY_FUNCTIONS
+    loss_classes = CROSS_ENTROPY_CLASSES
 
     def end_file(self) -> None:
-        ctx = self.ctx
-        if not ctx.imports_torch():
-            return
-        for node, scope in self._calls:
-            loss = loss_call(ctx, node, scope, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_CLASSES, self._holders)
-            if loss is None or not producers(ctx, loss.input, scope, softmax_output):
+        for node, loss, scope in self.loss_calls():
+            if not producers(self.ctx, loss.input, scope, softmax_output):
                 continue
             spelled = ast.unparse(node.func)
             template = self.nll_message if "nll" in loss.loss.lower() else self.message

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.rule import SAFE, Fix, FixExample, Rule
+from ptlint.rule import SAFE, Fix, FixExample
 
-from ._numerics import loss_call, note_loss_holder, producers, scope_here, sigmoid_call, sigmoid_output
+from ._numerics import LossInputRule, producers, sigmoid_call, sigmoid_output
 
 BCE_FUNCTIONS = {"torch.nn.functional.binary_cross_entropy"}
 BCE_CLASSES = {"torch.nn.BCELoss"}
 
 
-class SigmoidThenBCE(Rule):
+class SigmoidThenBCE(LossInputRule):
     code = "PTL307"
     name = "sigmoid-then-bce"
     message = ("`{loss}` of a `sigmoid` output: use `binary_cross_entropy_with_logits` on the logits "
@@ -20,26 +20,13 @@ class SigmoidThenBCE(Rule):
     fixable = "sometimes"  # safe where offered; a loss module or a sigmoid held in a local: no fix
     triggers = ("binary_cross_entropy", "BCELoss")
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._calls: list[tuple] = []
-        self._holders: set[str] = set()
-
-    def visit_Assign(self, node: ast.AST) -> None:
-        note_loss_holder(self.ctx, node, BCE_FUNCTIONS, BCE_CLASSES, self._holders)
-
-    visit_AnnAssign = visit_Assign
-
-    def visit_Call(self, node: ast.Call) -> None:
-        self._calls.append((node, scope_here(self.ctx)))
+    loss_functions = BCE_FUNCTIONS
+    loss_classes = BCE_CLASSES
 
     def end_file(self) -> None:
         ctx = self.ctx
-        if not ctx.imports_torch():
-            return
-        for node, scope in self._calls:
-            loss = loss_call(ctx, node, scope, BCE_FUNCTIONS, BCE_CLASSES, self._holders)
-            if loss is None or not producers(ctx, loss.input, scope, sigmoid_output):
+        for node, loss, scope in self.loss_calls():
+            if not producers(ctx, loss.input, scope, sigmoid_output):
                 continue
             spelled = ast.unparse(node.func)
             fix = None
