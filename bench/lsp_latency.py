@@ -131,10 +131,10 @@ async def measure(path: Path, text: str, changes: int, debounce: str | None
 
 def in_process(path: Path, text: str, repeat: int) -> tuple[list[float], list[float]]:
     """(wall, CPU) seconds of settings lookup + lint, in this process: what the server must do."""
-    from ptlint.config import build_settings
-    from ptlint.engine import lint_source
-    from ptlint.registry import all_rules
-    from ptlint.source import SourceFile
+    from ptlint.engine.registry import all_rules
+    from ptlint.engine.source import SourceFile
+    from ptlint.engine.traversal import lint_source
+    from ptlint.run.config import build_settings
 
     rules = all_rules()
     timings, cpu = [], []
@@ -153,7 +153,7 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=20)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from ptlint.lsp import DEBOUNCE
+    from ptlint.front.lsp import DEBOUNCE
 
     text = make_source(args.lines)
     with tempfile.TemporaryDirectory() as folder:

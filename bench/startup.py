@@ -7,7 +7,7 @@ Each round runs every command once, in turn (so a busy machine slows them alike)
 shows medians and the spread of the wall time, and the median CPU time (user + system: on a
 machine busy with other work, what the command itself cost), in ms. Commands: the interpreter
 alone (`python -c pass`, the floor), the standard-library modules a check needs, `import
-ptlint.cli`, `ptlint check` with and without the cache, and ruff on the same file when it is
+ptlint.front.cli`, `ptlint check` with and without the cache, and ruff on the same file when it is
 installed. With --importtime, the modules a one-file check imports, by self time. With --grow N,
 also a copy of ptlint whose catalogue has N more rule modules (clones of the existing ones),
 checked with its rule index and without (every rule module imported).
@@ -76,7 +76,7 @@ def grown_catalogue(folder: Path, copies: int) -> Path:
         original = originals[index % len(originals)]
         text = original.read_text().replace(f'"PTL{original.name[3:6]}"', f'"PTL9{index:02d}"')
         (rules / f"ptl9{index:02d}_{original.stem[7:]}_copy.py").write_text(text)
-    subprocess.run([sys.executable, "-c", "from ptlint.catalogue import rule_index_module; "
+    subprocess.run([sys.executable, "-c", "from ptlint.engine.catalogue import rule_index_module; "
                     f"open({str(rules / '_index.py')!r}, 'w').write(rule_index_module())"],
                    env={**os.environ, "PYTHONPATH": str(root)}, check=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(root)], check=True)
@@ -98,7 +98,7 @@ def main() -> None:
             "python -c pass": [sys.executable, "-c", "pass"],
             # the standard library a check cannot do without: the floor under ptlint's own imports
             "stdlib it needs": [sys.executable, "-c", "import argparse, dataclasses, typing, ast, tokenize, fnmatch"],
-            "import ptlint.cli": [sys.executable, "-c", "import ptlint.cli"],
+            "import ptlint.front.cli": [sys.executable, "-c", "import ptlint.front.cli"],
             "ptlint check --no-cache": [*ptlint, "check", "--no-cache", "train.py"],
             "ptlint check (warm cache)": [*ptlint, "check", "train.py"],
         }
@@ -106,7 +106,7 @@ def main() -> None:
             commands["other ptlint --no-cache"] = [args.other, "check", "--no-cache", "train.py"]
         if args.grow:
             grown = grown_catalogue(Path(folder), args.grow)
-            check = [sys.executable, "-c", "import sys; from ptlint.cli import main; main()", "check", "--no-cache",
+            check = [sys.executable, "-c", "import sys; from ptlint.front.cli import main; main()", "check", "--no-cache",
                      "train.py"]
             commands[f"+{args.grow} rules, with index"] = ["env", f"PYTHONPATH={grown}", *check]
             stale = Path(folder) / "stale"

@@ -109,7 +109,7 @@ class _Guard(contextlib.ContextDecorator):
     # -- what each guard watches --------------------------------------------------------------
 
     def _is_user(self) -> Callable[[str], bool]:
-        from .dynamic.paths import is_user_file, torch_dirs
+        from ptlint.dynamic.paths import is_user_file, torch_dirs
 
         in_scope, excluded = self._in_scope, torch_dirs()
         return lambda path: bool(path) and (is_user_file(path, excluded) or (in_scope is not None and in_scope(path)))
@@ -117,7 +117,7 @@ class _Guard(contextlib.ContextDecorator):
     def _start(self, stack: contextlib.ExitStack) -> None:
         import torch
 
-        from .dynamic.events import DynamoListener, listening
+        from ptlint.dynamic.events import DynamoListener, listening
 
         if self.kind == "break" and not _dynamo_guards:  # trace the block afresh (see the module's notes)
             torch._dynamo.reset()
@@ -130,7 +130,7 @@ class _Guard(contextlib.ContextDecorator):
         pass
 
     def _findings(self) -> tuple[list[Any], int]:
-        from .dynamic.report import event_findings
+        from ptlint.dynamic.report import event_findings
 
         events = [e for e in self._events if e["event"] == self.kind and self._counts(e)]
         findings, counts = event_findings(events, lambda event: "<no user frame>", lambda event: "block")
@@ -144,7 +144,7 @@ class _Guard(contextlib.ContextDecorator):
         return self._in_scope is None or self._in_scope(scope)
 
     def _report(self) -> str:
-        from .output import format_full
+        from ptlint.report.formats import format_full
 
         where = f" within {os.fspath(self.within)!r}" if self.within is not None else ""
         plural = "" if self.count == 1 else "s"
@@ -175,7 +175,7 @@ class no_host_syncs(_Guard):  # noqa: N801
     name, kind, noun = "no_host_syncs", "sync", "host sync"
 
     def _start(self, stack: contextlib.ExitStack) -> None:
-        from .dynamic.syncs import SyncCounter, sanitizing
+        from ptlint.dynamic.syncs import SyncCounter, sanitizing
 
         self._counter = SyncCounter(self._is_user())
         stack.enter_context(sanitizing(self._counter))
@@ -186,7 +186,7 @@ class no_host_syncs(_Guard):  # noqa: N801
 
 @functools.lru_cache(maxsize=1)
 def _registry(torch: Any) -> dict[str, Any]:
-    from .dynamic.events import gb_registry
+    from ptlint.dynamic.events import gb_registry
 
     return gb_registry(torch)
 

@@ -10,9 +10,16 @@ import sys
 
 import click
 
-from ..output import FORMATS
-from .runner import DEFAULT_TIMEOUT, INSTALL_HINT, TargetError, parse_target, run_targets, script_target, \
-    torch_available
+from ptlint.dynamic.runner import (
+    DEFAULT_TIMEOUT,
+    INSTALL_HINT,
+    TargetError,
+    parse_target,
+    run_targets,
+    script_target,
+    torch_available,
+)
+from ptlint.report.formats import FORMATS
 
 
 def _fail(message: str) -> None:
@@ -41,9 +48,9 @@ def explain(targets, script, timeout, device, output_format, config_file, syncs,
     (or an optional `device`) and returns (fn_or_module, args) or (fn_or_module, [args, ...]).
     Without TARGETs, runs the targets of [tool.ptlint.dynamic].
     """
-    from ..cli import emit
-    from ..config import ConfigError, build_settings
-    from .report import findings_from
+    from ptlint.dynamic.report import findings_from
+    from ptlint.report.formats import emit
+    from ptlint.run.config import ConfigError, build_settings
 
     try:
         settings = build_settings(["."], config_file=config_file)

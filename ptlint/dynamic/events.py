@@ -20,8 +20,17 @@ import os
 import re
 from typing import Any, Callable, Iterator
 
-from .paths import RESUME, Frame, fold_name, frames_in, installed_label, live_frames, locate, origin_json, \
-    scope_of
+from ptlint.dynamic.paths import (
+    RESUME,
+    Frame,
+    fold_name,
+    frames_in,
+    installed_label,
+    live_frames,
+    locate,
+    origin_json,
+    scope_of,
+)
 
 Sink = Callable[[dict[str, Any]], None]
 

@@ -9,10 +9,17 @@ from typing import Any
 
 import click
 
-from ..config import Settings
-from ..rule import Finding
-from .report import findings_from
-from .runner import DEFAULT_TIMEOUT, INSTALL_HINT, TargetError, parse_target, run_targets, torch_available
+from ptlint.dynamic.report import findings_from
+from ptlint.dynamic.runner import (
+    DEFAULT_TIMEOUT,
+    INSTALL_HINT,
+    TargetError,
+    parse_target,
+    run_targets,
+    torch_available,
+)
+from ptlint.engine.finding import Finding
+from ptlint.run.config import Settings
 
 COMPILE_RULES = ("PTL401", "PTL402", "PTL403", "PTL404", "PTL405")
 SYNC_RULES = ("PTL101", "PTL402", "PTL403")  # a PTL452 host sync on their line confirms them

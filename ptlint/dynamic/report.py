@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..rule import Finding
-from .paths import display_path, installed_label
-from .runner import RunResult
+from ptlint.dynamic.paths import display_path, installed_label
+from ptlint.dynamic.runner import RunResult
+from ptlint.engine.finding import Finding
 
 # Graph-break registry ids (torch/_dynamo/graph_break_registry.json) -> the static rule that
 # predicts them. A builtin Dynamo cannot trace (GB0059) or skips (GB0007) is PTL401's when it is

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .paths import frames_in, is_user_file, torch_dirs
+from ptlint.dynamic.paths import frames_in, is_user_file, torch_dirs
 
 INSTALL_HINT = 'the dynamic pass needs PyTorch: pip install "ptlint[dynamic]"'
 DEFAULT_TIMEOUT = 120.0

@@ -33,7 +33,14 @@ import warnings
 import weakref
 from typing import Any, Callable, Iterator
 
-from .paths import is_ptlint_file, is_torch_stdlib_or_ptlint, live_frames, origin_json, scope_of, torch_dirs
+from ptlint.dynamic.paths import (
+    is_ptlint_file,
+    is_torch_stdlib_or_ptlint,
+    live_frames,
+    origin_json,
+    scope_of,
+    torch_dirs,
+)
 
 _DEBUG_WARNING = "synchronizing CUDA operation"
 # torch's own dispatch plumbing between the user's call and the mode (never a finding's origin)

@@ -23,9 +23,9 @@ import time
 import traceback
 from typing import Any
 
-from .events import DynamoListener, gb_registry, listening
-from .paths import is_user_file
-from .syncs import SyncCounter, sanitizing
+from ptlint.dynamic.events import DynamoListener, gb_registry, listening
+from ptlint.dynamic.paths import is_user_file
+from ptlint.dynamic.syncs import SyncCounter, sanitizing
 
 _EVENTS_FD = -1
 _TORCH_DIR: tuple[str, ...] = ()

@@ -1,0 +1,67 @@
+"""What a rule sees of the file being checked (the semantic facts, plus the source, fix building
+and where findings go), and how the engine keeps only findings whose code runs where their
+rule looks."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.finding import Finding, Fix
+from ptlint.engine.source import SourceFile
+from ptlint.semantics.facts import FileFacts
+from ptlint.semantics.where import ExecutionModel, Where, execution_model
+
+
+class FileContext(FileFacts):
+    """The file being checked, for rules: `FileFacts` (names, assignments, traversal state) and
+    the decoded source, fix building (`edits`), where code runs (`model`, `where`) and reporting."""
+
+    def __init__(self, source: SourceFile, tree: ast.Module, test_code: bool = False,
+                 project_root: str | None = None) -> None:
+        super().__init__(source.path, source.text, tree, project_root)
+        self.source = source
+        self.test_code = test_code  # the file matches `test-code`: rules silent in tests stay silent
+        self.findings: list[Finding] = []
+        self._reported: list[tuple[Finding, object, ast.AST]] = []  # kept by `finish` if in context
+        self._edits = None
+
+    @property
+    def edits(self):
+        """Fix building for this file (ptlint.engine.edits.Edits)."""
+        if self._edits is None:
+            from ptlint.engine.edits import Edits
+
+            self._edits = Edits(self.source, self.tree, self.imports)
+        return self._edits
+
+    @property
+    def model(self) -> ExecutionModel:
+        """Where code runs (ptlint.semantics.where.ExecutionModel), built once, on first use."""
+        return execution_model(self)
+
+    def where(self, node: ast.AST) -> Where:
+        """Where `node` runs: context, cold, innermost loop and function."""
+        return self.model.where(node)
+
+    # -- reporting ---------------------------------------------------------------------------
+    def add_finding(self, rule, node: ast.AST, end_node: ast.AST, message: str, fix: Fix | None) -> None:
+        line = node.lineno
+        end_line = end_node.end_lineno or line
+        column = self.source.char_column(line, node.col_offset)
+        end_column = self.source.char_column(end_line, end_node.end_col_offset or 0)
+        finding = Finding(
+            code=rule.code, name=rule.name, message=message, path=self.path,
+            line=line, column=column + 1, end_line=end_line, end_column=end_column + 1,
+            severity=rule.severity, fix=fix,
+        )
+        self._reported.append((finding, rule, node))
+
+    def finish(self) -> list[Finding]:
+        """The reported findings whose code runs where their rule looks, each with its context."""
+        for finding, rule, node in self._reported:
+            where = self.where(node)
+            if where.context in rule.contexts and (rule.cold or not where.cold) and rule.keep(node, where):
+                finding.context = where.context
+                self.findings.append(finding)
+        self._reported = []
+        return self.findings

@@ -1,0 +1,122 @@
+"""What the engine reports: findings, their fixes, and the text edits a fix is made of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SAFE = "safe"
+UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, column) up to (end_line, end_column) with `content`.
+    Lines are 1-based; columns are 1-based characters, the end one past the span (like findings).
+    An insertion has an empty span."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_json(self) -> dict[str, Any]:  # ruff's shape
+        return {"content": self.content, "location": {"row": self.line, "column": self.column},
+                "end_location": {"row": self.end_line, "column": self.end_column}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Edit":
+        return cls(data["location"]["row"], data["location"]["column"], data["end_location"]["row"],
+                   data["end_location"]["column"], data["content"])
+
+
+@dataclass
+class Fix:
+    applicability: str  # SAFE or UNSAFE
+    message: str
+    edits: tuple[Edit, ...] = ()  # applied together or not at all
+
+    def to_json(self) -> dict[str, Any]:
+        return {"applicability": self.applicability, "message": self.message,
+                "edits": [edit.to_json() for edit in self.edits]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Fix":
+        return cls(data["applicability"], data["message"], tuple(Edit.from_json(e) for e in data.get("edits", [])))
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    message: str
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based, in characters
+    end_line: int
+    end_column: int  # 1-based, one past the last character
+    severity: str = "warning"
+    fix: Fix | None = None
+    source: str = "static"
+    context: str | None = None  # where the reported code runs (static findings)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the dynamic pass's "confirmed"
+
+    @property
+    def cell(self) -> int | None:
+        """The notebook cell the finding is in (1-based among all cells), or None outside notebooks."""
+        cell = self.extra.get("cell")
+        return cell if isinstance(cell, int) else None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "severity": self.severity,
+            "fix": self.fix.to_json() if self.fix else None,
+            "source": self.source,
+        }
+        if self.context is not None:
+            out["context"] = self.context
+        out.update(self.extra)
+        return out
+
+    def to_cache(self) -> dict[str, Any]:
+        out = self.to_json()
+        out["extra"] = self.extra
+        return out
+
+    @classmethod
+    def from_cache(cls, data: dict[str, Any]) -> "Finding":
+        fix = data.get("fix")
+        return cls(
+            code=data["code"], name=data["name"], message=data["message"], path=data["path"],
+            line=data["line"], column=data["column"], end_line=data["end_line"],
+            end_column=data["end_column"], severity=data["severity"],
+            fix=Fix.from_json(fix) if fix else None,
+            source=data["source"], context=data.get("context"), extra=data.get("extra", {}),
+        )
+
+
+# `unsafe_fixes` below: one answer for the run (--unsafe-fixes), or one per file path (each
+# file's config may say `unsafe-fixes = true`).
+
+def unsafe_for(unsafe_fixes: bool | dict[str, bool], finding: Finding) -> bool:
+    if isinstance(unsafe_fixes, dict):
+        return unsafe_fixes.get(finding.path, False)
+    return bool(unsafe_fixes)
+
+
+def applicable(finding: Finding, unsafe_fixes: bool | dict[str, bool]) -> bool:
+    """True when `ptlint fix --apply` (with --unsafe-fixes when given) would apply its fix."""
+    fix = finding.fix
+    return fix is not None and bool(fix.edits) and (fix.applicability == SAFE or unsafe_for(unsafe_fixes, finding))

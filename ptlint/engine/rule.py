@@ -1,0 +1,119 @@
+"""The rule API: what a rule declares, and what it reports.
+
+A rule is a class in its own module under `ptlint/rules/`. It declares its code, name, whether it
+is on by default, where code must run for it to report (`contexts`), its documentation and
+examples, and `visit_<NodeType>` methods that the engine calls during its single traversal of the
+module's `ast` tree. A fixable rule attaches a `Fix` to the finding where it finds the problem:
+text edits computed from the same nodes (see `ptlint.engine.edits`), never re-derived later.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from ptlint.engine.finding import SAFE, UNSAFE, Edit, Finding, Fix  # noqa: F401 - the rule API in one import
+from ptlint.semantics.where import CALLED, EVERYWHERE, ONCE, PER_OUTER, PER_STEP  # noqa: F401
+
+if TYPE_CHECKING:
+    from ptlint.engine.file_context import FileContext
+
+
+
+
+@dataclass
+class FixExample:
+    """`before` must become `after` when this rule's fixes are applied (unsafe ones too if `unsafe`)."""
+
+    before: str
+    after: str
+    unsafe: bool = False
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]  # the default message of a finding
+    default: ClassVar[bool] = True  # on unless the user deselects it
+    severity: ClassVar[str] = "warning"
+    fixable: ClassVar[str | None] = None  # None, SAFE, UNSAFE or "sometimes" (catalogue column)
+    # Where the reported code must run for a finding to count (DESIGN.md, "Where code runs").
+    # Rules about the cost of one execution leave out once-code; rules about how something is
+    # built report everywhere. `cold`: whether to report in branches that only run on misuse.
+    contexts: ClassVar[frozenset[str]] = EVERYWHERE
+    cold: ClassVar[bool] = True
+    # Substrings of the source text of which at least one must occur for the rule to be able to
+    # fire. The engine skips the rule (and the whole traversal, when no rule is left) otherwise.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    # The rule reads the project modules the file imports (ptlint.semantics.project.imported_sources): the
+    # cache then keys the file's findings on their text too.
+    reads_imports: ClassVar[bool] = False
+    docs: ClassVar[str]  # markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References
+    # Code that must trigger the rule: every line that must carry a finding ends with
+    # `# expect: <CODE>`; no other line may carry one. Code that must not trigger it.
+    bad_examples: ClassVar[list[str]] = []
+    good_examples: ClassVar[list[str]] = []
+    fix_examples: ClassVar[list[FixExample]] = []
+    # Code that triggers the rule on its `# expect:` lines but must get no fix, even an unsafe
+    # one (the rewrite would change behaviour or lose a comment).
+    unfixable_examples: ClassVar[list[str]] = []
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(self, node: ast.AST, message: str | None = None, fix: Fix | None = None,
+               end_node: ast.AST | None = None) -> None:
+        """Report a finding spanning `node` (to the end of `end_node` when given). The engine
+        keeps it only if `node` runs in one of the rule's `contexts`."""
+        self.ctx.add_finding(self, node, end_node or node, message or self.message, fix)
+
+    def end_file(self) -> None:
+        """Called after the traversal: rules that need the whole module report here."""
+
+    def keep(self, node: ast.AST, where) -> bool:
+        """After the traversal, once the module's execution model is known: keep the finding
+        reported at `node` (which runs at `where`, a ptlint.semantics.where.Where)? Default: yes."""
+        return True
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first sentence of "What it does", for catalogues and SARIF short descriptions."""
+        section = doc_section(cls.docs, "What it does")
+        first = " ".join(section.split())
+        end = first.find(". ")
+        return first if end < 0 else first[: end + 1]
+
+
+def triggered(triggers: tuple[str, ...], text: str) -> bool:
+    """Whether a rule with these trigger substrings can fire in `text`: no triggers, or one of them
+    occurs. Python allows spaces around `.` and before `(`, so a trigger counts when each of its
+    words occurs (`torch.cuda.amp` in `torch.cuda . amp`, `tensor(` in `torch.tensor (x)`)."""
+    return not triggers or any(all(word in text for word in _trigger_words(t)) for t in triggers)
+
+
+def _trigger_words(trigger: str) -> tuple[str, ...]:
+    words = _TRIGGER_WORDS.get(trigger)
+    if words is None:
+        words = _TRIGGER_WORDS[trigger] = tuple(w for w in trigger.replace("(", ".").split(".") if w) or (trigger,)
+    return words
+
+
+_TRIGGER_WORDS: dict[str, tuple[str, ...]] = {}
+
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
+
+
+def doc_section(docs: str, title: str) -> str:
+    """The text under `## <title>` in a rule's docs."""
+    lines = docs.strip().splitlines()
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("## "):
+            inside = line[3:].strip() == title
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out).strip()

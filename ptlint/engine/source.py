@@ -1,0 +1,109 @@
+"""Reading Python source exactly as the interpreter would: encoding cookie, BOM, any line ending."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import re
+import stat
+import tokenize
+from dataclasses import dataclass, field
+
+# Python's tokenizer ends lines at \r\n, \r or \n only (str.splitlines also splits on \x0c etc.).
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    """A Jupyter notebook (checked cell by cell) rather than a Python file."""
+    return path.endswith(NOTEBOOK_SUFFIX)
+
+
+class SourceError(Exception):
+    """A file that cannot be read as Python text; the message is one line for the user."""
+
+
+@dataclass
+class SourceFile:
+    path: str  # as the user gave it
+    text: str  # decoded, BOM removed
+    encoding: str = "utf-8"
+    bom: bool = False
+    _line_starts: list[int] | None = field(default=None, repr=False)
+
+    @property
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            starts = [0]
+            starts.extend(m.end() for m in _LINE_END.finditer(self.text))
+            self._line_starts = starts
+        return self._line_starts
+
+    def line(self, lineno: int) -> str:
+        """The text of a 1-based line, without its line ending."""
+        starts = self.line_starts
+        if lineno < 1 or lineno > len(starts):
+            return ""
+        start = starts[lineno - 1]
+        end = starts[lineno] if lineno < len(starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def char_column(self, lineno: int, byte_col: int) -> int:
+        """`ast` gives columns as UTF-8 byte offsets; users and editors count characters."""
+        line = self.line(lineno)
+        if line.isascii():
+            return byte_col
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def offset(self, lineno: int, char_col: int) -> int:
+        """Character offset into `text` of a 1-based line and 0-based character column."""
+        return self.line_starts[lineno - 1] + char_col
+
+
+def decode_source(data: bytes, path: str) -> SourceFile:
+    """Decode bytes the way Python does (PEP 263 cookie, UTF-8 BOM); refuse binary content."""
+    if b"\x00" in data:
+        raise SourceError("binary content (NUL bytes), not Python source")
+    bom = data.startswith(codecs.BOM_UTF8)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        message = str(getattr(exc, "msg", exc))
+        if "invalid or missing" in message:  # not UTF-8, and no cookie says what it is
+            raise SourceError("cannot decode as utf-8 and no coding cookie names the encoding") from None
+        raise SourceError(f"bad encoding declaration: {message}") from None
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise SourceError(f"cannot decode as {encoding}: {_short(exc)}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceFile(path=path, text=text, encoding="utf-8" if encoding == "utf-8-sig" else encoding, bom=bom)
+
+
+def encode_source(source: SourceFile, text: str) -> bytes:
+    """Encode new text with the file's own encoding and BOM, so untouched bytes stay identical."""
+    data = text.encode(source.encoding)
+    return codecs.BOM_UTF8 + data if source.bom else data
+
+
+def read_bytes(path: str) -> bytes:
+    """A file's bytes; SourceError with a one-line reason."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # opening a FIFO would block for ever
+            raise SourceError("not a regular file (a FIFO, socket or device), skipped")
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SourceError(_short(exc)) from None
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower() if exc.strerror != exc.strerror.lower() else exc.strerror
+    if isinstance(exc, UnicodeDecodeError):
+        return f"invalid byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,29 @@
+"""The library interface, for the language server, the flake8 plugin and tests."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ptlint.engine.finding import Finding
+from ptlint.engine.registry import all_rules, rule_index
+from ptlint.engine.source import SourceFile
+from ptlint.engine.traversal import lint_source
+
+
+def default_codes() -> tuple[str, ...]:
+    return tuple(code for code, info in rule_index().items() if info.default)
+
+
+def check_text(text: str, codes: Iterable[str] | None = None, path: str = "<string>") -> list[Finding]:
+    """Findings for source text; `codes` defaults to the rules that are on by default."""
+    rules = all_rules()
+    selected = default_codes() if codes is None else tuple(codes)
+    return lint_source(SourceFile(path, text), [rules[c] for c in selected if c in rules])
+
+
+def fix_text(text: str, codes: Iterable[str] | None = None, unsafe: bool = False, path: str = "<string>") -> str:
+    """The text with every applicable fix applied until stable."""
+    from ptlint.run.fixer import fix_source
+
+    selected = default_codes() if codes is None else tuple(codes)
+    return fix_source(SourceFile(path, text), selected, unsafe).fixed

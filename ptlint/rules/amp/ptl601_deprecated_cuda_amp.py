@@ -1,0 +1,345 @@
+"""PTL601 deprecated-cuda-amp: `torch.cuda.amp.autocast` / `GradScaler` / `custom_fwd` /
+`custom_bwd` and `torch.cpu.amp.autocast`, deprecated for `torch.amp`."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.finding import SAFE, Fix
+from ptlint.engine.rule import FixExample, Rule
+from ptlint.rules.amp._helpers import (
+    DEPRECATED,
+    Deprecated,
+    compatibility_import,
+    version_choice,
+)
+
+
+class DeprecatedCudaAmp(Rule):
+    code = "PTL601"
+    name = "deprecated-cuda-amp"
+    message = "`{old}` is deprecated (torch 2.4 warns on every call): use `{new}`"
+    fixable = "sometimes"  # safe where offered; `*args` into autocast: no fix
+    cold = False  # a fallback in `except ImportError:` / `except AttributeError:` is a compatibility path
+    triggers = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        found = self._deprecated(node.func)
+        if found is None:
+            return
+        qualname, api = found
+        self.report(node, self._message(qualname, api), fix=self._call_fix(node, api))
+
+    def visit_FunctionDef(self, node: ast.AST) -> None:
+        for decorator in node.decorator_list:  # `@torch.cuda.amp.custom_fwd` without a call
+            found = None if isinstance(decorator, ast.Call) else self._deprecated(decorator)
+            if found is not None:
+                qualname, api = found
+                edits = self.ctx.edits
+                spelled, imports = edits.reference(api.native)
+                fix = Fix(SAFE, f"Use `{api.native}(device_type=\"{api.device}\")`",
+                          (edits.replace(decorator, f'{spelled}(device_type="{api.device}")'), *imports))
+                self.report(decorator, self._message(qualname, api), fix=fix)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _deprecated(self, callee: ast.AST) -> tuple[str, Deprecated] | None:
+        qualname = self.ctx.qualname(callee)
+        api = DEPRECATED.get(qualname or "")
+        if api is None:
+            return None
+        if version_choice(self.ctx, self.ctx.stack, callee) or compatibility_import(self.ctx, callee):
+            return None  # code that picks the old API only where torch lacks the new one
+        return qualname, api
+
+    @staticmethod
+    def _message(qualname: str, api: Deprecated) -> str:
+        argument = f'device_type="{api.device}"' if api.kind == "custom" else f'"{api.device}", ...'
+        return DeprecatedCudaAmp.message.format(old=qualname, new=f"{api.native}({argument})")
+
+    def _call_fix(self, call: ast.Call, api: Deprecated) -> Fix | None:
+        """The native call with the device type added and every argument kept: autocast's
+        positional arguments become keywords (the new one takes `dtype` second); GradScaler's
+        keep their places after the device; custom_fwd / custom_bwd get `device_type=`."""
+        edits = self.ctx.edits
+        spelled, imports = edits.reference(api.native)
+        device = f'"{api.device}"'
+        out = [edits.replace(call.func, spelled), *imports]
+        if api.kind == "custom":
+            keyword = f'device_type={device}'
+            if call.args:
+                out.append(edits.insert_at(edits.end(call.args[-1]), f", {keyword}"))
+            elif call.keywords:
+                out.append(edits.insert_at(edits.start(call.keywords[0]), f"{keyword}, "))
+            else:
+                out.append(edits.insert_at(_before_close(edits, call), keyword))
+            return Fix(SAFE, f"Use `{api.native}(..., device_type={device})`", tuple(out))
+        if api.kind == "autocast":
+            if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(api.positional):
+                return None  # where *args lands in the new signature is unknown
+            for index, argument in enumerate(call.args):
+                prefix = f"{device}, " if index == 0 else ""
+                out.append(edits.insert_at(edits.start(argument), f"{prefix}{api.positional[index]}="))
+        parts = [*call.args, *call.keywords]
+        if api.kind == "scaler" or not call.args:
+            if parts:
+                first = min(parts, key=lambda n: (n.lineno, n.col_offset))
+                out.append(edits.insert_at(edits.start(first), f"{device}, "))
+            else:
+                out.append(edits.insert_at(_before_close(edits, call), device))
+        return Fix(SAFE, f"Use `{api.native}({device}, ...)`", tuple(out))
+
+    docs = """
+## What it does
+Finds the `torch.cuda.amp` / `torch.cpu.amp` APIs that torch 2.4 deprecated for `torch.amp`. The
+device-specific AMP APIs — `torch.cuda.amp.autocast(...)`,
+`torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd` / `custom_bwd`,
+`torch.cpu.amp.autocast(...)`, `torch.cpu.amp.GradScaler(...)` — in every import spelling
+(`from torch.cuda.amp import autocast, GradScaler`, `from torch.cuda import amp`), as calls and as
+decorators.
+
+## Why is this bad?
+Each call emits a `FutureWarning` ("`torch.cuda.amp.autocast(args...)` is deprecated. Please use
+`torch.amp.autocast('cuda', args...)` instead"), once per process for a context manager entered
+every step, and the old names are scheduled for removal. The `torch.amp` API is the same code
+with the device type as an argument, so one code path serves CUDA, CPU, XPU and MPS.
+
+Not reported: code that chooses between the two APIs by torch version — a call in one branch of
+an `if` / conditional expression whose other branch uses `torch.amp` (or whose test names a torch
+version), in an `except` block (`except AttributeError: torch.cuda.amp.GradScaler()`), or through
+a name imported from `torch.amp` where available and from `torch.cuda.amp` otherwise
+(`try: from torch.amp import GradScaler` / `except ImportError: ...`). Such code supports torch
+releases older than 2.3, where the new API is missing. Type references that are not calls
+(`isinstance(s, torch.cuda.amp.GradScaler)`) do not warn and are not reported.
+
+## Example
+```python
+from torch.cuda.amp import GradScaler, autocast
+
+scaler = GradScaler(enabled=use_amp)
+with autocast(dtype=torch.bfloat16):
+    loss = model(x)
+```
+
+## Use instead
+```python
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+with torch.amp.autocast("cuda", dtype=torch.bfloat16):
+    loss = model(x)
+```
+
+## Fix safety
+Safe: `torch.cuda.amp.autocast(...)` becomes `torch.amp.autocast("cuda", ...)` (`"cpu"` for
+`torch.cpu.amp`), `GradScaler(...)` becomes `torch.amp.GradScaler("cuda", ...)`, and
+`custom_fwd` / `custom_bwd` become `torch.amp.custom_fwd(..., device_type="cuda")` (a bare
+decorator becomes a call). Every argument is kept: `enabled=`, `dtype=`, `cache_enabled=`,
+`**kwargs`; autocast's positional arguments become keywords, because the new signature takes
+`dtype` second (`autocast(True)` would otherwise pass `True` as the dtype); GradScaler's keep
+their order after the device. The old classes are thin wrappers that call exactly these.
+`torch.amp` is written in the module's spelling of `torch` (`import torch` is added when the
+module has none); the old import is left for an import linter to remove, because other code may
+still use the name. The replacement needs torch 2.3 (`GradScaler`) or 2.4 (`custom_fwd`), the
+releases that deprecated the old names. One corner differs: constructed *inside* another autocast
+region of the same device that set another dtype, `torch.amp.autocast("cuda")` without `dtype=`
+inherits that region's dtype where the old class always used float16 (float32 weights, bfloat16
+on CPU); pass `dtype=` there. Not fixed: `autocast(*args)`, where the positional meaning is unknown.
+
+## References
+- https://pytorch.org/docs/stable/amp.html
+- https://pytorch.org/docs/stable/amp.html#torch.cuda.amp.autocast ("deprecated, use torch.amp.autocast")
+"""
+
+    bad_examples = [
+        """
+import torch
+
+scaler = torch.cuda.amp.GradScaler()  # expect: PTL601
+
+def train_step(model, x, opt):
+    with torch.cuda.amp.autocast():  # expect: PTL601
+        loss = model(x)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+""",
+        """
+import torch
+from torch.cuda.amp import GradScaler, autocast
+
+def fit(model, loader, opt, use_amp):
+    scaler = GradScaler(enabled=use_amp)  # expect: PTL601
+    for x, y in loader:
+        with autocast(enabled=use_amp, dtype=torch.bfloat16):  # expect: PTL601
+            loss = model(x, y)
+        scaler.scale(loss).backward()
+""",
+        """
+import torch
+from torch.cuda import amp
+from torch.cpu.amp import autocast as cpu_autocast
+
+class F(torch.autograd.Function):
+    @staticmethod
+    @amp.custom_fwd(cast_inputs=torch.float32)  # expect: PTL601
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    @amp.custom_bwd  # expect: PTL601
+    def backward(ctx, g):
+        return g
+
+def on_cpu(model, x):
+    with cpu_autocast():  # expect: PTL601
+        return model(x)
+""",
+    ]
+
+    good_examples = [
+        """
+import torch
+
+scaler = torch.amp.GradScaler("cuda")
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    pass
+""",
+        # picking the API by version: an if/else, a conditional expression, an except block
+        """
+import torch
+
+TORCH_2_4 = True
+
+def make_scaler(enabled):
+    if TORCH_2_4:
+        return torch.amp.GradScaler("cuda", enabled=enabled)
+    else:
+        return torch.cuda.amp.GradScaler(enabled=enabled)
+
+def autocast(enabled):
+    return torch.amp.autocast("cuda", enabled=enabled) if TORCH_2_4 else torch.cuda.amp.autocast(enabled)
+
+class Scaler:
+    def __init__(self):
+        try:
+            self.scaler = torch.amp.GradScaler(device="cuda")
+        except (AttributeError, TypeError):
+            self.scaler = torch.cuda.amp.GradScaler()
+""",
+        # an import shim: whichever the installed torch has
+        """
+import torch
+
+try:
+    from torch.amp import GradScaler
+except ImportError:
+    from torch.cuda.amp import GradScaler
+
+scaler = GradScaler()
+""",
+        # a type reference does not warn
+        """
+import torch
+
+def is_scaler(s):
+    return isinstance(s, torch.cuda.amp.GradScaler)
+""",
+    ]
+
+    fix_examples = [
+        FixExample(
+            before="""
+import torch
+
+scaler = torch.cuda.amp.GradScaler(2.0 ** 14, enabled=use_amp)
+with torch.cuda.amp.autocast(dtype=torch.bfloat16, cache_enabled=False):
+    pass
+with torch.cuda.amp.autocast():
+    pass
+""",
+            after="""
+import torch
+
+scaler = torch.amp.GradScaler("cuda", 2.0 ** 14, enabled=use_amp)
+with torch.amp.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+    pass
+with torch.amp.autocast("cuda"):
+    pass
+""",
+        ),
+        # positional arguments of autocast become keywords; the import stays (other code may use it)
+        FixExample(
+            before="""
+from torch.cuda.amp import autocast, GradScaler
+
+with autocast(False, torch.float16):
+    pass
+s = GradScaler(
+    init_scale=1024,  # small start
+)
+""",
+            after="""
+from torch.cuda.amp import autocast, GradScaler
+import torch
+
+with torch.amp.autocast("cuda", enabled=False, dtype=torch.float16):
+    pass
+s = torch.amp.GradScaler(
+    "cuda", init_scale=1024,  # small start
+)
+""",
+        ),
+        FixExample(
+            before="""
+import torch as T
+from torch.cuda.amp import custom_fwd, custom_bwd
+
+class F(T.autograd.Function):
+    @staticmethod
+    @custom_fwd(cast_inputs=T.float32)
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    @custom_bwd
+    def backward(ctx, g):
+        return g
+
+with T.cpu.amp.autocast(**options):
+    pass
+""",
+            after="""
+import torch as T
+from torch.cuda.amp import custom_fwd, custom_bwd
+
+class F(T.autograd.Function):
+    @staticmethod
+    @T.amp.custom_fwd(device_type="cuda", cast_inputs=T.float32)
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    @T.amp.custom_bwd(device_type="cuda")
+    def backward(ctx, g):
+        return g
+
+with T.amp.autocast("cpu", **options):
+    pass
+""",
+        ),
+    ]
+
+    unfixable_examples = [
+        """
+import torch
+
+def f(args):
+    with torch.cuda.amp.autocast(*args):  # expect: PTL601
+        pass
+""",
+    ]
+
+
+def _before_close(edits, call: ast.Call) -> tuple[int, int]:
+    """The position of a call's closing parenthesis."""
+    line, column = edits.end(call)
+    return line, column - 1

@@ -1,0 +1,206 @@
+"""PTL106 zero-grad-set-to-none-false: `zero_grad(set_to_none=False)` fills every gradient with zeros."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.finding import UNSAFE, Fix
+from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, Rule
+from ptlint.semantics.nodes import is_constant
+
+
+def _set_to_none_false(call: ast.Call) -> bool:
+    """`.zero_grad(set_to_none=False)` or `.zero_grad(False)`, and no other argument."""
+    if len(call.args) + len(call.keywords) != 1:
+        return False
+    if call.args:
+        return is_constant(call.args[0], False)
+    keyword = call.keywords[0]
+    return keyword.arg == "set_to_none" and is_constant(keyword.value, False)
+
+
+class ZeroGradSetToNoneFalse(Rule):
+    code = "PTL106"
+    name = "zero-grad-set-to-none-false"
+    message = "`zero_grad(set_to_none=False)` writes zeros into every gradient each step; " \
+              "the default (`set_to_none=True`) frees them instead"
+    fixable = UNSAFE
+    contexts = frozenset({PER_STEP, PER_OUTER, CALLED})  # once, at set-up, it costs one memset
+    cold = False
+    triggers = ("set_to_none", "zero_grad(False")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "zero_grad" and _set_to_none_false(node)):
+            return
+        fix = None
+        edits = self.ctx.edits
+        if not edits.has_comment_after(func, node):
+            fix = Fix(UNSAFE, "Drop `set_to_none=False` (gradients become None instead of zeros)",
+                      (edits.replace(node, edits.text(func) + "()"),))
+        self.report(node, fix=fix)
+
+    docs = """
+## What it does
+Finds `optimizer.zero_grad(set_to_none=False)` and `model.zero_grad(set_to_none=False)` (also the
+positional `zero_grad(False)`) in code that runs every step or is called from elsewhere.
+
+## Why is this bad?
+With `set_to_none=False` every gradient tensor is overwritten with zeros: one memset kernel per
+parameter each step (a write of the model's full size), and the next backward then reads those
+zeros back to add the new gradient to them. With the default `set_to_none=True` (PyTorch 2.0 and
+later) the gradients are dropped: the next backward writes them fresh, with no memset and no
+read, and the memory is free in between. The optimizers skip parameters whose gradient is None,
+which is also what a frozen parameter looks like.
+
+Not reported: `zero_grad()` and `zero_grad(set_to_none=True)`; a call whose argument is not the
+literal `False` (`set_to_none=args.flag`, the user's choice); once-code (`__init__`, set-up, the
+module's top level), where it runs once; a branch that only runs on misuse; test code.
+
+## Example
+```python
+for x, y in loader:
+    optimizer.zero_grad(set_to_none=False)
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+```
+
+## Use instead
+```python
+for x, y in loader:
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+```
+
+## Fix safety
+Unsafe: the fix drops the argument, so after `zero_grad()` each `.grad` is None instead of a
+zero tensor. A training loop whose every parameter gets a gradient each step ends with the same
+parameters. Two things change:
+- a parameter that a step does not use (an unused branch, a frozen part) keeps a zero gradient
+  with `set_to_none=False`, and an optimizer with momentum or weight decay still moves it; with
+  None the optimizer skips it;
+- code that reads `p.grad` after `zero_grad()` (`p.grad.add_(...)`, clipping by hand, a hook that
+  logs gradient norms) now meets None and must check for it.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+- https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#use-parameter-grad-none-instead-of-model-zero-grad-or-optimizer-zero-grad
+"""
+
+    bad_examples = [
+        """
+import torch
+
+def train(model, loader, optimizer, criterion):
+    for x, y in loader:
+        optimizer.zero_grad(set_to_none=False)  # expect: PTL106
+        criterion(model(x), y).backward()
+        optimizer.step()
+""",
+        # a module's zero_grad, positional False, through a local name, in a step hook
+        """
+from torch import nn
+
+class Lit:
+    def training_step(self, batch, batch_idx):
+        net = self.model
+        net.zero_grad(False)  # expect: PTL106
+        return net(batch).sum()
+""",
+        # a helper of unknown callers runs as often as they call it
+        """
+import torch.optim as optim
+
+def step(opt, loss):
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=False)  # expect: PTL106
+""",
+    ]
+
+    good_examples = [
+        """
+import torch
+
+def train(model, loader, optimizer, criterion, flag):
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=flag)
+""",
+        # once: at set-up, at module level
+        """
+import torch
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.model.zero_grad(set_to_none=False)
+
+model = torch.nn.Linear(2, 2)
+model.zero_grad(set_to_none=False)
+""",
+        # the error path
+        """
+def train(model, loader, opt):
+    for x in loader:
+        loss = model(x)
+        if not loss.isfinite():
+            opt.zero_grad(set_to_none=False)
+            raise FloatingPointError("non-finite loss")
+        loss.backward()
+""",
+        # a definition, not a call
+        """
+class MyOptimizer:
+    def zero_grad(self, set_to_none=False):
+        pass
+""",
+    ]
+
+    fix_examples = [
+        FixExample(
+            before="""
+def train(model, loader, optimizer):
+    for x in loader:
+        optimizer.zero_grad(set_to_none=False)
+        model(x).sum().backward()
+        optimizer.step()
+""",
+            after="""
+def train(model, loader, optimizer):
+    for x in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+def step(model, batch):
+    model.zero_grad(False)
+    model(batch).sum().backward()
+""",
+            after="""
+def step(model, batch):
+    model.zero_grad()
+    model(batch).sum().backward()
+""",
+            unsafe=True,
+        ),
+    ]
+
+    unfixable_examples = [
+        """
+def step(optimizer, loss):
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(  # expect: PTL106
+        set_to_none=False,  # keep the buffers: a hook reads them
+    )
+""",
+    ]

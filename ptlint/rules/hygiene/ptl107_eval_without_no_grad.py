@@ -1,0 +1,402 @@
+"""PTL107 eval-without-no-grad: an evaluation loop that records the autograd graph it never uses."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, Rule
+from ptlint.semantics.autograd import GradRegions, graph_wanted
+from ptlint.semantics.nodes import SCOPE_NODES, dotted, is_constant
+
+
+def _mode_switch(call: ast.AST) -> tuple[str, str] | None:
+    """(dotted receiver, "eval" | "train") for `m.eval()`, `m.train()`, `m.train(False)`."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    receiver = dotted(call.func.value)
+    if receiver is None:
+        return None
+    if call.func.attr == "eval" and not call.args and not call.keywords:
+        return receiver, "eval"
+    if call.func.attr == "train" and len(call.args) + len(call.keywords) <= 1:
+        mode = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
+        if call.keywords and call.keywords[0].arg != "mode":
+            return None
+        return receiver, "eval" if is_constant(mode, False) else "train"
+    return None
+
+
+class EvalWithoutNoGrad(Rule):
+    code = "PTL107"
+    name = "eval-without-no-grad"
+    message = "`{model}` is in eval mode and this loop never calls `.backward()`, but nothing disables " \
+              "gradients: every call records an autograd graph; wrap the loop in `torch.no_grad()` " \
+              "or `torch.inference_mode()`"
+    contexts = frozenset({PER_STEP, PER_OUTER, CALLED})
+    cold = False
+    triggers = (".eval()", ".train(False)", ".train(mode=False)")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # scope -> (receiver, mode) of its `.eval()` / `.train()` calls so far: the traversal
+        # meets them in source order, so a model call sees the switches made before it
+        self._switches: dict[int, list[tuple[str, str]]] = {}
+
+    def visit_Call(self, node: ast.Call) -> None:
+        switch = _mode_switch(node)
+        if switch is not None:
+            scope = self._scope()
+            if scope is not None:
+                self._switches.setdefault(id(scope), []).append(switch)
+        if not self.ctx.loops:
+            return
+        model = self._called_model(node)
+        if model is None:
+            return
+        loop = self.ctx.loops[-1]
+        key = ("ptl107-loop", id(loop))
+        if key in self.ctx.memo:
+            return  # one finding per loop, at its first model call
+        if self._mode_before(model, node) != "eval":
+            return
+        if graph_wanted(loop, self.ctx) or self._frozen(model):
+            return
+        if GradRegions.of(self.ctx).off(node):
+            return
+        self.ctx.memo[key] = True
+        self.report(node, self.message.format(model=model))
+
+    def _called_model(self, call: ast.Call) -> str | None:
+        """`model(x)` / `model.forward(x)` -> "model"; `self(x)` -> "self"."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        name = dotted(func)
+        if name is None or (name != "self" and self.ctx.qualname(func) is not None):
+            return None
+        return name
+
+    def _scope(self) -> ast.AST | None:
+        """The function, lambda or module whose body runs this call; None in a class body."""
+        for node in reversed(self.ctx.stack):
+            if isinstance(node, SCOPE_NODES):
+                return None if isinstance(node, ast.ClassDef) else node
+        return self.ctx.tree
+
+    def _mode_before(self, model: str, call: ast.Call) -> str | None:
+        """The mode the last `.eval()` / `.train()` of `model` before `call`, in its scope, set."""
+        scope = self._scope()
+        switches = self._switches.get(id(scope), []) if scope is not None else []
+        modes = [mode for receiver, mode in switches if receiver == model]
+        return modes[-1] if modes else None
+
+    def _frozen(self, model: str) -> bool:
+        """`model.requires_grad_(False)` or `for p in model.parameters(): p.requires_grad = False`
+        anywhere in the file: its calls record nothing."""
+        key = ("ptl107-frozen", model)
+        if key not in self.ctx.memo:
+            frozen = False
+            for node in ast.walk(self.ctx.tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr == "requires_grad_" and dotted(node.func.value) == model \
+                        and node.args and is_constant(node.args[0], False):
+                    frozen = True
+                elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call) \
+                        and isinstance(node.iter.func, ast.Attribute) \
+                        and node.iter.func.attr in ("parameters", "named_parameters") \
+                        and dotted(node.iter.func.value) == model \
+                        and any(isinstance(n, ast.Attribute) and n.attr in ("requires_grad", "requires_grad_")
+                                for n in ast.walk(node)):
+                    frozen = True
+                if frozen:
+                    break
+            self.ctx.memo[key] = frozen
+        return self.ctx.memo[key]
+
+    docs = """
+## What it does
+Finds a loop that calls a model after `model.eval()` (or `model.train(False)`) in the same
+function, with no `torch.no_grad()` / `torch.inference_mode()` around it and no `.backward()`.
+"No `.backward()`" means none in the loop, and none in the function outside loops of their own
+(the training loop before a validation loop does not count). Reported at the first call of the
+model in the loop.
+
+## Why is this bad?
+`model.eval()` only switches layers such as dropout and batch norm to inference behaviour; it
+does not stop autograd. Every forward pass still records a graph and keeps each layer's saved
+activations until the outputs are dropped — several times the memory of the outputs, and time
+spent recording. In an evaluation loop nothing ever calls `.backward()`, so all of that is
+wasted; kept outputs or losses (`preds.append(out)`) keep their graphs alive for the whole loop
+(see PTL103). `torch.inference_mode()` (or `torch.no_grad()`) skips the recording.
+
+Not reported, because gradients are already off or wanted:
+- under `with torch.no_grad():`, `with torch.inference_mode():`,
+  `with torch.set_grad_enabled(False):` (or `set_grad_enabled(flag)`, which the code sets
+  for its evaluation mode) around the loop or the call, in a function decorated
+  with `@torch.no_grad()` / `@torch.inference_mode()`, in a function whose callers in the file
+  all run under one of those, after `torch.set_grad_enabled(False)`, and in Lightning's
+  `validation_step` / `test_step` / `predict_step` (Lightning disables gradients there);
+- a loop or function that calls `.backward()`, steps an optimizer, calls
+  `torch.autograd.grad`, or sets `requires_grad` (saliency maps, adversarial examples need the
+  graph);
+- a model frozen in the file (`model.requires_grad_(False)`, or a loop setting
+  `p.requires_grad = False` over its parameters);
+- a model switched back with `model.train()` before the loop; once-code set-up
+  (`__init__`), a branch that only runs on misuse, test code.
+
+## Example
+```python
+model.eval()
+for x, y in val_loader:
+    correct += (model(x).argmax(-1) == y).sum()
+```
+
+## Use instead
+```python
+model.eval()
+with torch.inference_mode():
+    for x, y in val_loader:
+        correct += (model(x).argmax(-1) == y).sum()
+```
+
+## Fix safety
+No automatic fix: wrapping the loop changes its indentation, and code in the loop that does
+need gradients (a hidden `torch.autograd.grad` in a helper) would break; decorate the function
+with `@torch.no_grad()` or add the `with` block by hand.
+
+## References
+- https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
+- https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
+"""
+
+    bad_examples = [
+        # a frozen teacher does not make the student frozen; `train(mode=False)` is eval mode
+        """
+import torch
+
+def distill(teacher, student, loader):
+    for p in teacher.parameters():
+        p.requires_grad = False
+    teacher.eval()
+    for x in loader:
+        teacher(x)
+    student.train(mode=False)
+    for x in loader:
+        student(x)  # expect: PTL107
+""",
+        # at module level, as in a script, and in a lambda
+        """
+import torch
+
+model = torch.nn.Linear(2, 2)
+model.eval()
+for x in [torch.ones(2)]:
+    print(model(x))  # expect: PTL107
+
+predict = lambda net, xs: (net.eval(), [net(x) for x in xs])  # expect: PTL107
+""",
+        """
+import torch
+
+def evaluate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        out = model(x)  # expect: PTL107
+        correct += (out.argmax(-1) == y).sum()
+        again = model(x)
+    return correct
+""",
+        # `self.model`, `.train(False)`, a comprehension, an eval loop inside the epoch loop
+        """
+import torch as T
+
+class Runner:
+    def predict(self, batches):
+        self.model.train(False)
+        return [self.model(b) for b in batches]  # expect: PTL107
+
+    def fit(self, train_loader, val_loader, opt, epochs):
+        for epoch in range(epochs):
+            self.model.train()
+            for x, y in train_loader:
+                loss = self.model(x).sum()
+                loss.backward()
+                opt.step()
+            self.model.eval()
+            for x, y in val_loader:
+                print(self.model.forward(x).mean())  # expect: PTL107
+""",
+        # a module calling itself, in a loop of once-code
+        """
+from torch import nn
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+
+    def predict_all(self, xs):
+        self.eval()
+        outs = []
+        for x in xs:
+            outs.append(self(x))  # expect: PTL107
+        return outs
+
+def main(model, loader):
+    model.eval()
+    while True:
+        batch = next(loader)
+        model(batch)  # expect: PTL107
+
+if __name__ == "__main__":
+    main(Net(), iter([]))
+""",
+    ]
+
+    good_examples = [
+        # the switch is in a nested function, a lambda, a class body or a later statement: not run
+        # before this loop
+        """
+import torch
+
+class Holder:
+    model = make_model()
+    model.eval()
+    outputs = [model(x) for x in loader]
+
+def evaluate(model, loader):
+    def freeze():
+        model.eval()
+    to_eval = lambda: model.eval()
+    for x in loader:
+        model(x)
+    model.eval()
+""",
+        # gradients off: a with block, a decorator (called or bare), a caller, set_grad_enabled
+        """
+import torch
+from torch import no_grad, inference_mode
+
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        for x in loader:
+            model(x)
+    for x in loader:
+        with inference_mode():
+            model(x)
+
+@torch.inference_mode()
+def predict(model, loader):
+    model.eval()
+    return [model(x) for x in loader]
+
+@no_grad
+def score(model, loader):
+    model.eval()
+    for x in loader:
+        model(x)
+
+def _loop(model, loader):
+    for x in loader:
+        model(x)
+
+def run(model, loader):
+    model.eval()
+    with torch.no_grad():
+        _loop(model, loader)
+
+def helper(net, loader):
+    net.eval()
+    for x in loader:
+        net(x)
+
+def outer(net, loader):
+    with torch.set_grad_enabled(False):
+        helper(net, loader)
+
+def flagged(model, loader, train):
+    model.eval()
+    with torch.set_grad_enabled(train):
+        for x in loader:
+            model(x)
+
+def switched_off(model, loader):
+    torch.set_grad_enabled(False)
+    model.eval()
+    for x in loader:
+        model(x)
+""",
+        # gradients wanted: backward, autograd.grad, requires_grad
+        """
+import torch
+
+def finetune_frozen_bn(model, loader, opt):
+    model.eval()
+    for x, y in loader:
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+
+def saliency(model, images):
+    model.eval()
+    maps = []
+    for x in images:
+        x.requires_grad_()
+        score = model(x).max()
+        maps.append(torch.autograd.grad(score, x)[0])
+    return maps
+
+def accumulate(model, chunks):
+    model.eval()
+    outs = [model(c) for c in chunks]
+    torch.stack(outs).sum().backward()
+""",
+        # frozen models; a model switched back to training; no eval at all; Lightning hooks
+        """
+import torch
+
+def distill(teacher, student, loader, opt):
+    teacher.eval()
+    teacher.requires_grad_(False)
+    for x in loader:
+        t = teacher(x)
+
+def frozen(encoder, loader):
+    for p in encoder.parameters():
+        p.requires_grad = False
+    encoder.eval()
+    for x in loader:
+        encoder(x)
+
+def toggled(model, loader):
+    model.eval()
+    model.train()
+    for x in loader:
+        model(x)
+
+def plain(model, loader):
+    for x in loader:
+        model(x)
+
+class Lit:
+    def validation_step(self, batch, batch_idx):
+        self.model.eval()
+        return [self.model(x) for x in batch]
+""",
+        # once-code set-up and the error path
+        """
+import torch
+
+class Wrapper:
+    def __init__(self, model, samples):
+        model.eval()
+        self.stats = [model(s) for s in samples]
+
+def check(model, loader):
+    model.eval()
+    for x in loader:
+        if x is None:
+            raise ValueError(f"bad batch, model says {model(x)}")
+""",
+    ]

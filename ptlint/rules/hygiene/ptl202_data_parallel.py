@@ -1,0 +1,176 @@
+"""PTL202 data-parallel: `torch.nn.DataParallel` in any import spelling."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.rule import Rule
+
+# Words of a function, class or condition whose business is to offer data parallelism as an
+# option (`_wrap_model`, `DataParallelStrategy`, `if self.data_parallel_backend:`): DataParallel
+# there is the mode a user chose, not a mistake in the user's training code.
+OPTION_WORDS = ("wrap", "parallel", "distributed", "strategy", "backend")
+
+DATA_PARALLEL = {
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+}
+
+
+class UsesDataParallel(Rule):
+    code = "PTL202"
+    name = "data-parallel"
+    message = "`{name}` is torch.nn.DataParallel: use DistributedDataParallel (one process per GPU)"
+    triggers = ("DataParallel",)
+
+    def _is_data_parallel(self, node: ast.AST) -> bool:
+        return isinstance(node, (ast.Name, ast.Attribute)) and self.ctx.qualname(node) in DATA_PARALLEL \
+            and not self._offered_as_an_option()
+
+    def _offered_as_an_option(self) -> bool:
+        """In a class (or a method) that implements a parallelism option, or under a condition
+        that names one: a library offering DataParallel as a mode, not a training script."""
+        classes = self.ctx.classes
+        methods = [f for f in self.ctx.functions if classes and f.lineno > classes[0].lineno]
+        names = [getattr(scope, "name", "") for scope in (*methods, *classes)]
+        tests = [ast.unparse(a.test) for a in self.ctx.stack if isinstance(a, (ast.If, ast.IfExp))]
+        words = " ".join(names + tests).lower()
+        return any(word in words for word in OPTION_WORDS) or "dp" in words.replace(".", " ").replace("_", " ").split()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self._is_data_parallel(node.func):
+            self.report(node, self.message.format(name=ast.unparse(node.func)), end_node=node.func)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # `wrap = nn.DataParallel if multi_gpu else nn.Identity`: the class is chosen here and
+        # called later under a local name we cannot follow. A tuple of classes (for isinstance)
+        # is not reported.
+        for value in (node.value.body, node.value.orelse) if isinstance(node.value, ast.IfExp) else (node.value,):
+            if self._is_data_parallel(value):
+                self.report(value, self.message.format(name=ast.unparse(value)))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:  # a subclass is DataParallel all the same
+            if self._is_data_parallel(base):
+                self.report(base, self.message.format(name=ast.unparse(base)))
+
+    docs = """
+## What it does
+Finds `torch.nn.DataParallel` — however it is imported (`nn.DataParallel`,
+`from torch.nn.parallel import DataParallel as DP`) — being constructed, chosen as the wrapper
+class, or subclassed.
+
+## Why is this bad?
+`DataParallel` runs one Python process that drives every GPU from threads: each step it
+scatters the batch from GPU 0, copies the whole model to every GPU, gathers the outputs back
+to GPU 0 and reduces gradients there. The GIL, the per-step replication and the load on GPU 0
+make it slower than `DistributedDataParallel` even on a single machine; PyTorch's
+documentation recommends DDP instead.
+
+Not reported: a project's own class that happens to be called `DataParallel` (defined in the
+file or imported from a non-torch module), `isinstance(m, nn.DataParallel)` checks used to
+unwrap a model, test code, and a library offering DataParallel as a mode the user chooses —
+inside a class or method whose name says it wraps or parallelises (`Trainer._wrap_model`,
+`DataParallelStrategy`, `Brain._wrap_distributed`) or under a condition naming such an option
+(`if self.data_parallel_backend:`, `if strategy == "dp":`). In those places DataParallel is the
+user's explicit choice; on real code every such finding was judged false.
+
+## Example
+```python
+model = torch.nn.DataParallel(model).cuda()
+```
+
+## Use instead
+```python
+# launched with `torchrun --nproc-per-node=N train.py`
+torch.distributed.init_process_group("nccl")
+local_rank = int(os.environ["LOCAL_RANK"])
+model = torch.nn.parallel.DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])
+```
+
+## Fix safety
+No automatic fix: DDP needs a launcher, a process group and a distributed sampler.
+
+## References
+- https://pytorch.org/docs/stable/notes/cuda.html#use-nn-parallel-distributeddataparallel-instead-of-multiprocessing-or-nn-dataparallel
+- https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html
+"""
+
+    bad_examples = [
+        """
+import torch
+
+model = torch.nn.DataParallel(model)  # expect: PTL202
+""",
+        """
+import torch.nn as nn
+from torch.nn.parallel import DataParallel as DP
+
+def wrap(model, ids):
+    if len(ids) > 1:
+        return DP(model, device_ids=ids)  # expect: PTL202
+    return nn.DataParallel(model)  # expect: PTL202
+""",
+        """
+import torch
+from torch import nn
+
+wrapper = nn.DataParallel if torch.cuda.device_count() > 1 else nn.Identity  # expect: PTL202
+
+class Parallel(nn.DataParallel):  # expect: PTL202
+    pass
+""",
+    ]
+
+    good_examples = [
+        # a project's own class of that name
+        """
+import torch
+
+class DataParallel:
+    def __init__(self, module):
+        self.module = module
+
+model = DataParallel(torch.nn.Linear(2, 2))
+""",
+        """
+from ptlint.rules.parallel import DataParallel
+from mylib.dist import DataParallel as DP
+
+a = DataParallel(model)
+b = DP(model)
+""",
+        # a library offering DataParallel as a mode the user chose
+        """
+import torch
+from torch.nn.parallel import DataParallel as DP
+
+class DataParallelStrategy:
+    def setup_module(self, module):
+        return torch.nn.DataParallel(module, device_ids=self.devices)
+
+class Trainer:
+    def _wrap_model(self, model):
+        if self.args.n_gpu > 1:
+            model = torch.nn.DataParallel(model)
+        return model
+
+class Brain:
+    def prepare(self, module):
+        if self.data_parallel_backend:
+            module = DP(module)
+        return module
+""",
+        # unwrapping a model that may have been wrapped elsewhere
+        """
+import torch.nn as nn
+
+WRAPPERS = (nn.DataParallel, nn.parallel.DistributedDataParallel)
+
+def unwrap(model):
+    if isinstance(model, nn.DataParallel):
+        model = model.module
+    return model
+""",
+    ]

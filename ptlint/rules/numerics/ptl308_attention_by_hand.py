@@ -1,0 +1,548 @@
+"""PTL308 attention-by-hand: `softmax(q @ k.transpose(-2, -1) * scale) @ v` instead of
+`F.scaled_dot_product_attention`."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.rule import Rule
+from ptlint.rules.numerics._helpers import (
+    FUNCTION_NODES,
+    Scope,
+    built_from,
+    module_calls,
+    reaching_values,
+    scope_here,
+    softmax_call,
+    softmax_output,
+)
+
+PRODUCTS = {"torch.matmul", "torch.bmm"}
+TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "t"}
+# between the softmax and the product: dropout, a dtype cast, a change of layout
+AFTER_SOFTMAX = {"to", "type", "type_as", "float", "half", "bfloat16", "double", "view", "reshape", "permute",
+                 "transpose", "contiguous", "flatten", "squeeze", "unsqueeze"}
+# between the scores and the softmax: masking, a dtype cast, a layout change
+BEFORE_SOFTMAX = {"masked_fill", "masked_fill_", "to", "type", "type_as", "float", "half", "bfloat16", "double",
+                  "view", "reshape", "contiguous", "squeeze", "unsqueeze", "add", "add_", "mul", "mul_", "div",
+                  "div_"}
+# Code that also offers a fused kernel: the hand-written path is its fallback (TorchScript, an
+# old torch, a backend without the kernel), chosen on purpose.
+# Matched in lower case: `self.flash`, `FlashAttention`, `use_sdpa`, `ALL_ATTENTION_FUNCTIONS`.
+FUSED_MARKERS = ("scaled_dot_product_attention", "flash", "memory_efficient_attention", "flex_attention",
+                 "fused_attn", "attn_implementation", "all_attention_functions", "sdpa", "xformers")
+# reductions that pool tokens into a few (landmarks, a pooled query)
+POOLING = {"mean", "amax", "amin", "max", "sum", "logsumexp"}
+# reading these does not need the attention matrix itself
+HARMLESS_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "is_cuda"}
+
+
+class AttentionByHand(Rule):
+    code = "PTL308"
+    name = "attention-by-hand"
+    message = ("attention written by hand (`softmax(q @ kᵀ) @ v`) materialises the full score matrix; "
+               "use `F.scaled_dot_product_attention`")
+    triggers = ("softmax", "Softmax")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._products: list[tuple] = []
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self._products.append((node, (node.left, node.right), scope_here(self.ctx)))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        operands = self._product_operands(node)
+        if operands is not None:
+            self._products.append((node, operands, scope_here(self.ctx)))
+
+    def _product_operands(self, node: ast.Call) -> tuple | None:
+        """The two operands of `torch.matmul(a, b)`, `torch.bmm(a, b)`, `a.matmul(b)`,
+        `torch.einsum("...", a, b)`."""
+        qualname = self.ctx.qualname(node.func)
+        if qualname in PRODUCTS and len(node.args) == 2:
+            return tuple(node.args)
+        if qualname == "torch.einsum" and len(node.args) == 3 and isinstance(node.args[0], ast.Constant):
+            return tuple(node.args[1:])
+        if qualname is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("matmul", "bmm") \
+                and len(node.args) == 1:
+            return node.func.value, node.args[0]
+        return None
+
+    def end_file(self) -> None:
+        if not self.ctx.imports_torch():
+            return
+        for node, operands, scope in self._products:
+            for operand in operands:
+                names: list[ast.Name] = []
+                scores = self._probabilities(operand, scope, names, 0)
+                if scores is None or not self._scores(scores, scope, 0):
+                    continue
+                if self._weights_escape(names, node, scope) or self._fused_alternative(scope):
+                    break
+                self.report(node)
+                break
+
+    # -- the chain: product <- (dropout, casts) <- softmax <- (scale, mask, bias) <- q @ kᵀ -------
+    def _probabilities(self, node: ast.AST, scope: Scope, names: list, depth: int) -> ast.AST | None:
+        """The scores whose softmax `node` is (after dropout, casts, layout changes); the names
+        the probabilities passed through go to `names`."""
+        if depth > 10:
+            return None
+        ctx = self.ctx
+        call = softmax_call(ctx, node)
+        if call is not None:
+            return call.operand
+        if softmax_output(ctx, node, scope) is not None and isinstance(node, ast.Call) and node.args:
+            return node.args[0]  # an nn.Softmax module
+        if isinstance(node, ast.Name):
+            values = reaching_values(ctx, node, scope)
+            if not values:
+                return None
+            names.append(node)
+            found = [self._probabilities(v, scope, names, depth + 1) for v in values]
+            return found[0] if all(f is not None for f in found) else None
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in AFTER_SOFTMAX and ctx.qualname(func) is None:
+            return self._probabilities(func.value, scope, names, depth + 1)
+        if node.args and self._is_dropout(node, scope):
+            return self._probabilities(node.args[0], scope, names, depth + 1)
+        return None
+
+    def _is_dropout(self, call: ast.Call, scope: Scope) -> bool:
+        """`F.dropout(p, ...)`, an `nn.Dropout` module, `self.attn_drop(p)` or `dropout(p)` (a
+        module built elsewhere or passed in, named for what it does)."""
+        ctx = self.ctx
+        if (ctx.qualname(call.func) or "").startswith("torch.nn.functional.dropout"):
+            return True
+        if module_calls(ctx, call, scope, {"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d"}):
+            return True
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id == "self" else func.id if isinstance(func, ast.Name) else ""
+        return "drop" in name.lower() and ctx.qualname(func) is None and built_from(ctx, func, scope) is None
+
+    def _scores(self, node: ast.AST, scope: Scope, depth: int) -> bool:
+        """`node` is `q @ kᵀ`, scaled, masked, biased or cast (any mix, through locals)."""
+        if depth > 12:
+            return False
+        ctx = self.ctx
+        if self._score_product(node, scope):
+            return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            return self._scores(node.left, scope, depth + 1) or self._scores(node.right, scope, depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            # scores plus a mask or a bias; two score products summed (LiLT's text + layout scores)
+            # are not one attention the fused kernel computes
+            return self._scores(node.left, scope, depth + 1) != self._scores(node.right, scope, depth + 1)
+        if isinstance(node, ast.Name):
+            values = reaching_values(ctx, node, scope)
+            return bool(values) and all(self._scores(v, scope, depth + 1) for v in values)
+        if isinstance(node, ast.Call):
+            func = node.func
+            qualname = ctx.qualname(func)
+            if isinstance(func, ast.Attribute) and func.attr in BEFORE_SOFTMAX and qualname is None:
+                return self._scores(func.value, scope, depth + 1)
+            if qualname == "torch.where" and len(node.args) == 3:
+                return self._scores(node.args[1], scope, depth + 1) or self._scores(node.args[2], scope, depth + 1)
+            if qualname in ("torch.masked_fill", "torch.add", "torch.mul", "torch.div") and node.args:
+                return self._scores(node.args[0], scope, depth + 1)
+            if isinstance(func, ast.Name) and qualname is None and node.args:
+                return self._scores(node.args[0], scope, depth + 1)  # a helper of this project: add_mask(s, m)
+        return False
+
+    def _score_product(self, node: ast.AST, scope: Scope) -> bool:
+        """`q @ k.transpose(-2, -1)`, `torch.matmul(q, k.mT)`, `torch.bmm(q, k.permute(0, 2, 1))`,
+        `torch.baddbmm(b, q, kᵀ)`, `torch.einsum("bhid,bhjd->bhij", q, k)`."""
+        ctx = self.ctx
+        operands = None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            operands = node.left, node.right
+        elif isinstance(node, ast.Call):
+            qualname = ctx.qualname(node.func)
+            if qualname in PRODUCTS and len(node.args) == 2:
+                operands = node.args[0], node.args[1]
+            elif qualname == "torch.baddbmm" and len(node.args) >= 3:
+                operands = node.args[1], node.args[2]
+            elif qualname is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("matmul", "bmm") \
+                    and len(node.args) == 1:
+                operands = node.func.value, node.args[0]
+            elif qualname == "torch.einsum" and len(node.args) == 3 and _contracts_last_index(node.args[0]):
+                return not any(self._few_tokens(a, scope, 0) for a in node.args[1:])
+        if operands is None or not self._transposed(operands[1], scope):
+            return False
+        return not any(self._few_tokens(a, scope, 0) for a in operands)
+
+    def _few_tokens(self, node: ast.AST, scope: Scope, depth: int) -> bool:
+        """The queries or keys are a handful of tokens: one token sliced out (`x[:, 0:1]`, class
+        attention), or tokens pooled (`.mean(dim=-2)` landmarks, `adaptive_avg_pool`). The score
+        matrix is then a thin strip, not the L × L the fused kernel saves."""
+        if depth > 16:
+            return False
+        ctx = self.ctx
+        if isinstance(node, ast.Subscript):
+            index = node.slice
+            if isinstance(index, ast.Tuple) and len(index.elts) >= 2 and _full_slice(index.elts[0]) \
+                    and _one_position(index.elts[1]):
+                return True
+            return self._few_tokens(node.value, scope, depth + 1)
+        if isinstance(node, ast.Name):
+            values = reaching_values(ctx, node, scope)
+            return bool(values) and all(self._few_tokens(v, scope, depth + 1) for v in values)
+        if isinstance(node, ast.BinOp):
+            return self._few_tokens(node.left, scope, depth + 1) or self._few_tokens(node.right, scope, depth + 1)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):  # `torch.cat([pool(f) for f in feats])`
+            return self._few_tokens(node.elt, scope, depth + 1)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return any(self._few_tokens(e, scope, depth + 1) for e in node.elts)
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in POOLING or "pool" in name.lower():
+                return True
+            parts = [func.value] if isinstance(func, ast.Attribute) else []
+            return any(self._few_tokens(p, scope, depth + 1) for p in [*parts, *node.args])
+        return False
+
+    def _transposed(self, node: ast.AST, scope: Scope, depth: int = 0) -> bool:
+        ctx = self.ctx
+        if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "mH"):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in TRANSPOSES and ctx.qualname(func) is None:
+                return True
+            if ctx.qualname(func) in ("torch.transpose", "torch.permute", "torch.swapaxes"):
+                return True
+        if isinstance(node, ast.Name) and depth < 4:
+            values = reaching_values(ctx, node, scope)
+            return bool(values) and all(self._transposed(v, scope, depth + 1) for v in values)
+        return False
+
+    # -- where a fused kernel cannot or does not replace it -------------------------------------
+    def _weights_escape(self, names: list[ast.Name], product: ast.AST, scope: Scope) -> bool:
+        """The attention probabilities are used besides the product (returned, stored, logged):
+        `scaled_dot_product_attention` does not give them."""
+        if not names or not scope.functions:
+            return False
+        function = scope.functions[-1]
+        chain = {id(n) for n in names}
+        start = min((n.lineno, n.col_offset) for n in names)
+        inside_product = {id(n) for n in ast.walk(product)}
+        wanted = {n.id for n in names}
+        values = [v for n in names for v in (reaching_values(self.ctx, n, scope) or [])]
+        in_values = {id(n) for v in values for n in ast.walk(v)}
+        parents = {}
+        for node in ast.walk(function):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Name) and node.id in wanted and isinstance(node.ctx, ast.Load)):
+                continue
+            if id(node) in chain or id(node) in inside_product or id(node) in in_values:
+                continue
+            if (node.lineno, node.col_offset) < start:
+                continue
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.Attribute) and parent.attr in HARMLESS_ATTRIBUTES:
+                continue
+            return True
+        return False
+
+    def _fused_alternative(self, scope: Scope) -> bool:
+        """The function, its class, or a function of this file that refers to it, also names a
+        fused attention kernel: the code by hand is a fallback."""
+        ctx = self.ctx
+        holders = [f for f in scope.functions if not isinstance(f, ast.Lambda)]
+        texts = [ctx.edits.text(scope.cls).lower()] if scope.cls is not None else []
+        texts += [ctx.edits.text(f).lower() for f in holders[:1]]
+        if any(marker in text for text in texts for marker in FUSED_MARKERS):
+            return True
+        if not holders:
+            return False
+        name = holders[0].name
+        return any(node is not holders[0] and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+                   for node in self._naming_fused_kernels())
+
+    def _naming_fused_kernels(self) -> list[ast.AST]:
+        """The functions and classes of this file whose text names a fused attention kernel
+        (found once per file: a string search, before any walk)."""
+        key = "ptl308-fused-holders"
+        if key not in self.ctx.memo:
+            source = self.ctx.source.text.lower()
+            found = []
+            if any(marker in source for marker in FUSED_MARKERS):
+                for node in ast.walk(self.ctx.tree):
+                    if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and not isinstance(node, ast.Lambda):
+                        text = self.ctx.edits.text(node).lower()
+                        if any(marker in text for marker in FUSED_MARKERS):
+                            found.append(node)
+            self.ctx.memo[key] = found
+        return self.ctx.memo[key]
+
+    docs = """
+## What it does
+Finds scaled dot-product attention written out by hand instead of
+`F.scaled_dot_product_attention`. `softmax(q @ k.transpose(-2, -1) * scale) @ v`, in any spelling — `@`, `torch.matmul`, `torch.bmm`, `.matmul()`, `torch.einsum`, `torch.baddbmm`
+for the scores; `F.softmax`, `torch.softmax`, `.softmax(dim)`, an `nn.Softmax` module — with a
+scale, an additive mask or bias, `masked_fill` or `torch.where` before the softmax, and dropout
+(`F.dropout`, an `nn.Dropout` module, `self.attn_drop`) or a dtype cast after it, across
+statements and local variables (minGPT's `att = ...; att = att.masked_fill(...); att =
+F.softmax(att, dim=-1); att = self.attn_drop(att); y = att @ v`). Reported on the line of the
+final product with `v`.
+
+## Why is this bad?
+The hand-written form materialises the whole `L × L` score matrix per head, in memory and in
+memory bandwidth, for the scores, the softmax and the dropout mask, and runs four or five kernels.
+`F.scaled_dot_product_attention` (torch ≥ 2.0) dispatches to FlashAttention or the memory-efficient
+kernel where it can: one kernel, memory linear in `L`, and a softmax computed in float32 blocks, so
+long sequences fit and training runs several times faster. It takes the same ingredients:
+`attn_mask` (a boolean mask or an additive float bias), `dropout_p`, `is_causal`, `scale`.
+
+Not reported: code whose function or class also calls a fused kernel
+(`scaled_dot_product_attention`, FlashAttention, xformers, an `attn_implementation` switch) — the
+hand-written path is then a deliberate fallback; attention whose probabilities are used besides
+the product (returned, stored, logged: the fused kernel does not give them); anything between
+the softmax and the product other than dropout, a cast or a layout change (re-normalisation,
+talking heads), which the fused kernel cannot express; two score products summed under one
+softmax (LiLT's text and layout scores); queries or keys that are a handful of tokens — one token
+sliced out (`x[:, 0:1]`, class attention) or tokens pooled (`.mean(dim)`, Nyström landmarks,
+pooling) — where the score matrix is a thin strip, not `L × L`; scores without a visible
+transpose of the keys.
+
+## Example
+```python
+att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+att = F.softmax(att, dim=-1)
+att = self.attn_dropout(att)
+y = att @ v
+```
+
+## Use instead
+```python
+y = F.scaled_dot_product_attention(
+    q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+```
+
+## Fix safety
+No fix: the mask has to be expressed as `attn_mask` or `is_causal`, dropout as `dropout_p` (off in
+evaluation), and the result differs from the hand-written one by float rounding.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html
+- https://pytorch.org/tutorials/intermediate/scaled_dot_product_attention_tutorial.html
+"""
+
+    bad_examples = [
+        # another function of the file uses the fused kernel, but nothing routes this one there
+        """
+import torch
+import torch.nn.functional as F
+
+def fast(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v)
+
+def slow(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v  # expect: PTL308
+""",
+        # minGPT: one name reassigned step by step
+        """
+import math
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+class CausalSelfAttention(nn.Module):
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_drop(att)
+        y = att @ v  # expect: PTL308
+        return self.resid_drop(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+""",
+        # one expression; torch.matmul; a scale divided in
+        """
+import torch
+
+def attention(q, k, v, scale):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / scale, dim=-1), v)  # expect: PTL308
+""",
+        # einsum both ways, a float upcast
+        """
+import torch
+import torch.nn.functional as F
+
+def attend(q, k, v, mask):
+    s = torch.einsum("bhid,bhjd->bhij", q, k) * q.shape[-1] ** -0.5
+    s = s + mask
+    p = F.softmax(s.float(), dim=-1).to(q.dtype)
+    return torch.einsum("bhij,bhjd->bhid", p, v)  # expect: PTL308
+""",
+        # bmm with a permuted key, an nn.Softmax module on self, dropout module on self
+        """
+import torch
+from torch import nn
+
+class SelfAttention(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.softmax = nn.Softmax(dim=-1)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, q, k, v):
+        energy = torch.bmm(q, k.permute(0, 2, 1))
+        attention = self.dropout(self.softmax(energy))
+        return attention.bmm(v)  # expect: PTL308
+""",
+        # a dropout passed in, a mask applied on one path only
+        """
+import math
+import torch
+
+def attention(query, key, value, mask=None, dropout=None):
+    d_k = query.size(-1)
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p_attn = scores.softmax(dim=-1)
+    if dropout is not None:
+        p_attn = dropout(p_attn)
+    return torch.matmul(p_attn, value)  # expect: PTL308
+""",
+        # a transposed key held in a local; q scaled first
+        """
+import torch
+
+def attn(q, k, v, scale):
+    kt = k.mT
+    q = q * scale
+    a = (q @ kt).softmax(-1)
+    return a @ v  # expect: PTL308
+""",
+    ]
+
+    good_examples = [
+        # the math path of a dispatcher that picks the fused kernel: a fallback
+        """
+import torch
+import torch.nn.functional as F
+
+def attention_math(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+
+def attention(q, k, v, fused=True):
+    if fused:
+        return F.scaled_dot_product_attention(q, k, v)
+    return attention_math(q, k, v)
+""",
+        """
+import torch.nn.functional as F
+
+def attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+""",
+        # a fallback beside the fused kernel (timm, nanoGPT)
+        """
+import torch
+import torch.nn.functional as F
+
+class Attention(torch.nn.Module):
+    def forward(self, q, k, v):
+        if self.fused_attn:
+            x = F.scaled_dot_product_attention(q, k, v)
+        else:
+            attn = (q * self.scale) @ k.transpose(-2, -1)
+            attn = attn.softmax(dim=-1)
+            x = attn @ v
+        return x
+""",
+        # the probabilities are returned: the fused kernel does not give them
+        """
+import torch
+
+def eager_attention(q, k, v, mask):
+    w = torch.matmul(q, k.transpose(2, 3)) + mask
+    w = torch.softmax(w, dim=-1)
+    out = torch.matmul(w, v)
+    return out, w
+""",
+        # not attention: no transposed keys, a softmax over a projection
+        """
+import torch
+
+def mixture(x, w, experts):
+    gates = torch.softmax(x @ w, dim=-1)
+    return gates @ experts
+""",
+        # class attention: one query token, a 1 × L strip of scores; landmark (Nyström) queries
+        """
+import torch
+
+class ClassAttention(torch.nn.Module):
+    def forward(self, x):
+        q = self.q(x[:, 0:1]).reshape(x.shape[0], 1, 8, -1).transpose(1, 2)
+        k = self.k(x).reshape(x.shape[0], -1, 8, 32).transpose(1, 2)
+        v = self.v(x).reshape(x.shape[0], -1, 8, 32).transpose(1, 2)
+        attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+        landmarks = k.reshape(k.shape[0], 8, 16, -1, 32).mean(dim=-2)
+        kernel = torch.softmax(q @ landmarks.transpose(-1, -2), dim=-1)
+        return attn @ v, kernel @ self.project(landmarks)
+""",
+        # two score products summed (text and layout), one softmax: not one fused attention
+        """
+import torch
+
+def bi_attention(q, k, ql, kl, v):
+    scores = q @ k.transpose(-1, -2) + ql @ kl.transpose(-1, -2)
+    return torch.softmax(scores, dim=-1) @ v
+""",
+        # something the kernel cannot do between the softmax and the product
+        """
+import torch
+
+def renormalised(q, k, v, keep):
+    p = torch.softmax(q @ k.transpose(-2, -1), dim=-1) * keep
+    p = p / p.sum(-1, keepdim=True)
+    return p @ v
+""",
+    ]
+
+
+def _full_slice(node: ast.AST) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and node.step is None
+
+
+def _one_position(node: ast.AST) -> bool:
+    """`0`, `-1`, `0:1`, `:1`: one position along an axis."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Slice) and node.step is None:
+        lower = 0 if node.lower is None else node.lower.value if isinstance(node.lower, ast.Constant) else None
+        upper = node.upper.value if isinstance(node.upper, ast.Constant) else None
+        return isinstance(lower, int) and isinstance(upper, int) and upper - lower == 1
+    return False
+
+
+def _contracts_last_index(equation: ast.AST) -> bool:
+    """An einsum of two operands that sums over the last index of both, like `q @ kᵀ`:
+    "bhid,bhjd->bhij"."""
+    if not (isinstance(equation, ast.Constant) and isinstance(equation.value, str)):
+        return False
+    text = equation.value.replace(" ", "")
+    if "->" not in text:
+        return False
+    inputs, output = text.split("->", 1)
+    parts = inputs.split(",")
+    if len(parts) != 2 or not all(parts):
+        return False
+    first, second = parts
+    return first[-1] == second[-1] and first[-1].isalpha() and first[-1] not in output

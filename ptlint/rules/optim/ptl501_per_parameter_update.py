@@ -1,0 +1,796 @@
+"""PTL501 per-parameter-update: a loop over parameters doing one in-place update per tensor."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.finding import UNSAFE, Fix
+from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, Rule
+from ptlint.rules.optim._helpers import (
+    Call,
+    ForeachWriter,
+    Unsupported,
+    body_nodes,
+    fixable_loop,
+    in_place_base,
+    may_repeat,
+    param_names,
+    tensor_kind,
+    unguarded_body,
+)
+
+# In-place arithmetic on a parameter: an optimizer step, an EMA, weight clipping.
+UPDATE_METHODS = {"add_", "sub_", "mul_", "div_", "lerp_", "addcdiv_", "addcmul_", "clamp_", "clamp_min_",
+                  "clamp_max_"}
+UPDATE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+# ... and on a gradient: scaling (`p.grad *= s`, `p.grad.div_(n)`) and clipping by value. Not
+# `p.grad += g`: accumulating into a gradient per parameter is what autograd itself does.
+GRAD_UPDATE_METHODS = {"mul_", "div_", "clamp_", "clamp_min_", "clamp_max_"}
+GRAD_UPDATE_OPS = (ast.Mult, ast.Div)
+
+
+def _out_call(node: ast.AST, ctx) -> tuple[str, ast.AST] | None:
+    """`torch.add(x, y, out=x)` -> ("add_", x): the in-place method it amounts to, and its tensor.
+    Not `torch.add(y, z, out=x)`, which overwrites x (a copy, not an update)."""
+    if isinstance(node, ast.Call) and node.args and (name := ctx.qualname(node.func)) \
+            and name.startswith("torch.") and f"{name[6:]}_" in UPDATE_METHODS:
+        for keyword in node.keywords:
+            if keyword.arg == "out" and ast.dump(keyword.value) == ast.dump(node.args[0]):
+                return f"{name[6:]}_", keyword.value
+    return None
+
+
+def _updated(node: ast.AST, names: set[str], method: str | None = None, op: ast.operator | None = None) -> str | None:
+    """What an in-place `method` (or augmented `op`) on `node` updates: "param", "grad" or None."""
+    kind = tensor_kind(node, names)
+    if kind is None:
+        return None
+    if kind[0] == "param" or (method in GRAD_UPDATE_METHODS if method else isinstance(op, GRAD_UPDATE_OPS)):
+        return kind[0]
+    return None
+
+
+def _optimizer_implementation(ctx, loop: ast.For) -> bool:
+    """The `step()` of an optimizer class (one derived from an `...Optimizer`, or stepping its
+    `group["params"]`), or the `_single_tensor_*` fallback of a foreach optimizer: a reference
+    implementation, per tensor on purpose. Not an EMA class's `step()`."""
+    if any("single_tensor" in getattr(function, "name", "") for function in ctx.functions):
+        return True
+    if not ctx.classes or not any(getattr(f, "name", "") == "step" for f in ctx.functions):
+        return False
+    bases = [ast.unparse(base) for base in ctx.classes[-1].bases]
+    steps_groups = any(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and n.slice.value == "params"
+                       for n in ast.walk(loop.iter))
+    return steps_groups or any(base.endswith("Optimizer") for base in bases)
+
+
+class PerParameterUpdate(Rule):
+    code = "PTL501"
+    name = "per-parameter-update"
+    message = "this loop updates each parameter in place, one kernel launch per tensor; use `torch._foreach_*`"
+    grad_message = "this loop scales or clips each gradient in place, one kernel launch per tensor; " \
+                   "use `torch._foreach_*`"
+    fixable = UNSAFE
+    contexts = frozenset({PER_STEP, PER_OUTER, CALLED})  # not set-up code: it runs once
+    cold = False
+    triggers = ("parameters", "params")
+
+    def visit_For(self, node: ast.For) -> None:
+        names = param_names(node.iter, node.target, self.ctx)
+        updated = {self._update(n, names) for n in body_nodes(node.body)} - {None} if names else set()
+        if not updated:
+            return
+        edits = self._translate(node, names)
+        if edits is None and _optimizer_implementation(self.ctx, node):
+            return  # a reference optimizer: its foreach form is a rewrite, not a fix
+        if may_repeat(node.iter, self.ctx):
+            # the loop applies its body to a repeated tensor once per occurrence, in order; the
+            # foreach calls apply each operation to the whole list before the next one
+            edits = None
+        what = "parameters" if "param" in updated else "gradients"
+        fix = Fix(UNSAFE, f"Update all {what} with `torch._foreach_*` calls", edits) if edits else None
+        self.report(node, self.message if "param" in updated else self.grad_message, fix=fix)
+
+    def _update(self, node: ast.AST, names: set[str]) -> str | None:
+        """ "param" or "grad" when `node` updates a parameter of the loop or its gradient in place."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in UPDATE_METHODS:
+            return _updated(in_place_base(node), names, method=node.func.attr)
+        if (out := _out_call(node, self.ctx)) is not None:
+            return _updated(out[1], names, method=out[0])
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, UPDATE_OPS):
+            return _updated(node.target, names, op=node.op)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp):
+            target = node.targets[0]  # p.data = p.data - lr * p.grad
+            kind = tensor_kind(target, names)
+            updates = isinstance(target, ast.Attribute) and target.attr == "data" and kind is not None \
+                and kind[0] == "param"
+            return "param" if updates else None
+        return None
+
+    def _translate(self, loop: ast.For, names: set[str]) -> tuple | None:
+        if not fixable_loop(loop, self.ctx):
+            return None
+        body, guarded = unguarded_body(loop)
+        writer = ForeachWriter(loop, self.ctx, guarded)
+        try:
+            for stmt in body:
+                self._statement(stmt, names, writer)
+        except Unsupported:
+            return None
+        return writer.fix_edits() if writer.calls else None
+
+    def _statement(self, stmt: ast.stmt, names: set[str], w: ForeachWriter) -> None:
+        """One foreach call per in-place operation, in the loop body's order."""
+        if isinstance(stmt, ast.AugAssign):
+            value = stmt.value
+            if isinstance(stmt.op, (ast.Mult, ast.Div)):  # p.data *= s
+                function = "torch._foreach_mul_" if isinstance(stmt.op, ast.Mult) else "torch._foreach_div_"
+                w.add(function, w.tensor(stmt.target, names), w.scalar(value))
+                return
+            if not isinstance(stmt.op, (ast.Add, ast.Sub)):
+                raise Unsupported
+            function = "torch._foreach_add_" if isinstance(stmt.op, ast.Add) else "torch._foreach_sub_"
+            if tensor_kind(value, names):  # p.data -= p.grad
+                w.add(function, w.tensor(stmt.target, names), w.tensor(value, names))
+                return
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):  # p.data -= lr * p.grad
+                scale, tensor = value.left, value.right
+                if tensor_kind(scale, names):
+                    scale, tensor = tensor, scale
+                # the product first, as the loop computes it, then the in-place subtraction
+                product = Call("torch._foreach_mul", [w.tensor(tensor, names), w.scalar(scale)])
+                w.add(function, w.tensor(stmt.target, names), product)
+                return
+            raise Unsupported
+        if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+            raise Unsupported
+        if (out := _out_call(stmt.value, self.ctx)) is not None:
+            self._out_statement(stmt.value, out, names, w)
+            return
+        chain: list[ast.Call] = []  # p.mul_(d).add_(x): mul_ first
+        node: ast.AST = stmt.value
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            chain.append(node)
+            node = node.func.value
+        base = w.tensor(node, names)
+        for call in reversed(chain):
+            method = call.func.attr
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                raise Unsupported
+            keywords = {k.arg: k.value for k in call.keywords}
+            if method in ("add_", "sub_") and len(call.args) == 1 and set(keywords) <= {"alpha"}:
+                other = call.args[0]
+                function = f"torch._foreach_{method}"
+                if tensor_kind(other, names):  # p.add_(p.grad, alpha=-lr)
+                    args = [base, w.tensor(other, names)]
+                    if "alpha" in keywords:
+                        args.append(f"alpha={w.scalar(keywords['alpha'])}")
+                    w.add(function, *args)
+                elif not keywords:  # p.add_(1e-3)
+                    w.add(function, base, w.scalar(other))
+                else:
+                    raise Unsupported
+            elif method in ("mul_", "div_") and len(call.args) == 1 and not keywords \
+                    and not tensor_kind(call.args[0], names):
+                w.add(f"torch._foreach_{method}", base, w.scalar(call.args[0]))
+            elif method == "lerp_" and len(call.args) + len(keywords) == 2 and set(keywords) <= {"end", "weight"}:
+                positional = list(call.args)
+                end = positional.pop(0) if positional else keywords.get("end")
+                weight = positional.pop(0) if positional else keywords.get("weight")
+                if end is None or weight is None:
+                    raise Unsupported
+                w.add("torch._foreach_lerp_", base, w.tensor(end, names), w.scalar(weight))
+            else:
+                raise Unsupported
+
+    def _out_statement(self, call: ast.Call, out: tuple[str, ast.AST], names: set[str], w: ForeachWriter) -> None:
+        """`torch.add(t, p, alpha=a, out=t)` is `t.add_(p, alpha=a)`: the output is the first operand."""
+        method, target = out
+        keywords = {k.arg: k.value for k in call.keywords}
+        if method not in ("add_", "sub_") or len(call.args) != 2 or any(isinstance(a, ast.Starred) for a in call.args) \
+                or not set(keywords) <= {"alpha", "out"} or None in keywords \
+                or not tensor_kind(call.args[1], names):
+            raise Unsupported
+        args = [w.tensor(target, names), w.tensor(call.args[1], names)]
+        if "alpha" in keywords:
+            args.append(f"alpha={w.scalar(keywords['alpha'])}")
+        w.add(f"torch._foreach_{method}", *args)
+
+    docs = """
+## What it does
+Finds a loop over a model's parameters (or two models' parameters, as in an EMA) whose body
+updates each parameter, or each gradient, in place: `p.add_(...)`, `ema_p.lerp_(p, w)`,
+`p.grad *= scale`.
+
+The updates: `p.add_(...)`, `p.data -= ...`, `p.data = p.data - ...`, `p.mul_(...)`,
+`ema_p.lerp_(p, w)`, `p.clamp_(...)`, `torch.add(t, p, alpha=tau, out=t)`; on gradients, scaling
+and clipping by value: `p.grad *= scale`, `p.grad /= n`, `p.grad.mul_(...)`, `p.grad.div_(...)`,
+`p.grad.data.clamp_(-c, c)`. The loops: over `model.parameters()`, `named_parameters()`,
+`group["params"]`, a list built from them, a list the function receives under a name that says
+it holds parameters (`params`, `parameters`, `target_params`, `source_parameters`,
+`params_a`...), an attribute `self.params` / `self.parameters`, or a `zip` of such (with or
+without `strict=True`), as in a target network's Polyak update.
+
+Not reported: loops that only read parameters (counting `numel()`), set flags
+(`requires_grad_(False)`), copy or initialise weights (`copy_`, `normal_`,
+`torch.add(a, b, out=p)`: usually done once), reset gradients with `p.grad = None`, or add into
+gradients (`p.grad += g`: autograd accumulates per parameter too); names that hold something
+else (`hparams`, `param_groups`, `params_before`, `parameter_names`), names the function
+assigns from something other than parameters, and other attributes (`self.ema_params`: in the
+corpus, host copies updated every few hundred steps); set-up code that runs once (`__init__`,
+`init_weights`, code only `main()` calls); test code; and optimizer implementations — the
+`step()` method of an optimizer class and `_single_tensor_*` fallbacks — whose loop the fix
+cannot translate: a reference implementation is per tensor on purpose, and its foreach form is
+a rewrite of the algorithm, not a fix (judged debatable at best on timm's optimizers). A
+hand-written `step()` simple enough for the fix is reported, with the fix.
+
+## Why is this bad?
+Each in-place operation is a separate kernel launch. A model with hundreds of parameter tensors
+pays hundreds of launches (and Python dispatches) per step, which often costs more than the
+arithmetic itself. The `torch._foreach_*` functions apply the same operation to a whole list of
+tensors in a few fused launches; `torch.optim` uses them for exactly this reason (and
+`torch.nn.utils.clip_grad_value_` for clipping).
+
+## Example
+```python
+with torch.no_grad():
+    for p in model.parameters():
+        if p.grad is not None:
+            p.add_(p.grad, alpha=-lr)
+
+for p in model.parameters():        # gradient accumulation: average over micro-batches
+    if p.grad is not None:
+        p.grad *= 1 / num_micro_batches
+```
+
+## Use instead
+```python
+with torch.no_grad():
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
+
+params_with_grad = [p for p in model.parameters() if p.grad is not None]
+if params_with_grad:
+    torch._foreach_mul_([p.grad for p in params_with_grad], 1 / num_micro_batches)
+```
+(the fix builds the list of parameters once, so that a generator is iterated only once, and
+calls nothing on an empty list), or use a `torch.optim` optimizer.
+
+## Fix safety
+Unsafe. The fix is offered only for bodies it can translate operation for operation:
+`add_`/`sub_` (with `alpha=`), `mul_`/`div_` by a loop-invariant value, `lerp_`, chains of
+these, `torch.add(t, x, alpha=a, out=t)`, and `+=`/`-=`/`*=`/`/=` (of a gradient times a
+loop-invariant value), on parameters or their gradients, optionally guarded by
+`if p.grad is not None:` or `if p.grad is None: continue`. What it changes:
+- `torch._foreach_*` is a private API.
+- Parameters without a gradient are skipped where an unguarded loop would have raised.
+- On the CPU, `torch._foreach_mul_` of a float16 or bfloat16 tensor by a Python number may round
+  the last bit differently from `mul_` (torch 2.13); float32 results, division, and
+  multiplication by a 0-dim tensor are bit-identical.
+- A tensor factor must have 0 dimensions: `torch._foreach_mul_` raises on a one-element 1-D
+  tensor (`torch.tensor([0.5])`) that the loop broadcasts.
+- With `zip(..., strict=True)` over lists of different lengths, the fix raises zip's
+  `ValueError` when it reads the lists, before updating anything; the loop updated the pairs
+  before the shorter list ended, then raised (a `RuntimeError` instead, when a misaligned pair's
+  shapes differ first). Without `strict=True` both update the common pairs.
+
+No fix where the loop may meet one tensor twice: the loop applies its whole body to each
+occurrence in turn, while the foreach calls apply each operation to every tensor before the next
+(different results on the CPU as soon as the body has two operations, and the fused CUDA kernel
+updates a repeated tensor once even for one: measured on an H100, torch 2.11). So the fix is
+offered for `parameters()` / `named_parameters()` (which never repeat a tensor), lists a function
+builds from them, zips of these, and torch.optim's `group["params"]` (torch.optim warns that a
+repeated parameter there will become an error),
+not for a list received as an argument or read from an attribute (`polyak_update(params,
+target_params, tau)`): the rule reports those without a fix. Also no fix where the loop variable
+is read after the loop, where a comment in the loop would be lost, or where the body does
+anything else (a device move, a branch, a clamp).
+
+States checked by the behaviour tests (original and fixed code side by side): gradients on every
+parameter; no gradients yet (the list is empty: the calls sit under `if params_with_grad:`,
+because foreach functions raise on an empty list); frozen parameters; some gradients `None`; a
+model with no parameters; mixed float32/float16/bfloat16 parameters; sparse gradients; gradients
+that require grad; a gradient scale given as a Python number and as a 0-dim tensor; a generator
+as the iterable (read once); for pairs of models: a float16 average of a float32 model, a layer
+shared by both, and targets one parameter longer at the end or misaligned. On CUDA, lists mixing
+devices or dtypes give the loop's results bit for bit for `add_` (`bench/cuda_fix_check.py`);
+its checks of gradient scaling by a 0-dim tensor (on the GPU or the CPU) and of
+`torch.add(out=)` have not been run on a GPU yet.
+
+## References
+- https://pytorch.org/docs/stable/optim.html#algorithms (foreach and fused implementations)
+"""
+
+    bad_examples = [
+        """
+import torch
+
+def sgd_step(model, lr):
+    with torch.no_grad():
+        for p in model.parameters():  # expect: PTL501
+            if p.grad is not None:
+                p.add_(p.grad, alpha=-lr)
+""",
+        """
+import torch
+
+@torch.no_grad()
+def update_ema(ema, model, decay):
+    for ema_p, p in zip(ema.parameters(), model.parameters()):  # expect: PTL501
+        ema_p.lerp_(p, 1 - decay)
+""",
+        """
+def step(optimizer):
+    for group in optimizer.param_groups:
+        for p in group["params"]:  # expect: PTL501
+            if p.grad is None:
+                continue
+            state = optimizer.state[p]
+            p.data.mul_(1 - group["lr"] * group["weight_decay"])
+            p.data.add_(p.grad, alpha=-group["lr"])
+""",
+        """
+def clip_critic(critic, c):
+    for name, w in critic.named_parameters():  # expect: PTL501
+        w.data.clamp_(-c, c)
+""",
+        """
+def descend(model, lr):
+    for p in model.parameters():  # expect: PTL501
+        p.data = p.data - lr * p.grad
+""",
+        """
+def manual_step(model, lr):
+    params = list(model.parameters())
+    for p in params:  # expect: PTL501
+        p.data -= lr * p.grad
+""",
+        # gradients scaled every optimizer step (torchtune's `scale_grads`)
+        """
+import torch
+
+def scale_grads(model, scaler):
+    for p in model.parameters():  # expect: PTL501
+        if p.grad is not None:
+            p.grad *= scaler
+""",
+        # in a training loop, with no torch import in sight
+        """
+def train(model, loader, optimizer, accumulation_steps):
+    for step, batch in enumerate(loader):
+        model(batch).mean().backward()
+        if (step + 1) % accumulation_steps == 0:
+            for name, p in model.named_parameters():  # expect: PTL501
+                p.grad.data.div_(accumulation_steps)
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """
+def unscale(params, inv_scale):
+    for p in params:  # expect: PTL501
+        if p.grad is not None:
+            p.grad.mul_(inv_scale)
+            p.grad /= 2
+""",
+        # clipping by value, as in the classic DQN loop
+        """
+def optimize(policy_net, optimizer, loss):
+    optimizer.zero_grad()
+    loss.backward()
+    for param in policy_net.parameters():  # expect: PTL501
+        param.grad.data.clamp_(-1, 1)
+    optimizer.step()
+""",
+        # a target network's Polyak update: lists passed in, zip with strict=True, add with out=
+        """
+import torch as th
+
+def polyak_update(params, target_params, tau):
+    with th.no_grad():
+        for param, target_param in zip(params, target_params, strict=True):  # expect: PTL501
+            target_param.data.mul_(1 - tau)
+            th.add(target_param.data, param.data, alpha=tau, out=target_param.data)
+""",
+        """
+import torch
+
+def sync_target_model(model, target_model, alpha):
+    for target_param, copy_param in zip(target_model.parameters(), model.parameters(), strict=True):  # expect: PTL501
+        target_param.data.mul_(1.0 - alpha).add_(copy_param.data, alpha=alpha)
+""",
+        """
+from torch import add, no_grad
+
+@no_grad()
+def follow(online, target, tau):
+    for t, p in zip(target.parameters(), online.parameters()):  # expect: PTL501
+        add(t, p, alpha=tau, out=t)
+""",
+        # names that say they hold parameters: arguments and attributes
+        """
+def interpolate(params_a, params_b, weight):
+    for a, b in zip(params_a, params_b):  # expect: PTL501
+        a.lerp_(b, weight)
+""",
+        # an EMA class's step() is not an optimizer's
+        """
+class EMAModel:
+    def step(self, ema_parameters, model, decay):
+        for s_param, param in zip(ema_parameters, model.parameters()):  # expect: PTL501
+            s_param.sub_((1 - decay) * (s_param - param))
+""",
+        """
+def soft_update(source_parameters, target_parameters, tau):
+    for src, tgt in zip(source_parameters, target_parameters):  # expect: PTL501
+        tgt.mul_(1 - tau).add_(src, alpha=tau)
+""",
+    ]
+
+    good_examples = [
+        # an optimizer's own step(): a reference implementation the fix cannot translate
+        """
+import torch
+
+class SignSGD(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    state = self.state[p]
+                    p.add_(p.grad.sign(), alpha=-group["lr"])
+""",
+        # reading only
+        """
+def count(model):
+    total = 0
+    for p in model.parameters():
+        total += p.numel()
+    return total
+""",
+        # flags and gradient resets
+        """
+def freeze(model):
+    for p in model.parameters():
+        p.requires_grad_(False)
+        p.grad = None
+""",
+        # initialisation runs once
+        """
+class Net:
+    def _init_weights(self):
+        for p in self.parameters():
+            p.data.mul_(0.5)
+""",
+        # the loop variable is not a parameter
+        """
+def accumulate(model, totals):
+    for name, p in model.named_parameters():
+        totals[name].add_(p.detach())
+""",
+        # a loop over something else; a parameter moved or copied, not updated
+        """
+def scale(tensors):
+    for t in tensors:
+        t.mul_(2)
+""",
+        """
+def to_half(model, source):
+    for p, q in zip(model.parameters(), source.parameters()):
+        p.data = p.data.half()
+        p.data.copy_(q.data)
+""",
+        # adding into gradients: accumulation, as autograd does per parameter
+        """
+def accumulate(params, grads):
+    for param, grad in zip(params, grads, strict=True):
+        if param.grad is None:
+            param.grad = grad
+        else:
+            param.grad += grad
+""",
+        # names that hold settings, copies or names, not parameters; a local list of copies
+        """
+def rescale(hparams, params_before, parameter_names, model):
+    for h in hparams:
+        h.mul_(2)
+    for t in params_before:
+        t.mul_(0.5)
+    for n in parameter_names:
+        n.add_(1)
+    target_params = [p.detach().clone() for p in model.parameters()]
+    for t in target_params:
+        t.mul_(0.5)
+""",
+        # an attribute counts under the usual names only (`self.params`): in the corpus,
+        # `self.ema_params` held host copies updated every few hundred steps
+        """
+class BEMA:
+    def update(self, beta):
+        for ema, param in zip(self.ema_params, self.model_params_on_host, strict=True):
+            ema.mul_(1 - beta).add_(param, alpha=beta)
+""",
+        # zip with strict=True of things that are not parameters
+        """
+def add_all(xs, ys):
+    for x, y in zip(xs, ys, strict=True):
+        x.add_(y)
+""",
+        # a parameter overwritten through out=, not updated; a gradient copied
+        """
+import torch
+
+def overwrite(model, a, b):
+    for p in model.parameters():
+        torch.add(a, b, out=p.data)
+        p.grad.copy_(a)
+""",
+        # a hard copy into the target network, once, when it is built
+        """
+class Agent:
+    def __init__(self, online, target_net):
+        self.online, self.target = online, target_net
+        for target_param, param in zip(target_net.parameters(), online.parameters(), strict=True):
+            target_param.data.mul_(0.0).add_(param.data)
+""",
+        # gradient scaling in code that runs once: only main() calls it
+        """
+def halve_grads(model):
+    for p in model.parameters():
+        if p.grad is not None:
+            p.grad *= 0.5
+
+def main(model):
+    halve_grads(model)
+
+if __name__ == "__main__":
+    main(None)
+""",
+    ]
+
+    fix_examples = [
+        FixExample(
+            before="""
+import torch
+
+def sgd_step(model, lr):
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.add_(p.grad, alpha=-lr)
+""",
+            after="""
+import torch
+
+def sgd_step(model, lr):
+    with torch.no_grad():
+        params_with_grad = [p for p in model.parameters() if p.grad is not None]
+        if params_with_grad:
+            torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+import torch as T
+
+@T.no_grad()
+def update_ema(ema, model, decay):
+    for ema_p, p in zip(ema.parameters(), model.parameters()):
+        ema_p.lerp_(p, 1 - decay)
+""",
+            after="""
+import torch as T
+
+@T.no_grad()
+def update_ema(ema, model, decay):
+    param_pairs = list(zip(ema.parameters(), model.parameters()))
+    if param_pairs:
+        T._foreach_lerp_([ema_p for ema_p, p in param_pairs], [p for ema_p, p in param_pairs], 1 - decay)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+def scale_down(model, factor):
+    for p in model.parameters():
+        p.data.mul_(factor)
+""",
+            after="""import torch
+
+def scale_down(model, factor):
+    param_list = list(model.parameters())
+    if param_list:
+        torch._foreach_mul_([p.data for p in param_list], factor)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+import torch
+
+def scale_grads(model, scale):
+    for p in model.parameters():
+        if p.grad is not None:
+            p.grad *= scale
+""",
+            after="""
+import torch
+
+def scale_grads(model, scale):
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_mul_([p.grad for p in params_with_grad], scale)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+import torch
+
+def unscale(model, inv_scale):
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    for p in trainable:
+        if p.grad is not None:
+            p.grad.mul_(inv_scale)
+""",
+            after="""
+import torch
+
+def unscale(model, inv_scale):
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    params_with_grad = [p for p in trainable if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_mul_([p.grad for p in params_with_grad], inv_scale)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+import torch as T
+
+def average_grads(model, accumulation_steps):
+    for name, param in model.named_parameters():
+        if param.grad is None:
+            continue
+        param.grad.data.div_(accumulation_steps)
+""",
+            after="""
+import torch as T
+
+def average_grads(model, accumulation_steps):
+    params_with_grad = [param for name, param in model.named_parameters() if param.grad is not None]
+    if params_with_grad:
+        T._foreach_div_([param.grad.data for param in params_with_grad], accumulation_steps)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+def sync_target_model(model, target_model, alpha):
+    for target_param, copy_param in zip(target_model.parameters(), model.parameters(), strict=True):
+        target_param.data.mul_(1.0 - alpha).add_(copy_param.data, alpha=alpha)
+""",
+            after="""import torch
+
+def sync_target_model(model, target_model, alpha):
+    param_pairs = list(zip(target_model.parameters(), model.parameters(), strict=True))
+    if param_pairs:
+        torch._foreach_mul_([target_param.data for target_param, copy_param in param_pairs], 1.0 - alpha)
+        torch._foreach_add_([target_param.data for target_param, copy_param in param_pairs], [copy_param.data for target_param, copy_param in param_pairs], alpha=alpha)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+import torch as th
+
+def soft_update(critic, critic_target, tau):
+    with th.no_grad():
+        for param, target_param in zip(critic.parameters(), critic_target.parameters(), strict=True):
+            target_param.data.mul_(1 - tau)
+            th.add(target_param.data, param.data, alpha=tau, out=target_param.data)
+""",
+            after="""
+import torch as th
+
+def soft_update(critic, critic_target, tau):
+    with th.no_grad():
+        param_pairs = list(zip(critic.parameters(), critic_target.parameters(), strict=True))
+        if param_pairs:
+            th._foreach_mul_([target_param.data for param, target_param in param_pairs], 1 - tau)
+            th._foreach_add_([target_param.data for param, target_param in param_pairs], [param.data for param, target_param in param_pairs], alpha=tau)
+""",
+            unsafe=True,
+        ),
+        FixExample(
+            before="""
+from torch import add, no_grad
+
+@no_grad()
+def follow(online, target, tau):
+    for t, p in zip(target.parameters(), online.parameters()):
+        add(t, p, alpha=tau, out=t)
+""",
+            after="""
+from torch import add, no_grad
+import torch
+
+@no_grad()
+def follow(online, target, tau):
+    param_pairs = list(zip(target.parameters(), online.parameters()))
+    if param_pairs:
+        torch._foreach_add_([t for t, p in param_pairs], [p for t, p in param_pairs], alpha=tau)
+""",
+            unsafe=True,
+        ),
+    ]
+
+    unfixable_examples = [
+        # a comment would be lost
+        """
+def sgd(model, lr):
+    for p in model.parameters():  # expect: PTL501
+        p.add_(p.grad, alpha=-lr)  # plain SGD
+""",
+        # a closure reads the loop variable after the loop
+        """
+def sgd(model, lr):
+    for p in model.parameters():  # expect: PTL501
+        p.add_(p.grad, alpha=-lr)
+    return lambda: p.shape
+""",
+        # the scalar changes per parameter: no foreach call takes it
+        """
+def sgd(model, lrs):
+    for i, p in enumerate(model.parameters()):  # expect: PTL501
+        p.add_(p.grad, alpha=-lrs[i])
+""",
+        # lists received as arguments may hold one tensor twice (see Fix safety)
+        """
+import torch as th
+
+def polyak_update(params, target_params, tau):
+    with th.no_grad():
+        for param, target_param in zip(params, target_params, strict=True):  # expect: PTL501
+            target_param.data.mul_(1 - tau)
+            th.add(target_param.data, param.data, alpha=tau, out=target_param.data)
+""",
+        """
+def scale(params, factor):
+    for p in params:  # expect: PTL501
+        if p.grad is not None:
+            p.grad *= factor
+""",
+        # the body moves the scale to the device first (torchtune's `scale_grads`)
+        """
+def scale_grads(model, scaler):
+    device = None
+    for p in model.parameters():  # expect: PTL501
+        if not device:
+            device = p.device
+            scaler = scaler.to(device)
+        if p.grad is not None:
+            p.grad *= scaler
+""",
+        # clipping by value: `torch.nn.utils.clip_grad_value_` is the remedy, not a translation
+        """
+def clip(model):
+    for p in model.parameters():  # expect: PTL501
+        p.grad.data.clamp_(-1, 1)
+""",
+        # a comment in the loop; the loop variable read after it
+        """
+def sync(model, target_model, alpha):
+    for t, c in zip(target_model.parameters(), model.parameters(), strict=True):  # expect: PTL501
+        t.data.mul_(1.0 - alpha).add_(c.data, alpha=alpha)  # EMA
+""",
+        """
+def scale(model, factor):
+    for p in model.parameters():  # expect: PTL501
+        p.grad.mul_(factor)
+    return p
+""",
+    ]

@@ -1,0 +1,1317 @@
+"""PTL101 sync-in-loop: `.item()`, `.cpu()`, `.numpy()`, `.tolist()` on a tensor in code that runs every step."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.rule import PER_STEP, Rule
+from ptlint.semantics.compiled import is_traced, shadowed
+from ptlint.semantics.nodes import (
+    NUMPY_MODULES,
+    assigned_plain_python,
+    comes_from_module,
+    method_name,
+)
+from ptlint.semantics.values import (
+    DATA_PREDICATES,
+    DEVICE_STEP_METHODS,
+    SCALAR_CONVERSIONS,
+    STRONG,
+    is_module_call,
+    is_scalar_tensor,
+    is_torch_op,
+    launches_device_work,
+    loop_trains,
+    tensor_kind,
+    type_guarded,
+    value_test,
+    visibly_on_host,
+)
+from ptlint.semantics.where import may_hold_training_step
+
+SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
+# `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
+# `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
+NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
+# Checkpoint conversion code reads tensors that were loaded into host memory.
+CHECKPOINT_NAMES = ("state_dict", "checkpoint", "ckpt")
+CHECKPOINT_TOKENS = {"sd", "ckpt", "weights"}  # `sds_sd`, `ckpt`: a loaded state dict
+
+
+def is_sync_call(node: ast.AST) -> bool:
+    name = method_name(node)
+    if name not in SYNC_METHODS:
+        return False
+    return SYNC_METHODS[name] or not node.args
+
+
+# Ops whose output size depends on data: they wait for the device themselves.
+WAITING_OPS = {"nonzero", "where", "masked_select", "unique", "unique_consecutive", "argwhere"}
+# Methods whose result is a NumPy array whatever they are called on.
+NUMPY_ONLY = {"numpy", "astype"}
+# Classes of the data pipeline: their methods work on host tensors.
+HOST_CLASSES = {"Sampler", "BatchSampler", "Dataset", "IterableDataset", "DistributedSampler"}
+
+
+# Folders and file names of input-pipeline code: datasets, samplers, collators, augmentation.
+PIPELINE_FOLDERS = {"data", "datasets", "dataio", "dataloaders", "augment", "augmentation", "augmentations",
+                    "transforms"}
+PIPELINE_FILE_WORDS = ("collat", "augment", "dataset", "sampler", "dataloader", "transforms", "processing",
+                       "processor")
+# Tools whose job is to show values to a person: the host needs every one of them.
+INSPECTION_FILE_WORDS = ("debug", "doctor", "diagnos", "plot", "visuali", "viz", "profil")
+# ONNX Runtime pipelines compute in NumPy on the host.
+HOST_RUNTIME_FILE_WORDS = ("onnx",)
+
+
+def _data_pipeline_path(path: str) -> bool:
+    parts = path.replace("\\", "/").lower().split("/")
+    return bool(set(parts[:-1]) & PIPELINE_FOLDERS) or any(
+        word in parts[-1] for word in PIPELINE_FILE_WORDS + INSPECTION_FILE_WORDS + HOST_RUNTIME_FILE_WORDS)
+
+
+def _root(node: ast.AST) -> ast.Name | None:
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node if isinstance(node, ast.Name) else None
+
+
+ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
+
+
+def _steps_environment(call: ast.Call) -> bool:
+    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
+        return False
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
+
+
+def _mentions_any(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _is_number(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+
+
+def _checks_type_first(test: ast.AST, found: ast.AST, ctx) -> bool:
+    """`isinstance(x, torch.Tensor) and torch.isnan(x)`, `torch.is_tensor(x) and x.any()`: the code
+    does not know it holds a tensor; it normalises an input."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return False
+    checked = {ast.dump(value.args[0]) for value in test.values
+               if isinstance(value, ast.Call) and value.args and (
+                   isinstance(value.func, ast.Name) and value.func.id == "isinstance"
+                   or ctx.qualname(value.func) == "torch.is_tensor")}
+    return bool(checked) and any(ast.dump(node) in checked for node in ast.walk(found))
+
+
+def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
+    """The tensor a condition reads (`loss` of `loss > best`, of `not torch.isfinite(loss)`): the
+    host-memory and NumPy questions are asked of it."""
+    while True:
+        if isinstance(expr, ast.Compare):
+            expr = next((side for side in (expr.left, *expr.comparators) if tensor_kind(side, ctx) == STRONG),
+                        expr.left)
+        elif isinstance(expr, ast.BinOp):
+            expr = expr.left if tensor_kind(expr.left, ctx) == STRONG else expr.right
+        elif isinstance(expr, ast.UnaryOp):
+            expr = expr.operand
+        elif isinstance(expr, ast.Call) and expr.args and ctx.qualname(expr.func) in DATA_PREDICATES:
+            expr = expr.args[0]  # `torch.equal(a, b)`
+        else:
+            return expr
+
+
+def _leaves_loop(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
+               for statement in body for n in ast.walk(statement))
+
+
+def _is_checkpoint_value(node: ast.AST, ctx=None, hops: int = 1) -> bool:
+    """Read from a state_dict or checkpoint, directly or through a name assigned from one."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    if not isinstance(node, ast.Name):
+        return False
+    if any(word in node.id.lower() for word in CHECKPOINT_NAMES) or set(node.id.lower().split("_")) & CHECKPOINT_TOKENS:
+        return True
+    values = ctx.assignments(node.id) if ctx is not None and hops else []
+    return bool(values) and all(isinstance(v, ast.expr) and _is_checkpoint_value(v, ctx, hops - 1) for v in values)
+
+
+class SyncInLoop(Rule):
+    code = "PTL101"
+    name = "sync-in-loop"
+    message = "{what} in a loop waits for the GPU every iteration (device-to-host sync)"
+    step_message = "{what} in code that runs every step waits for the GPU (device-to-host sync)"
+    contexts = frozenset({PER_STEP})  # not once, not once per epoch, not on the error path
+    cold = False
+    # the method reads, and what the implicit conversions need: a call, a condition, a format
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "print(", "if", "not", "and",
+                "or", "%", "format(", "{")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._stalls: dict[int, bool] = {}  # reported node -> a loop around it launches device work
+        self._read_in_statement: set[int] = set()  # statements with a reported read
+
+    # -- explicit reads: `.item()`, `.cpu()`, `.numpy()`, `.tolist()` ------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        if is_sync_call(node):
+            if self._could_stall():
+                self._method_read(node)
+            return
+        func = node.func
+        if not (isinstance(func, ast.Name) and (func.id in NUMBER_CONVERSIONS or func.id == "print")
+                or isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)):
+            return
+        if not self._worth_asking(node):
+            return
+        if isinstance(func, ast.Name) and func.id in NUMBER_CONVERSIONS:
+            if len(node.args) == 1 and not node.keywords and self._strong(node.args[0]) \
+                    and not shadowed(func.id, self.ctx):
+                self._implicit_read(node, node.args[0], f"`{func.id}()` of a tensor")
+        elif isinstance(func, ast.Name) and func.id == "print":
+            arg = next((a for a in node.args if self._strong(a)), None)
+            if arg is not None and not shadowed("print", self.ctx):
+                self._implicit_read(arg, arg, "`print()` of a tensor")
+        elif isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant) \
+                and isinstance(func.value.value, str):
+            arg = next((a for a in [*node.args, *(k.value for k in node.keywords)] if self._strong(a)), None)
+            if arg is not None:
+                self._implicit_read(arg, arg, "`.format()` of a tensor")
+
+    def _method_read(self, node: ast.Call) -> None:
+        value = node.func.value
+        chain = value
+        while isinstance(chain, (ast.Call, ast.Attribute, ast.Subscript)):
+            if is_sync_call(chain):  # `x.cpu().numpy()`: one sync, reported at the first call
+                return
+            chain = chain.func if isinstance(chain, ast.Call) else chain.value
+        if not self._holds_a_tensor(value):
+            return
+        if self._in_host_memory(value):
+            return
+        if is_traced(self.ctx, node):
+            return  # in a forward or a compiled function PTL402 reports it (a graph break too)
+        method = node.func.attr
+        what = f"`.{method}()`"
+        if not self.ctx.loops and method != "item":
+            # one bulk copy per step that the host needs (`ids.cpu()`) is the form to aim for;
+            # a copy of one element (`loss.detach().cpu()`) is an `.item()`
+            if not is_scalar_tensor(value, self.ctx):
+                return
+            what = f"`.{method}()` of a one-element tensor"
+        if self._host_side_code() or self._decides_control_flow(node) or self._already_waited(value) \
+                or self._feeds_environment(node):
+            return
+        if self._read_again():
+            return
+        self._report_read(node, what)
+
+    # -- implicit reads: conversions, conditions, formatting ---------------------------------------
+    def visit_If(self, node: ast.If | ast.IfExp) -> None:
+        """`if loss < best: best = loss`, `a if t > 0 else b`: the test calls `bool()` on a
+        tensor to choose between tensor values, which `torch.where` does on the device. Only
+        branches of tensor assignments are reported (`_tensor_work_only`); a `while` test decides
+        whether the loop goes on and is never reported."""
+        # cheap first: only a branch of tensor assignments, or tensor or number arms, are reported
+        arms = (node.body, node.orelse) if isinstance(node, ast.IfExp) else ()
+        if isinstance(node, ast.If) and not all(isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass))
+                                                for s in node.body + node.orelse):
+            return
+        if any(isinstance(arm, ast.Constant) and not _is_number(arm) for arm in arms) or not self._worth_asking(node):
+            return
+        if not all(self._strong(arm) or _is_number(arm) for arm in arms):
+            return
+        found = value_test(node.test, self.ctx)
+        if found is None:
+            return
+        operand = _tensor_operand(found, self.ctx)
+        if _checks_type_first(node.test, found, self.ctx):
+            return  # `isinstance(x, Tensor) and torch.isnan(x)`: normalising an input
+        if self._read_anyway(operand):
+            return
+        if isinstance(node, ast.If):
+            if not self._tensor_work_only(node.body + node.orelse):
+                return
+            self._implicit_read(found, operand, "`if` on a tensor's value", statement=node)
+        else:
+            self._implicit_read(found, operand, "a conditional expression on a tensor's value")
+
+    visit_IfExp = visit_If
+
+    def _read_anyway(self, operand: ast.AST) -> bool:
+        """The loop (or the function) reads the condition's tensor back to the host elsewhere
+        (`if pos[0] != blank` ... `pos[j].item()`): host-driven code such as a beam search,
+        where choosing on the device would save no wait."""
+        root = _root(operand)
+        scope = self.ctx.loops[-1] if self.ctx.loops else self.ctx.function
+        if root is None or not isinstance(getattr(scope, "body", None), list):
+            return False
+        for statement in scope.body:
+            for n in ast.walk(statement):
+                if not isinstance(n, ast.Call):
+                    continue
+                if is_sync_call(n) and isinstance(n.func, ast.Attribute):
+                    read = n.func.value
+                elif isinstance(n.func, ast.Name) and n.func.id in SCALAR_CONVERSIONS and n.args:
+                    read = n.args[0]
+                else:
+                    continue
+                if getattr(_root(read), "id", None) == root.id:
+                    return True
+        return False
+
+    def _tensor_op(self, call: ast.Call) -> bool:
+        """A torch function or a tensor method (`torch.where(...)`, `x.clamp(0)`); not a model, a
+        helper of this code (`self.update(x)`, `refine(x)`) or a step."""
+        qual = self.ctx.qualname(call.func)
+        if qual is not None:
+            return is_torch_op(qual)
+        func = call.func
+        return isinstance(func, ast.Attribute) and func.attr not in DEVICE_STEP_METHODS \
+            and _root(func) is not None and _root(func).id not in ("self", "cls") and not is_module_call(call, self.ctx)
+
+    def _tensor_work_only(self, statements: list[ast.stmt]) -> bool:
+        """The branches only compute tensors (`pred = pred * scale`, `best = loss`,
+        `x[m] = torch.where(...)`): `torch.where` / `torch.clamp` / `torch.minimum` do the same on
+        the device without waiting. A branch that leaves the loop, raises, warns, runs a model,
+        calls other code or keeps Python state (`hyps.append(...)`, `count += 1`) needs the answer
+        on the host: a guard or the algorithm's own bookkeeping, not a stray sync."""
+        for statement in statements:
+            if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                value = statement.value
+                if value is None or not self._strong(value):
+                    return False
+                if not all(self._tensor_op(n) for n in ast.walk(value) if isinstance(n, ast.Call)):
+                    return False
+            elif not isinstance(statement, ast.Pass):
+                return False
+        return bool(statements)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        """`f"{loss:.3f}"`, `f"{t}"`: `Tensor.__format__` calls `.item()` on a 0-dim tensor and
+        formats the values of any other."""
+        if self._worth_asking(node) and self._strong(node.value):
+            self._implicit_read(node.value, node.value, "formatting a tensor (f-string)")
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        """`"%g" % t`, `"%s %.3f" % (name, t)`."""
+        left = node.left
+        if not (isinstance(node.op, ast.Mod) and isinstance(left, ast.Constant) and isinstance(left.value, str)):
+            return
+        if not self._worth_asking(node):
+            return
+        values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        value = next((v for v in values if self._strong(v)), None)
+        if value is not None:
+            self._implicit_read(value, value, "`%` formatting of a tensor")
+
+    def _worth_asking(self, node: ast.AST) -> bool:
+        """Not in traced code (PTL402 / PTL403 report there), and where a read could stall: the
+        cheap questions, before any about tensors."""
+        return not is_traced(self.ctx, node) and self._could_stall()
+
+    def _could_stall(self) -> bool:
+        """What `keep` asks, as far as the traversal can tell: a loop around that runs the model,
+        or a module that may hold a training step. Asked first, it spares the tensor questions
+        in the many modules that have neither."""
+        key = "ptl101-may-train"
+        if key not in self.ctx.memo:
+            self.ctx.memo[key] = may_hold_training_step(self.ctx.source.text)
+        return self.ctx.memo[key] or any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops)
+
+    def _strong(self, node: ast.AST) -> bool:
+        return tensor_kind(node, self.ctx) == STRONG
+
+    def _implicit_read(self, node: ast.AST, value: ast.AST, what: str, statement: ast.stmt | None = None) -> None:
+        """Report a conversion of `value` (visibly a tensor) to a Python value at `node`, where
+        `.item()` would be reported, with the same exemptions."""
+        if self._in_host_memory(value) or is_traced(self.ctx, node):
+            return  # in a forward or a compiled function PTL402 / PTL403 report it
+        if self._host_side_code() or self._decides_control_flow(node) or self._already_waited(value) \
+                or self._feeds_environment(node):
+            return
+        if self._read_again(statement):
+            return
+        self._report_read(node, what)
+
+    def _report_read(self, node: ast.AST, what: str) -> None:
+        self._stalls[id(node)] = any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops)
+        self.report(node, (self.message if self.ctx.loops else self.step_message).format(what=what))
+
+    def _in_host_memory(self, value: ast.AST) -> bool:
+        """Visibly NumPy or plain Python, in host memory, type-checked by the code, read from a
+        checkpoint, or a NumPy array's method's result: reading it costs no device sync."""
+        return comes_from_module(value, self.ctx, NUMPY_MODULES) or assigned_plain_python(value, self.ctx) \
+            or visibly_on_host(value, self.ctx) or self._type_guarded(value) \
+            or _is_checkpoint_value(value, self.ctx) or self._numpy_array(value)
+
+    def _statement(self) -> ast.stmt | None:
+        return next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
+
+    def keep(self, node: ast.AST, where) -> bool:
+        """A sync stalls the device every time only where work is queued every time: in a loop
+        that runs the model (calls it, a submodule or a loss module, backpropagates, steps an
+        optimizer), or in a training step (a step hook such as `training_step` or
+        `compute_loss`, a function that backpropagates, or what those call in this module).
+        A loop that only reads results back (post-processing rows) waits once, at its first
+        read; a helper that inference code calls per step needs its host values."""
+        return self._stalls.get(id(node), False) or self.ctx.model.in_training_step(node)
+
+    def _read_again(self, statement: ast.stmt | None = None) -> bool:
+        """Another read in a statement that already has a finding (`t, h, w = g[0].item(),
+        g[1].item(), g[2].item()`, `f"{loss:.3f} {acc:.3f}"`): the first read waited, and one
+        `.tolist()` (or one stacked tensor) fixes them all, so the statement is reported once."""
+        statement = statement or self._statement()
+        if statement is None:
+            return False
+        if id(statement) in self._read_in_statement:
+            return True
+        self._read_in_statement.add(id(statement))
+        return False
+
+    def _feeds_environment(self, node: ast.AST) -> bool:
+        """The value goes to an environment's `step` (`actions = policy(obs).cpu().numpy()`, then
+        `env.step(actions)`, also through names assigned from it): a simulator on the host needs
+        it every step, so the copy is the work itself."""
+        names: set[str] = set()
+        for ancestor in reversed(self.ctx.stack):
+            if isinstance(ancestor, ast.Call) and _steps_environment(ancestor):
+                return True
+            if isinstance(ancestor, ast.Assign):
+                names = {t.id for target in ancestor.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+                break
+            if isinstance(ancestor, ast.stmt):
+                break
+        scope = self.ctx.loops[0] if self.ctx.loops else self.ctx.function
+        if not names or scope is None or not isinstance(scope, (ast.For, ast.AsyncFor, ast.While,
+                                                                 ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        nodes = [n for statement in scope.body for n in ast.walk(statement)]
+        for _ in range(2):  # `clipped = np.clip(actions, lo, hi)`: a name derived from it
+            for n in nodes:
+                if isinstance(n, ast.Assign) and _mentions_any(n.value, names):
+                    names |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+        return any(isinstance(n, ast.Call) and _steps_environment(n) and
+                   any(_mentions_any(a, names) for a in [*n.args, *(k.value for k in n.keywords)]) for n in nodes)
+
+    def _host_side_code(self) -> bool:
+        """The data pipeline runs on host tensors: classes deriving from a Sampler or Dataset,
+        modules of data, augmentation or collation code, functions named for the CPU."""
+        if _data_pipeline_path(self.ctx.path):
+            return True
+        for function in self.ctx.functions:
+            if "cpu" in getattr(function, "name", "").lower().split("_"):
+                return True
+        for cls in self.ctx.classes:
+            for base in cls.bases:
+                base = base.value if isinstance(base, ast.Subscript) else base  # `Sampler[int]`
+                qual = self.ctx.qualname(base) or ""
+                name = qual or getattr(base, "id", getattr(base, "attr", ""))
+                if name.startswith("torch.utils.data.") or name.rsplit(".", 1)[-1] in HOST_CLASSES:
+                    return True
+        return False
+
+    def _already_waited(self, value: ast.AST, hops: int = 2) -> bool:
+        """The value comes from an op whose output size depends on data (`nonzero`, one-argument
+        `torch.where`, `masked_select`, `unique`): that op has already waited for the device."""
+        node = value
+        while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in WAITING_OPS and not (name == "where" and len(node.args) != 1):
+                    return True
+                node = node.func
+            else:
+                node = node.value
+        if isinstance(node, ast.Name) and hops:
+            values = [v for v in self.ctx.assignments(node.id) if isinstance(v, ast.expr)]
+            return bool(values) and all(self._already_waited(v, hops - 1) for v in values)
+        return False
+
+    def _numpy_array(self, value: ast.AST, hops: int = 2) -> bool:
+        """Made by a method only NumPy arrays have (`a.astype(f)`), or after `.numpy()`: the
+        sync, if any, happened there; `.tolist()` of the array reads host memory."""
+        node = value
+        while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp, ast.IfExp)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in NUMPY_ONLY:
+                return True
+            node = node.func if isinstance(node, ast.Call) else node.left if isinstance(node, ast.BinOp) \
+                else node.body if isinstance(node, ast.IfExp) else node.value
+        if isinstance(node, ast.Name) and hops:
+            values = [v for v in self.ctx.assignments(node.id) if isinstance(v, ast.expr)]
+            return bool(values) and self._numpy_array(values[-1], hops - 1)
+        return False
+
+    def _type_guarded(self, value: ast.AST) -> bool:
+        """The code checked the value, or the value it was taken from, to be NumPy
+        (`if isinstance(i, np.ndarray): ... for j in i.nonzero(): j.tolist()`)."""
+        seen = 0
+        while value is not None and seen < 3:
+            seen += 1
+            # NumPy checked, or `isinstance(x, torch.Tensor)` / duck typing: input normalisation
+            # of a value whose origin the code does not know, not a step's result
+            if type_guarded(value, self.ctx, NUMPY_MODULES + ("torch",)):
+                return True
+            root = _root(value)
+            if root is None:
+                return False
+            if root is not value:
+                value = root
+                continue
+            values = self.ctx.assignments(root.id)
+            value = values[-1] if len(values) == 1 and isinstance(values[0], ast.expr) else None
+        return False
+
+    def _decides_control_flow(self, node: ast.AST) -> bool:
+        """The value decides whether the loop goes on (`if token.item() == eos: break`, or a
+        name assigned it and tested so), or is an assertion's (a guard that raises): the host
+        needs it, every iteration."""
+        if self._indexes_a_container(node):
+            return True
+        if any(isinstance(ancestor, ast.Assert) and ancestor.msg is not node for ancestor in self.ctx.stack):
+            return True
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        if loop is not None and not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            return False
+        names = set()
+        for ancestor in reversed(self.ctx.stack):
+            if ancestor is loop or isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            if isinstance(ancestor, (ast.If, ast.While)) and _leaves_loop(ancestor.body) \
+                    and any(n is node for n in ast.walk(ancestor.test)):
+                return True
+            if isinstance(ancestor, ast.Assign):
+                names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
+        if not names or loop is None:
+            return False
+        return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
+                   any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
+                   for statement in loop.body for n in ast.walk(statement))
+
+    def _indexes_a_container(self, node: ast.Call) -> bool:
+        """`names[int(scores.argmax().item())]`: the number picks a Python object; the host needs it."""
+        child = node
+        for ancestor in reversed(self.ctx.stack):
+            if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Name) \
+                    and ancestor.func.id in ("int", "float") and child in ancestor.args:
+                child = ancestor
+                continue
+            return isinstance(ancestor, ast.Subscript) and ancestor.slice is child
+        return False
+
+    def _holds_a_tensor(self, value: ast.AST) -> bool:
+        """Visibly a tensor (a torch op's or a submodule's result, a loss), or in a module that
+        works with torch, or in a loop that backpropagates."""
+        return tensor_kind(value, self.ctx) == STRONG or self.ctx.imports_torch() \
+            or any(loop_trains(loop) for loop in self.ctx.loops)
+
+    docs = """
+## What it does
+Finds reads of a tensor's value back to the host where they stall the device every step: inside
+a loop that runs the model (training, evaluation, a denoising or generation loop), or in a
+training step — a framework step hook (`training_step`, `*_batch_end`, `compute_loss`), a
+function that backpropagates, or a helper of the same module that such code calls.
+
+The reads it finds:
+- the methods `.item()`, `.cpu()`, `.numpy()` and `.tolist()` of a tensor;
+- implicit conversions of a value that is visibly a tensor (a torch op's or a reduction's result,
+  a submodule's or loss module's output, a value `.backward()` is called on) to a number or text:
+  `float(t)`, `int(t)`, formatting it (`f"{loss:.3f}"`, `"%g" % loss`, `"{}".format(loss)`)
+  and `print(t)` — `Tensor.__format__` calls `.item()` on a 0-dim tensor, and `print` / `str`
+  format every value of any other;
+- an `if` or conditional expression whose test reads a tensor's value and whose branches only
+  choose between tensor values (`if loss < best: best = loss`, `x = a if t > 0 else b`), which
+  `torch.where`, `torch.minimum` or `torch.clamp` do on the device;
+- outside a loop, in a training step, a `.cpu()` (or `.numpy()`, `.tolist()`) of a one-element
+  tensor: a loss (a value `.backward()` is called on, or one it is computed from by arithmetic or
+  loss scaling, as in `scaler.scale(loss / k).backward()`), or a reduction over all elements
+  (`x.sum()`, `x.mean()`, `torch.max(x)`, no `dim`) — it waits exactly like `.item()`.
+
+## Why is this bad?
+CUDA runs asynchronously: the Python loop queues kernels and moves on. Reading a value back to
+the host makes the CPU wait until every queued kernel has finished, so the GPU idles while
+Python prepares the next step. Once per iteration, this can halve throughput. An implicit
+conversion waits the same way as `.item()`; it is only harder to see.
+
+Not reported:
+- where the code does not run every step: once-code (module top level, `if __name__ ==
+  "__main__":`, `__init__`, set-up only `main()` calls, and loops there over layers or settings
+  rather than data), once per outer iteration (outside an inner batch loop, e.g. once per
+  epoch, under a periodic test such as `if step % 100 == 0`, or after an early exit on the other
+  steps such as `if not should_log: return` — but the optimizer step of gradient accumulation,
+  `if (i + 1) % k == 0: opt.step()` or `if (i + 1) % accum != 0: continue`, is the step itself),
+  a branch that only raises, warns or logs, and test code;
+- a value that is visibly a NumPy array or scalar (also one the code checked with
+  `isinstance(v, np.generic)`, or duck-typed with `hasattr(v, "tolist")`), a plain Python value;
+  for the implicit conversions, anything not visibly a tensor (`float(x.shape[0])`,
+  `float(self.scale)`, `f"{step}"`, `print(model)`);
+- a tensor in host memory: built by a torch factory without a device, from
+  `torch.from_numpy`, already moved by `.cpu()` (also through names and loop variables, and
+  names like `labels_cpu`), returned by a tokenizer or processor called with
+  `return_tensors=`, or read from a `state_dict` / checkpoint;
+- outside a loop, a bulk copy (`.cpu()`, `.numpy()`, `.tolist()`) of a tensor that is not
+  visibly one element, in code that runs every step: one copy per step of data the host needs is
+  the form to aim for; a scalar `.item()` there is reported (metrics read back every step);
+- a value taken from an op whose output size depends on data (`torch.where(m)[0].tolist()`,
+  `x.nonzero()`): that op has already waited for the device;
+- a value whose type the code checks first (`if isinstance(x, torch.Tensor): x = x.tolist()`,
+  `if isinstance(x, Tensor) and torch.isnan(x):`): input normalisation, not a step's result;
+- a loop that does not run the model (no call of a model, submodule or loss module, no backward,
+  optimizer step or `generate`) outside a training step: such a loop post-processes finished
+  results, and only its first read waits for the device (`[t.item() for t in ts]`,
+  `row.tolist()`);
+- straight-line code that inference calls per step (a scheduler's index lookup, a model's
+  size bookkeeping, generation post-processing): it needs its host values, and `forward` is
+  PTL402's; straight-line reads are reported in training steps only;
+- a read whose value decides what the code does next (`if tok.item() == eos: break`, `continue`,
+  `return`, `raise`, also in a nested branch) or picks a Python object
+  (`names[int(scores.argmax().item())]`), an `assert`, and a value handed to an environment's
+  `step` (`actions = policy(obs).cpu().numpy()` ... `env.step(actions)`: the simulator runs on
+  the host): the host needs it;
+- conditions that are guards or the algorithm's own logic: a `while` test, an `if` whose
+  branch leaves the loop or the function, raises, warns, runs a model or other code, or keeps
+  Python state (`if not torch.isfinite(loss): continue`, `if torch.isnan(loss): raise`,
+  `if mask.any(): out = self.block(x)`, `if tok == blank: hyps.append(h)`), and a condition on
+  a tensor that the loop reads back anyway (`best = s[0] if ids[0] != blank else s[1]` beside
+  `ids[j].item()`: host-driven search code, where a choice on the device saves no wait). A NaN
+  guard that counts non-finite steps and raises once its patience runs out (speechbrain's
+  `check_loss_isfinite`) is such a guard, and is not reported either, though checking the host
+  copy of the loss that the step takes anyway would save its sync;
+- `bool(t)`, and `not t` / `t and ...` outside a condition: a decision the host acts on (passed
+  to a collective such as `reduce_boolean_decision`, tested later), like the guards above;
+- the data pipeline, which works on host tensors: methods of `Sampler` / `Dataset` subclasses,
+  modules in `data/`, `datasets/`, `augment*/`, `transforms/` folders or named for collation,
+  augmentation, datasets, samplers or pre-/post-processing (`processing_*.py`), and functions
+  named `*_cpu*`; tools whose job is to show values to a person (modules named for debugging,
+  diagnostics, plotting, visualisation or profiling); ONNX Runtime pipelines (`*onnx*` modules),
+  which compute in NumPy on the host;
+- in `forward` and compiled functions, where PTL402 and PTL403 report it;
+- a second read in one statement (`t, h, w = g[0].item(), g[1].item(), g[2].item()`,
+  `f"{loss:.3f} {acc:.3f}"`): the statement is reported once, at its first read, and one
+  `.tolist()` (or one stacked tensor) fixes it;
+- modules that never import torch, unless the loop backpropagates or the value is visibly a
+  tensor.
+
+## Example
+```python
+for batch in loader:
+    loss = model(batch).mean()
+    loss.backward()
+    running += loss.item()
+    pbar.set_description(f"loss {loss:.3f}")
+```
+
+## Use instead
+```python
+running = torch.zeros((), device=device)
+for step, batch in enumerate(loader):
+    loss = model(batch).mean()
+    loss.backward()
+    running += loss.detach()
+    if step % 100 == 0:
+        pbar.set_description(f"loss {loss:.3f}")  # one sync per 100 steps
+print(running.item())  # one sync, after the loop
+```
+
+## Fix safety
+No automatic fix: where to accumulate depends on the code.
+
+## References
+- https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html
+"""
+
+    bad_examples = [
+        # multi-task training: the next batch of the task's loader
+        """
+import torch
+
+def train(model, loader_iters, tasks, opt):
+    for task in tasks:
+        x, y = next(loader_iters[task])
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        print(loss.item())  # expect: PTL101
+""",
+        # three reads of one tensor in one statement: one finding, at the first read
+        """
+import torch
+
+def train(model, loader, opt):
+    for x, grid in loader:
+        t, h, w = (
+            grid[0].item(),  # expect: PTL101
+            grid[1].item(),
+            grid[2].item(),
+        )
+        model(x, t, h, w).sum().backward()
+        opt.step()
+""",
+        """
+import torch
+
+def train(model, loader, opt):
+    total = 0.0
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        total += loss.item()  # expect: PTL101
+    return total
+""",
+        """
+import torch as T
+
+def predictions(model, batches):
+    out = []
+    for batch in batches:
+        out.append(model(batch).argmax(-1).cpu())  # expect: PTL101
+    return out
+
+def scores(net, xs):
+    return [net(x).max().item() for x in xs]  # expect: PTL101
+""",
+        # an inner loop over parameter groups does not make the outer loop an epoch loop
+        """
+import torch
+
+def train(model, loader, opt, lr_at):
+    total = 0.0
+    for step, (x, y) in enumerate(loader):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        total += loss.item()  # expect: PTL101
+    return total
+""",
+        # a helper the batch loop calls runs every step too; so does a framework step hook
+        """
+import torch
+
+def log_loss(loss, history):
+    history.append(loss.item())  # expect: PTL101
+
+def train(model, loader, history):
+    for batch in loader:
+        loss = model(batch).mean()
+        loss.backward()
+        log_loss(loss, history)
+
+class Lit:
+    def training_step(self, batch, batch_idx):
+        loss = self.model(batch).mean()
+        self.log("loss", loss.item())  # expect: PTL101
+        return loss
+""",
+        # the optimizer step of gradient accumulation is the training step, not a log interval
+        """
+import torch
+
+def train(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        loss = model(x).mean() / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+            opt.zero_grad()
+            running = loss.item()  # expect: PTL101
+""",
+        # no torch import, but a loop that backpropagates holds tensors
+        """
+def train(model, loader, opt):
+    for x, y in loader:
+        loss = model.loss(x, y)
+        loss.backward()
+        opt.step()
+        print(loss.item())  # expect: PTL101
+""",
+        # implicit conversions of a visibly-tensor value to a number: `float()`, `int()`
+        """
+import torch
+import torch.nn.functional as F
+
+def train(model, loader, opt, history):
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        history.append(float(loss))  # expect: PTL101
+        n = int(torch.count_nonzero(y))  # expect: PTL101
+""",
+        # formatting a tensor, in any spelling of the torch import; print() of a tensor
+        """
+import torch as T
+from torch.nn import functional
+
+def train(model, loader, opt, pbar, logger):
+    for x, y in loader:
+        loss = functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        pbar.set_description(f"loss {loss:.4f} lr {opt.lr}")  # expect: PTL101
+        logger.info("loss %g" % loss)  # expect: PTL101
+        logger.info("norm {}".format(T.linalg.norm(x)))  # expect: PTL101
+        print(loss)  # expect: PTL101
+""",
+        # a condition that only chooses between tensor values: torch.where / torch.minimum would do
+        """
+import torch
+
+def train(model, loader, opt):
+    best = torch.tensor(float("inf"))
+    for x, y in loader:
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        if loss < best:  # expect: PTL101
+            best = loss.detach()
+        scale = loss if loss > 1 else 1.0  # expect: PTL101
+""",
+        # a training step (no loop): `.cpu()` of a one-element tensor is an `.item()`, as is a
+        # conversion; a loss is also the value its scaled form was computed from
+        """
+from torch import nn
+import torch.nn.functional as F
+
+class Brain:
+    def fit_batch(self, batch):
+        loss = self.compute_objectives(self.modules(batch), batch)
+        scaled = self.scaler.scale(loss / self.accumulation)
+        scaled.backward()
+        return loss.detach().cpu()  # expect: PTL101
+
+class Lit:
+    def training_step(self, batch, idx):
+        out = self.model(batch)
+        self.log("mean", out.mean().cpu())  # expect: PTL101
+        loss = F.cross_entropy(out, batch["y"])
+        self.log("loss", float(loss))  # expect: PTL101
+        return loss
+""",
+        # no torch import: a loop that backpropagates holds tensors, and its loss is visibly one
+        """
+def train(model, loader, opt):
+    for x, y in loader:
+        loss = model.loss(x, y)
+        loss.backward()
+        opt.step()
+        print(f"{loss:.3f}")  # expect: PTL101
+""",
+        # `torch.where(c, a, b)` chooses on the device and has not waited, unlike `torch.where(c)`;
+        # a read kept in a name is reported where it is made, in a loop or in a step hook
+        """
+import torch
+
+def train(model, loader, opt, max_steps, history):
+    for step, x in enumerate(loader):
+        out = model(x)
+        loss = torch.where(out > 1, 1.0, out).mean()
+        loss.backward()
+        opt.step()
+        value = loss.item()  # expect: PTL101
+        history.append(value)
+        if step >= max_steps:
+            break
+
+class Lit:
+    def training_step(self, batch, idx):
+        loss = self.model(batch).mean()
+        value = loss.item()  # expect: PTL101
+        self.log("loss", value)
+        return loss
+""",
+    ]
+
+    good_examples = [
+        # guards: the host needs the answer to skip, stop or warn; an assertion; a NaN guard that
+        # counts bad steps and raises once its patience is gone
+        """
+import logging
+import torch
+
+logger = logging.getLogger(__name__)
+
+def train(model, loader, opt):
+    for x in loader:
+        loss = model(x).mean()
+        if not torch.isfinite(loss):
+            continue
+        if torch.isnan(loss):
+            raise FloatingPointError("nan loss")
+        if torch.isinf(loss):
+            logger.warning("inf loss")
+        assert torch.isfinite(loss).all()
+        assert float(loss) >= 0
+        loss.backward()
+        opt.step()
+
+class Brain:
+    def fit_batch(self, batch):
+        loss = self.compute_objectives(batch)
+        self.check_loss_isfinite(loss)
+        loss.backward()
+
+    def check_loss_isfinite(self, loss):
+        if not torch.isfinite(loss):
+            self.nonfinite_count += 1
+            if self.nonfinite_count > self.patience:
+                raise ValueError("patience exhausted")
+            else:
+                logger.warning("patience not yet exhausted")
+""",
+        # conditions that are the algorithm's own logic: a `while` test, a branch that runs a
+        # model or keeps Python state, a choice on values the loop reads back anyway; and a
+        # bool() or `not` of a tensor, a decision the host acts on
+        """
+import torch
+
+def decode(model, tokens, blank, hyps):
+    done = torch.zeros(1, dtype=torch.bool, device="cuda")
+    while not done.all():
+        nxt = torch.argmax(model(tokens), -1)
+        if (nxt == blank).all():
+            hyps.append(nxt)
+        if nxt.any():
+            tokens = model.extend(tokens, nxt)
+        done = nxt == 0
+
+def beam(model, x, blank, width, hyps):
+    for frame in x:
+        scores, ids = torch.topk(model(frame), width)
+        best = scores[0] if ids[0] != blank else scores[1]
+        for j in range(width):
+            if ids[j].item() == blank:
+                continue
+            hyps.append((j, best))
+
+def train(model, loader, opt, flags):
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        opt.step()
+        bad = bool(torch.isnan(loss))
+        flags.append((not torch.isfinite(loss), loss.detach().isfinite() and bad))
+""",
+        # not visibly tensors: sizes, attributes, counters, a model object
+        """
+import torch
+
+def train(model, loader, opt, step):
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        n = float(x.shape[0]) * int(len(x)) * float(model.scale)
+        print(f"step {step}", "%d" % step, "{}".format(n), model)
+        flag = not model.training and n
+""",
+        # in host memory: a factory without a device, a tokenizer's tensors, a type-checked value
+        """
+import torch
+
+def train(model, loader, tokenizer, metrics):
+    for text in loader:
+        a = tokenizer(text, return_tensors="pt")
+        b = tokenizer(text, padding="longest", return_tensors="pt")
+        if torch.equal(a.input_ids, b.input_ids):
+            ids = torch.where(a.input_ids > 0, a.input_ids, 0)
+        model(ids).sum().backward()
+        print(float(torch.tensor(3.0)), f"{torch.arange(3)}")
+        for value in metrics:
+            if isinstance(value, torch.Tensor) and torch.isnan(value):
+                value = torch.zeros(())
+
+def step(model, x, y, opt):
+    count = torch.tensor(0)
+    count += (y != -100).sum()
+    model(x).sum().backward()
+    return int(count)
+""",
+        # once per epoch, periodic, after an early exit on the other steps, and once in __main__
+        """
+import torch
+
+def fit(model, loader, opt, epochs):
+    for epoch in range(epochs):
+        for step, x in enumerate(loader):
+            loss = model(x).mean()
+            loss.backward()
+            opt.step()
+            if step % 100 == 0:
+                print(f"{loss:.3f}")
+        print(f"epoch {epoch}: {loss:.3f}", float(loss))
+
+class Trainer:
+    def train_step(self, batch, should_log):
+        loss = self.model(batch).mean()
+        loss.backward()
+        if not should_log:
+            return
+        self.logger.log(float(loss), loss.detach().cpu())
+
+if __name__ == "__main__":
+    print(float(torch.ones(3).cuda().sum()))
+""",
+        # cold: the message of an error, a warning-only branch
+        """
+import warnings
+import torch
+
+def train(model, loader):
+    for x in loader:
+        loss = model(x).mean()
+        if loss.detach().abs() > 1e6:
+            raise FloatingPointError(f"loss exploded: {loss:.3g}")
+        if x.dim() != 2:
+            warnings.warn(f"unexpected input, loss {float(loss)}")
+        loss.backward()
+""",
+        # the environment needs the actions on the host, every step
+        """
+import numpy as np
+import torch
+
+def collect(policy, env, obs, steps):
+    for _ in range(steps):
+        actions = policy(torch.as_tensor(obs, device="cuda")).cpu().numpy()
+        clipped = np.clip(actions, -1, 1)
+        obs, reward, done, info = env.step(clipped)
+        obs, reward, done, info = env.step(int(torch.argmax(policy(obs))))
+""",
+        # outside a loop: a bulk copy the host needs in a training step, and a one-element
+        # `.cpu()` in straight-line code that is not a training step (an evaluation helper)
+        """
+import torch
+
+class Lit:
+    def training_step(self, batch, idx):
+        logits = self.model(batch)
+        self.preds.append(logits.argmax(-1).cpu())
+        return logits.sum()
+
+def record(out):
+    return out.mean().cpu(), float(out.sum())
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x in loader:
+            record(model(x))
+""",
+        # in a forward or a compiled function, PTL402 / PTL403 report it
+        """
+import torch
+
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        for t in x:
+            if t.sum() > 0:
+                t = t * 2
+            print(f"{t.sum():.3f}", float(t.mean()))
+        return x
+""",
+        # a model's position-id helper: `next()` walks image sizes, not batches, so the loop
+        # is not a step loop and the helper's reads are its host bookkeeping
+        """
+import torch
+
+class VisionModel(torch.nn.Module):
+    def positions(self, grid, start):
+        t, h = grid[0].item(), grid[1].item()
+        return torch.arange(t * h) + start
+
+    def rope_index(self, groups, image_grid):
+        grid_iters = {1: iter(image_grid)}
+        out, pos = [], 0
+        for kind, start, end in groups:
+            grid = next(grid_iters[kind])
+            out.append(self.positions(grid, pos))
+            pos += end - start
+        return torch.cat(out)
+
+    def forward(self, x, groups, image_grid):
+        return x + self.rope_index(groups, image_grid)
+""",
+        # loops that only read results back: the first read waits, the others find nothing queued;
+        # and a batch straight from a DataLoader is in host memory
+        """
+import torch
+
+def values(ts):
+    return [t.item() for t in ts]
+
+def drain(q):
+    while q:
+        x = q.pop()
+        print(x.detach().cpu().numpy())
+
+for step, batch in enumerate(loader):
+    ids = batch["ids"].tolist()
+""",
+        # the value decides whether the loop goes on: the host needs it every iteration
+        """
+import torch
+
+def generate(model, tokens, eos, steps):
+    for _ in range(steps):
+        nxt = model(tokens)[:, -1].argmax(-1)
+        tokens = torch.cat([tokens, nxt[:, None]], 1)
+        if nxt.item() == eos:
+            break
+        token = nxt.item()
+        if token == eos:
+            return tokens
+    return tokens
+""",
+        # the data pipeline works on host tensors: a Sampler, a Dataset, a CPU-only path
+        """
+import torch
+from torch.utils.data import Sampler
+
+class Balanced(Sampler):
+    def __iter__(self):
+        weights = torch.as_tensor(self.weights)
+        for _ in range(len(self)):
+            yield torch.multinomial(weights, 1).item()
+
+def _pool_cpu(model, hists):
+    return [model(h).sum().item() for h in hists]
+""",
+        # once per epoch: the .item() runs after the inner batch loop
+        """
+import torch
+
+def fit(model, loader, opt, epochs):
+    for epoch in range(epochs):
+        epoch_loss = torch.zeros(())
+        for x in loader:
+            loss = model(x).mean()
+            loss.backward()
+            epoch_loss += loss.detach()
+        print(epoch, epoch_loss.item())
+""",
+        # visibly NumPy, or plain Python
+        """
+import numpy as np
+import torch
+
+def f(n):
+    for i in range(n):
+        a = np.arange(i)
+        b = [1, 2, 3]
+        print(a.tolist(), np.zeros(3).tolist(), b)
+""",
+        # outside any loop; the iterable of a loop is evaluated once
+        """
+import torch
+
+def f(t):
+    v = t.item()
+    for x in t.tolist():
+        print(x)
+    return [y for y in t.cpu().numpy()]
+""",
+        # periodic logging
+        """
+import torch
+
+def train(loader, model):
+    for step, x in enumerate(loader):
+        loss = model(x)
+        if step % 100 == 0:
+            print(loss.item())
+""",
+        # no torch in this module
+        """
+def f(rows):
+    for row in rows:
+        print(row.tolist())
+""",
+        # visibly in host memory: reading it back is no device sync
+        """
+import numpy as np
+import torch
+
+def scheduler_steps(step, arrays, n):
+    rates = [r.item() for r in torch.linspace(0, 0.1, n, device="cpu")]
+    for a in arrays:
+        latents = step(torch.from_numpy(a)).prev_sample
+        latents = latents.numpy()
+    host = torch.ones(3).cpu()
+    for i in range(3):
+        print(host.tolist())
+""",
+        # NumPy scalars the code has type-checked; checkpoint tensors loaded in host memory;
+        # a factory without device= builds in host memory
+        """
+import numpy as np
+import torch
+
+def clean(params, state_dict):
+    for k in params:
+        if isinstance(params[k], (np.integer, np.floating)):
+            params[k] = params[k].item()
+    for key in list(state_dict):
+        alpha = state_dict.pop(key).item()
+    for row in params["ids"]:
+        if hasattr(row, "tolist"):
+            row = row.tolist()
+    rates = [x.item() for x in torch.linspace(0, 0.1, 12)]
+""",
+        # a function defined in a loop body is not run per iteration by the loop
+        """
+import torch
+
+for name in ["a", "b"]:
+    def read(t):
+        return t.item()
+""",
+        # once: after training in __main__, a loop over layers in __init__, set-up main() calls
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self, blocks):
+        super().__init__()
+        self.scales = [b.weight.norm().item() for b in blocks]
+
+def report(model):
+    for name, p in model.named_parameters():
+        print(name, p.norm().item())
+
+def main():
+    model = Net([])
+    report(model)
+
+if __name__ == "__main__":
+    main()
+    print(torch.ones(3).cuda().sum().item())
+""",
+        # cold: the error path, a warning branch
+        """
+import torch
+import warnings
+
+def train(model, loader):
+    for x in loader:
+        loss = model(x).mean()
+        if torch.isnan(loss):
+            raise FloatingPointError(f"nan loss after {loss.item()}")
+        loss.backward()
+""",
+        # already in host memory: moved with .cpu() earlier, named so, or a processor's output
+        """
+import torch
+
+def decode(labels, processor, images):
+    labels_cpu = labels.detach().cpu()
+    rows = []
+    for row in labels_cpu:
+        rows.append(row[row != -100].tolist())
+    inputs = processor(images=images, return_tensors="pt")
+    for key in inputs:
+        print(inputs[key].tolist())
+    return rows
+""",
+        # in a forward, PTL402 reports it (it is also a graph break)
+        """
+import torch
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        for t in x:
+            print(t.sum().item())
+        return x
+""",
+        # ops whose output size depends on data (`unique`, one-argument `torch.where`, `nonzero`)
+        # have waited already; a number that picks a Python object is needed on the host
+        """
+import torch
+
+def predict(model, loader, classes, log):
+    for x in loader:
+        out = model(x)
+        log.append(out.argmax(-1).unique().tolist())
+        hits = torch.where(out.argmax(-1) == 0)[0]
+        log.append(hits.tolist())
+        picked = torch.nonzero(out)
+        log.append(picked[:, 0].tolist())
+        log.append(classes[int(out[0].argmax().item())])
+""",
+        # NumPy values: made by a method only arrays have (`astype`), also through names and
+        # conditional expressions, or checked with isinstance (the value or what it is taken from)
+        """
+import numpy as np
+import torch
+
+def train(model, loader, opt, featurize, metric, log):
+    for x, y in loader:
+        out = model(x)
+        out.sum().backward()
+        opt.step()
+        feats = featurize(x)
+        log.append(feats.astype("float16").tolist())
+        arr = feats.astype(np.float32)
+        row = arr[0] if arr.ndim == 2 else arr
+        log.append((row * 2).tolist())
+        score = metric(out, y)
+        if isinstance(score, np.ndarray):
+            log.append(score.max().item())
+            top = score[0]
+            log.append(top.tolist())
+""",
+        # checkpoint tensors are loaded into host memory (names with `checkpoint`, `_sd`, or
+        # assigned from one)
+        """
+import torch
+
+def evaluate_checkpoints(model, paths, batch, scores):
+    for path in paths:
+        checkpoint = torch.load(path, map_location="cpu")
+        model.load_state_dict(checkpoint["model"])
+        meta = checkpoint["meta"]
+        epoch = meta["epoch"].item()
+        teacher_sd = checkpoint["teacher"]
+        scale = teacher_sd["scale"].item()
+        scores.append((epoch, scale, model(batch)))
+""",
+        # data-pipeline classes work on host tensors: Dataset and Sampler subclasses, however
+        # the base is spelled (imported, unresolved, an attribute, subscripted)
+        """
+import torch
+from torch.utils.data import Dataset, WeightedRandomSampler
+
+class Embedded(Dataset):
+    def __getitem__(self, i):
+        return [self.encoder(crop).mean().item() for crop in self.crops(i)]
+
+class Hard(WeightedRandomSampler):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
+
+class Buckets(BatchSampler):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
+
+class Shards(data.IterableDataset):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
+
+class Typed(Dataset[int]):
+    def __iter__(self):
+        for x in self.pool:
+            yield self.model(x).argmax().item()
+""",
+    ]

@@ -1,0 +1,221 @@
+"""PTL102 sync-call-in-loop: `torch.cuda.synchronize()` / `torch.cuda.empty_cache()` in a loop."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.rule import PER_STEP, Rule
+
+TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
+          "time.monotonic_ns", "timeit.default_timer"}
+
+SYNC_FUNCTIONS = {
+    f"torch.{backend}.{function}"
+    for backend in ("cuda", "mps", "xpu", "accelerator")
+    for function in ("synchronize", "empty_cache")
+}
+
+
+class SyncCallInLoop(Rule):
+    code = "PTL102"
+    name = "sync-call-in-loop"
+    message = "`{call}()` in a loop stalls the host every iteration"
+    contexts = frozenset({PER_STEP})
+    cold = False
+    triggers = ("synchronize", "empty_cache")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        qualname = self.ctx.qualname(node.func)
+        if qualname not in SYNC_FUNCTIONS or self._deliberate(node, qualname):
+            return
+        message = self.message.format(call=qualname) if self.ctx.loops else \
+            f"`{qualname}()` in code that runs every step stalls the host every step"
+        self.report(node, message)
+
+    def _deliberate(self, node: ast.Call, qualname: str) -> bool:
+        """A call placed on purpose: `synchronize()` right before or after reading a timer (the
+        way to time GPU work, what PTL108 asks for); `empty_cache()` after `del` or
+        `gc.collect()` (freeing memory for what comes next), or under a condition (a memory
+        setting, a size check)."""
+        if qualname.endswith("synchronize"):  # a timer read within three lines, at any depth
+            scope = self.ctx.function or self.ctx.tree
+            return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
+                       and self.ctx.qualname(n.func) in TIMERS for n in ast.walk(scope))
+        statement, block = self._statement(node)
+        if statement is None:
+            return False
+        index = next(i for i, s in enumerate(block) if s is statement)
+        before = block[max(0, index - 2):index]
+        if any(isinstance(s, ast.Delete) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                                             and self.ctx.qualname(s.value.func) == "gc.collect") for s in before):
+            return True
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        for ancestor in reversed(self.ctx.stack):
+            if ancestor is loop or isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            if isinstance(ancestor, ast.If):
+                return True
+        return False
+
+    def _statement(self, node: ast.AST):
+        """The statement holding `node`, and the list of statements it sits in."""
+        child = node
+        for ancestor in reversed(self.ctx.stack):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(ancestor, field, None)
+                if isinstance(block, list) and any(s is child for s in block):
+                    return child, block
+            child = ancestor
+        return None, []
+
+    docs = """
+## What it does
+Finds `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (and their `mps`, `xpu` and
+`torch.accelerator` twins) called inside a loop, resolving every import spelling
+(`from torch.cuda import synchronize as sync`).
+
+## Why is this bad?
+`synchronize()` blocks the CPU until the GPU has drained its queue, so the next step cannot be
+queued while the current one runs. `empty_cache()` also synchronizes, and hands cached blocks
+back to the driver only for the allocator to request them again on the next step, which is slow
+and fragments memory. Either one per iteration costs throughput for no benefit.
+
+Also in code that runs every step without a loop of its own: a helper the step loop of the
+same module calls, a framework step hook.
+
+Not reported: a call that runs once per outer iteration (outside an inner batch loop) or every
+N steps, once-code (set-up, the end of a script, loops over settings there), the error path
+(`except` blocks, branches that raise), and test code. Nor calls placed on purpose:
+`synchronize()` next to a timer read (how GPU work is timed, see PTL108), and `empty_cache()`
+right after `del` or `gc.collect()` (handing memory back before a big allocation) or under a
+condition (a memory setting, a size check).
+
+## Example
+```python
+for batch in loader:
+    loss = step(batch)
+    torch.cuda.synchronize()
+```
+
+## Use instead
+```python
+for batch in loader:
+    loss = step(batch)
+torch.cuda.synchronize()  # once, when you need the timing or the memory
+```
+To time GPU work per step, use `torch.cuda.Event(enable_timing=True)` pairs.
+
+## Fix safety
+No automatic fix: benchmark code may need the sync where it is.
+
+## References
+- https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution
+"""
+
+    bad_examples = [
+        """
+import torch
+
+for batch in loader:
+    out = model(batch)
+    torch.cuda.synchronize()  # expect: PTL102
+""",
+        """
+from torch.cuda import synchronize as sync, empty_cache
+
+def run(loader, model):
+    for batch in loader:
+        model(batch)
+        sync()  # expect: PTL102
+        empty_cache()  # expect: PTL102
+""",
+        """
+from torch import cuda
+
+while True:
+    cuda.synchronize()  # expect: PTL102
+""",
+        # an inner loop over parameter groups; a helper the step loop calls
+        """
+import torch
+
+def release():
+    torch.cuda.empty_cache()  # expect: PTL102
+
+def train(model, loader, opt):
+    for x in loader:
+        for g in opt.param_groups:
+            g["lr"] *= 0.99
+        model(x).sum().backward()
+        opt.step()
+        torch.cuda.synchronize()  # expect: PTL102
+        release()
+""",
+    ]
+
+    good_examples = [
+        # placed on purpose: timing GPU work, freeing memory, a memory setting
+        """
+import gc
+import time
+import torch
+
+def bench(model, loader, args):
+    for x in loader:
+        start = time.perf_counter()
+        model(x)
+        if x.is_cuda:
+            torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start
+        out = model(x)
+        del out
+        torch.cuda.empty_cache()
+        gc.collect()
+        torch.cuda.empty_cache()
+        if args.empty_cache_every_step:
+            torch.cuda.empty_cache()
+""",
+        """
+import torch
+
+def bench(model, x):
+    for _ in range(10):
+        model(x)
+    torch.cuda.synchronize()
+""",
+        """
+import torch
+
+for epoch in range(3):
+    for batch in loader:
+        model(batch)
+    torch.cuda.empty_cache()
+""",
+        """
+def synchronize():
+    pass
+
+for i in range(3):
+    synchronize()
+    stream.synchronize()
+""",
+        # once: set-up, the end of a script, a loop over settings, the error path; test code is
+        # silent too (tests/test_engine.py)
+        """
+import torch
+
+def main(model, loader):
+    for name in ("warmup", "run"):
+        torch.cuda.synchronize()
+    for x in loader:
+        try:
+            model(x)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            raise
+
+if __name__ == "__main__":
+    main(None, [])
+    torch.cuda.synchronize()
+""",
+    ]

@@ -1,0 +1,507 @@
+"""PTL201 move-after-create: a tensor factory immediately followed by `.cuda()` / `.to(device)`."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.finding import SAFE, UNSAFE, Fix
+from ptlint.engine.rule import CALLED, PER_STEP, FixExample, Rule
+from ptlint.semantics.nodes import keyword
+from ptlint.semantics.values import DEVICE_STRING, is_device_expr
+
+# torch factories that take `device=` and build their values from their arguments alone.
+# Not `tensor` / `as_tensor`: they copy Python or NumPy data from the host whatever `device=` says
+# (a pageable host-to-device copy either way, measured on an H100), so the fix would gain nothing.
+DETERMINISTIC = {
+    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "empty_strided",
+    "tril_indices", "triu_indices",
+    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+}
+# Random factories: the CUDA generator draws other numbers than the CPU one for the same seed.
+RANDOM = {"rand", "randn", "randint", "randperm", "normal"}
+# Not the `*_like` factories: their template usually lives on the target device already, so the
+# move is a no-op there (`torch.zeros_like(x).to(x.device)`), and nothing was built on the CPU.
+# Casting to another dtype after creation gives the same values as creating in that dtype only
+# where the values are exact (0 and 1); elsewhere (arange, linspace, random draws) it may differ.
+EXACT_VALUES = {"zeros", "ones", "empty", "eye", "empty_strided"}
+
+# Keywords of the factory that make moving it a deliberate choice: a CPU `generator=` draws
+# reproducible numbers (and cannot serve a CUDA factory), `pin_memory=` makes a staging buffer.
+FACTORY_BLOCKERS = {"device", "out", "pin_memory", "generator"}
+
+
+def factory_name(call: ast.AST, ctx) -> str | None:
+    """"zeros" for `torch.zeros(...)` in any import spelling; None for anything else."""
+    if not isinstance(call, ast.Call):
+        return None
+    qual = ctx.qualname(call.func)
+    if qual is None or not qual.startswith("torch.") or qual.count(".") != 1:
+        return None
+    name = qual[len("torch."):]
+    if name not in DETERMINISTIC and name not in RANDOM:
+        return None
+    if name == "normal" and len(call.args) < 3 and keyword(call, "size") is None:
+        return None  # normal(mean_tensor, std_tensor) has no `device=`: it follows its inputs
+    return name
+
+
+def _host_target(node: ast.AST | None, ctx) -> bool:
+    """`"cpu"`, `"cpu:0"`, `torch.device("cpu")`: a move to the host is no transfer to fix."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.split(":")[0] == "cpu"
+    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
+        and _host_target(node.args[0], ctx)
+
+
+def _literal_int(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0
+
+
+def _has_star(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+
+
+def analyse_move(move: ast.Call, ctx) -> tuple[bool, bool, bool]:
+    """For `<factory>.cuda(...)` / `.to(...)`: (is a move to a visible device, can be rewritten,
+    carries a dtype)."""
+    method = move.func.attr
+    if _has_star(move):
+        return False, False, False
+    kwargs = {k.arg: k.value for k in move.keywords}
+    if method == "cuda":
+        if len(move.args) > 1 or set(kwargs) - {"device", "non_blocking", "memory_format"}:
+            return False, False, False
+        device = move.args[0] if move.args else kwargs.get("device")
+        if "memory_format" in kwargs:
+            return True, False, False
+        # `.cuda()`, `.cuda(1)`, `.cuda("cuda:1")`; `.cuda(d)` may be given None or a rank: no rewrite
+        fixable = device is None or _literal_int(device) or (
+            isinstance(device, ast.Constant) and isinstance(device.value, str)
+            and DEVICE_STRING.fullmatch(device.value) is not None and device.value.startswith("cuda"))
+        return True, fixable, False
+    # .to(device, dtype=None, non_blocking=False, copy=False, *, memory_format)
+    if move.args:
+        device = move.args[0]
+        if "device" in kwargs:
+            return False, False, False
+    else:
+        device = kwargs.get("device")
+    if device is None or not (("device" in kwargs) or is_device_expr(device, ctx)) or _host_target(device, ctx):
+        return False, False, False
+    dtype = move.args[1] if len(move.args) > 1 else kwargs.get("dtype")
+    fixable = len(move.args) <= 3 and not set(kwargs) - {"device", "dtype", "non_blocking"}
+    return True, fixable, dtype is not None
+
+
+def _in_pipeline_class(function: ast.AST, ctx) -> bool:
+    """A method of an inference pipeline (`class FluxPipeline(DiffusionPipeline)`, modular
+    pipeline blocks): set-up once per generation call, around a denoising loop elsewhere."""
+    model = ctx.model
+    owner = model.owner_class(function)
+    while owner is None and function is not None:
+        function = model.enclosing_function(function)
+        owner = model.owner_class(function) if function is not None else None
+    if owner is None:
+        return False
+    names = [owner.name] + [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in owner.bases]
+    return any(name.endswith("Pipeline") or "PipelineBlock" in name for name in names)
+
+
+def _in_denoising_loop(node: ast.AST, function: ast.AST, ctx) -> bool:
+    """Inside a loop over timesteps or one that steps a scheduler (`for t in timesteps:` ...
+    `self.scheduler.step(...)`): per step of the generation, not its set-up."""
+    model = ctx.model
+    current = model.parent(node)
+    while current is not None and current is not function:
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While)):
+            head = current.iter if isinstance(current, (ast.For, ast.AsyncFor)) else current.test
+            names = [n.id if isinstance(n, ast.Name) else n.attr
+                     for n in ast.walk(head) if isinstance(n, (ast.Name, ast.Attribute))]
+            if any("timestep" in name for name in names):
+                return True
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+                   for statement in current.body for n in ast.walk(statement)):
+                return True
+        current = model.parent(current)
+    return False
+
+
+def _registered(ctx) -> set[str]:
+    """Names listed as values in a module-level dict literal (a registry of functions)."""
+    key = "ptl201-registered"
+    if key not in ctx.memo:
+        names: set[str] = set()
+        for statement in ctx.tree.body:
+            value = getattr(statement, "value", None)
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Dict):
+                names |= {v.id for v in value.values if isinstance(v, ast.Name)}
+        ctx.memo[key] = names
+    return ctx.memo[key]
+
+
+def _runs_a_model_loop(function: ast.AST, ctx) -> bool:
+    """The function holds a loop (not in a nested def) that runs a model every iteration."""
+    from ptlint.semantics.values import launches_device_work
+
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and launches_device_work(node, ctx):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+class MoveAfterCreate(Rule):
+    code = "PTL201"
+    name = "move-after-create"
+    message = "`{factory}(...)` builds the tensor on the CPU and then copies it: create it with `device=`"
+    fixable = "sometimes"
+    contexts = frozenset({PER_STEP, CALLED})  # a factory moved once at set-up costs nothing worth a change
+    cold = False
+    triggers = (".cuda(", ".to(")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._random: dict[int, bool] = {}  # reported node -> the factory draws random numbers
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to"):
+            return
+        factory = factory_name(func.value, self.ctx)
+        if factory is None:
+            return
+        self._random[id(node)] = factory in RANDOM
+        inner = func.value
+        if _has_star(inner) or any(k.arg in FACTORY_BLOCKERS for k in inner.keywords):
+            return
+        moves, fixable, has_dtype = analyse_move(node, self.ctx)
+        if not moves:
+            return
+        fix = None
+        if fixable and has_dtype and keyword(inner, "dtype") is not None:
+            fixable = False  # two dtypes: which one wins is for a person to decide
+        if fixable:
+            unsafe_reasons = []
+            if factory in RANDOM:
+                unsafe_reasons.append("the device's random generator draws other numbers")
+            if has_dtype and factory not in EXACT_VALUES:
+                unsafe_reasons.append("values computed in the new dtype may round differently")
+            if keyword(inner, "requires_grad") is not None:
+                unsafe_reasons.append("the result becomes a leaf tensor")
+            edits = self._edits(node, inner)
+            if edits is None:
+                fix = None
+            elif unsafe_reasons:
+                fix = Fix(UNSAFE, f"Create it on the device with `device=` ({'; '.join(unsafe_reasons)})", edits)
+            else:
+                fix = Fix(SAFE, "Create it on the device with `device=`", edits)
+        self.report(node, self.message.format(factory=f"torch.{factory}"), fix=fix)
+
+    def keep(self, node: ast.AST, where) -> bool:
+        """Not the set-up before a loop that runs the model (a pipeline's `__call__` preparing its
+        denoising loop, `encode_prompt` called once before it): once per call of something far
+        costlier. A `forward` is per step, set-up of its layer loop included."""
+        if where.function is not None and _in_pipeline_class(where.function, self.ctx) \
+                and not _in_denoising_loop(node, where.function, self.ctx):
+            return False  # an inference pipeline's set-up: once per generation call
+        if where.context != CALLED or where.function is None:
+            return True
+        if self._random.get(id(node)):
+            return False  # library code: a CPU draw moved on purpose (seeded noise), an inference pipeline
+        model = self.ctx.model
+        sites = model._sites.get(id(where.function), [])
+        if not sites and where.function.name in _registered(self.ctx):
+            return False  # `ROPE_INIT_FUNCTIONS = {"linear": _compute_linear, ...}`: an init registry
+        if where.loop is not None:
+            return True
+        if _runs_a_model_loop(where.function, self.ctx):
+            return False
+        return not sites or not all(
+            model.where(site).loop is None and model.where(site).function is not None
+            and _runs_a_model_loop(model.where(site).function, self.ctx) for site in sites)
+
+    def _edits(self, move: ast.Call, factory: ast.Call) -> tuple | None:
+        """`torch.zeros(n).to(d, dtype)` -> `torch.zeros(n, dtype=dtype, device=d)`; `.cuda(1)` ->
+        `device="cuda:1"`. `non_blocking=` goes: the factory fills the tensor where it lives."""
+        edits = self.ctx.edits
+        if edits.has_comment_after(factory, move):
+            return None  # a comment inside `.to(...)` would be lost
+        kwargs = {k.arg: k.value for k in move.keywords}
+        device = move.args[0] if move.args else kwargs.get("device")
+        dtype = None
+        if move.func.attr == "cuda":
+            if device is None:
+                spelled_device = '"cuda"'
+            elif isinstance(device, ast.Constant) and type(device.value) is int:
+                spelled_device = f'"cuda:{device.value}"'
+            elif isinstance(device, ast.Constant) and isinstance(device.value, str):
+                spelled_device = edits.text(device)
+            else:
+                return None
+        else:
+            if device is None:
+                return None
+            spelled_device = edits.text(device)
+            dtype = move.args[1] if len(move.args) > 1 else kwargs.get("dtype")
+        arguments = ([f"dtype={edits.text(dtype)}"] if dtype is not None else []) + [f"device={spelled_device}"]
+        return (edits.replace(move, edits.call_with_keywords(factory, arguments)),)
+
+    docs = """
+## What it does
+Finds a tensor made by a torch factory (`zeros`, `ones`, `empty`, `full`, `arange`,
+`linspace`, `logspace`, `eye`, the window functions, `rand`, `randn`, `randint`, `randperm`,
+`normal` with a size) and immediately moved with `.cuda()` or `.to(device)`.
+
+## Why is this bad?
+The factory builds the tensor in host memory, then the move allocates it again on the device
+and copies it over: a host allocation, a fill on the CPU and a host-to-device transfer that
+`device=` avoids entirely (the tensor is filled by a kernel where it lives). For
+`torch.tensor(data)` the data start on the host anyway; `device=` still saves the intermediate
+CPU tensor's round trip through Python and states where the tensor belongs.
+
+Only a visible device counts: a string such as `"cuda:1"`, `torch.device(...)`, a name or
+attribute called `device` / `dev` / `*_device` (`self.device`, `x.device`), or `device=`.
+Not reported: `.to(torch.float16)`, `.to(other_tensor)`, `.cuda()` on an existing tensor,
+`model.to(device)`, `torch.from_numpy(a).cuda()` (the data comes from NumPy), `torch.tensor(data)`
+(it copies the data from the host whatever `device=` says: a pageable host-to-device copy either
+way, 30 µs against 30 µs for a scalar on an H100, so there is nothing to gain), a move to the CPU,
+the set-up before a loop that runs the model in a function whose callers the file does not show
+(a pipeline's `__call__`, or a helper such as `encode_prompt` that only such set-up calls: once
+per call of something far costlier), functions listed in a module-level registry dict and called
+from nowhere in the file (`ROPE_INIT_FUNCTIONS = {...}`: model initialisation), set-up by name
+(`load_*`, `*_init_*`, `switch_to_deploy`, `reparameterize`, `fuse_*`, `export_*`), methods of
+inference pipelines (a class named or derived from `*Pipeline`) outside their denoising loop (a
+loop over `timesteps` or one that calls a scheduler's `.step`), random draws in code whose
+callers the file does not show (library code draws on the CPU on purpose, for noise that is the
+same on every device), a factory that
+already has `device=`, `pin_memory=` or `generator=` (numbers drawn from a CPU generator on
+purpose, for reproducibility), and the `*_like` factories (their template usually
+lives on the target device already, so the move does nothing).
+
+## Example
+```python
+mask = torch.ones(n, n).tril().bool()
+ids = torch.arange(n).to(device)
+noise = torch.randn(b, d).cuda()
+```
+
+## Use instead
+```python
+ids = torch.arange(n, device=device)
+noise = torch.randn(b, d, device="cuda")
+```
+
+## Fix safety
+The fix moves the device (and a dtype given to `.to`) into the factory and drops
+`non_blocking=`. It is safe for deterministic factories. It is unsafe for random ones
+(`rand`, `randn`, `randint`, `randperm`, `normal`): the device's generator draws
+other numbers than the CPU's for the same seed. It is also unsafe when a dtype moves into a
+factory whose values may round differently when computed in that dtype (`arange`, `linspace`,
+`full`, `tensor`; `torch.full((2,), 1e30).to(dev, torch.float16)` gives inf where
+`torch.full((2,), 1e30, dtype=torch.float16)` raises), and when the factory has `requires_grad=`
+(the result becomes a leaf).
+`.cuda(d)` with a non-literal `d`, a factory that already has a dtype while `.to` gives another,
+and `.to(..., copy=True)` / `memory_format=` are reported without a fix.
+
+## References
+- https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device
+"""
+
+    bad_examples = [
+        # an inference pipeline's denoising loop runs per step
+        """
+import torch
+from diffusers import DiffusionPipeline
+
+class ImagePipeline(DiffusionPipeline):
+    def __call__(self, latents, device):
+        for t in self.progress_bar(self.scheduler.timesteps):
+            guidance = torch.full((1,), 7.5).to(device)  # expect: PTL201
+            latents = self.unet(latents, t, guidance)
+        while self.remaining:
+            noise = torch.zeros(latents.shape).to(device)  # expect: PTL201
+            latents = self.scheduler.step(self.unet(latents + noise), latents)
+        return latents
+""",
+        """
+import torch
+
+def positions(n, device):
+    return torch.arange(n).to(device)  # expect: PTL201
+""",
+        """
+import torch as T
+from torch import randn as rnd
+
+class Noise(T.nn.Module):
+    def forward(self, b, d):
+        a = T.zeros(b, d).cuda()  # expect: PTL201
+        b = rnd(b, d).to(self.device, non_blocking=True)  # expect: PTL201
+        c = T.eye(d).to("cuda:1")  # expect: PTL201
+        e = T.full((b,), 0.5).to(device=d)  # expect: PTL201
+        return a, b, c, e
+""",
+        """
+import torch
+
+def make(x):
+    dev = torch.device("cuda")
+    device = dev
+    m = torch.ones(3, 3).to(x.device)  # expect: PTL201
+    return torch.arange(3).cuda(1), m.to(dev)  # expect: PTL201
+""",
+        """
+from torch import linspace
+
+def grid(steps):
+    d = "cuda"
+    return linspace(0, 1, steps).to(d, non_blocking=True)  # expect: PTL201
+""",
+    ]
+
+    good_examples = [
+        # dtype conversions, moves of existing tensors and modules
+        """
+import torch
+
+def f(x, model, device, other):
+    a = torch.zeros(3).to(torch.float16)
+    b = torch.ones(3).to(other)
+    c = x.cuda()
+    model.to(device)
+    d = torch.zeros_like(x).to(x.device)
+    return a, b, c, d
+""",
+        # data from NumPy; a factory that already names its device or pins its memory
+        """
+import numpy as np
+import torch
+
+def f(a, device):
+    t = torch.from_numpy(a).cuda()
+    u = torch.zeros(3, device="cpu").to(device)
+    staging = torch.empty(1024, pin_memory=True).cuda(non_blocking=True)
+    g = torch.Generator().manual_seed(0)
+    repeatable = torch.randn(4, generator=g).to(device)
+    return t, u, staging, repeatable
+""",
+        # not torch's factory: a local `zeros`, NumPy, and a chained call
+        """
+import numpy as np
+import torch
+
+def zeros(n):
+    return torch.zeros(n)
+
+def f(device):
+    a = zeros(3).to(device)
+    b = np.zeros(3).to(device)
+    c = torch.zeros(3).float().to(device)
+    return a, b, c
+""",
+        # data copied from the host either way (`torch.tensor`), and a move to the host
+        """
+import torch
+
+def f(values, device):
+    a = torch.tensor(values).to(device)
+    b = torch.tensor([1.0, 2.0]).cuda()
+    c = torch.zeros(3).to("cpu")
+    d = torch.ones(3).to(torch.device("cpu"))
+    return a, b, c, d
+""",
+        # set-up before a loop that runs the model, once per call of something far costlier
+        """
+import torch
+
+class Pipeline:
+    def encode_prompt(self, prompt, device):
+        return self.text_encoder(prompt), torch.zeros(1, 77).to(device)
+
+    def __call__(self, prompt, steps, device):
+        embeds, mask = self.encode_prompt(prompt, device)
+        latents = torch.randn(1, 4, 64, 64).to(device)
+        for t in range(steps):
+            latents = self.unet(latents, t, embeds)
+        return latents
+""",
+        # an inference pipeline's set-up: once per generation call, loops over encoders included
+        """
+import torch
+from diffusers import DiffusionPipeline
+
+class AudioPipeline(DiffusionPipeline):
+    def encode_prompt(self, prompts, device):
+        masks = []
+        for encoder in self.text_encoders:
+            embeds = encoder(prompts)
+            masks.append(torch.ones(len(prompts), 77).to(device))
+        return embeds, masks
+""",
+        # normal with tensor mean/std follows its inputs' device; `.to` of something not a device
+        """
+import torch
+
+def f(mean, std, kind, cfg):
+    a = torch.normal(mean, std).cuda()
+    b = torch.tensor([1.0]).to(kind)
+    c = torch.tensor([1.0]).to(**cfg)
+    return a, b, c
+""",
+        # a name that says device but is bound to a tensor: `.to` copies its dtype and device
+        """
+import torch
+
+def cdf(values, reference):
+    device = reference
+    return torch.tensor([0.0]).to(device), torch.tensor([1.0]).to(device)
+""",
+    ]
+
+    fix_examples = [
+        FixExample(
+            before="""
+import torch
+
+def make_inputs(n, device):
+    ids = torch.arange(n).to(device, non_blocking=True)
+    mask = torch.ones(n, n).cuda()
+    one = torch.eye(n).cuda(1)
+    half = torch.zeros(n).to(device, torch.float16)
+    return ids, mask, one, half
+""",
+            after="""
+import torch
+
+def make_inputs(n, device):
+    ids = torch.arange(n, device=device)
+    mask = torch.ones(n, n, device="cuda")
+    one = torch.eye(n, device="cuda:1")
+    half = torch.zeros(n, dtype=torch.float16, device=device)
+    return ids, mask, one, half
+""",
+        ),
+        FixExample(
+            before="""
+import torch
+
+def train(model, loader, d, device):
+    for x in loader:
+        x = x + torch.randn(x.shape[0], d).to(device=device)
+        model(x).sum().backward()
+""",
+            after="""
+import torch
+
+def train(model, loader, d, device):
+    for x in loader:
+        x = x + torch.randn(x.shape[0], d, device=device)
+        model(x).sum().backward()
+""",
+            unsafe=True,
+        ),
+    ]

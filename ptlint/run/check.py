@@ -1,0 +1,240 @@
+"""Finding the files, and checking them: each with its own settings, in parallel, through the cache."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from ptlint.engine.finding import Finding
+from ptlint.engine.source import SourceError, decode_source, is_notebook, read_bytes
+from ptlint.run.config import DEFAULT_EXCLUDES, ConfigError, Resolver, Settings
+
+# What a folder walk picks up. A file named on the command line is checked whatever its name
+# (as Python, or as a notebook when it ends in .ipynb).
+SUFFIXES = (".py", ".ipynb")
+
+
+@dataclass
+class Job:
+    """One file to check, with the settings of its nearest config."""
+
+    path: str  # as the user gave it (or --stdin-filename)
+    settings: Settings
+    data: bytes | None = None  # the content, when it comes from standard input
+
+
+@dataclass
+class FileResult:
+    """Everything one file produced: findings, or a one-line error when it could not be checked."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class Discovery:
+    jobs: list[Job] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # one-line: unlistable folders, symlink loops
+    failures: list[str] = field(default_factory=list)  # one-line, exit 2: missing paths, bad configs
+
+
+def discover(paths: list[str], resolver: Resolver) -> Discovery:
+    """The files to check under `paths`. A file or folder named on the command line is checked even
+    when `exclude` matches it, unless `force-exclude` is set (ruff's rule); inside a folder, the
+    default skips and `exclude` (of each folder's own config) apply."""
+    found = Discovery()
+    seen: set[str] = set()
+    walker = _Walker(resolver, found)
+
+    for given in paths:
+        if not os.path.lexists(given):
+            found.failures.append(f"{given}: no such file or directory")
+            continue
+        if not os.path.exists(given):  # named by the user, so as missing as a path that never was
+            found.failures.append(f"{given}: broken symbolic link")
+            continue
+        settings = walker.settings(given)
+        if settings is None or (settings.force_exclude and settings.matches_exclude(given)):
+            continue
+        candidates = walker.walk(given) if os.path.isdir(given) else [(given, settings)]
+        for path, file_settings in candidates:
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                found.jobs.append(Job(path, file_settings))
+    return found
+
+
+class _Walker:
+    def __init__(self, resolver: Resolver, found: Discovery) -> None:
+        self.resolver = resolver
+        self.found = found
+        self.reported: set[str] = set()
+
+    def settings(self, path: str) -> Settings | None:
+        """The settings for a path; a bad config is reported once and its files are skipped."""
+        try:
+            return self.resolver.settings_for(path)
+        except ConfigError as exc:
+            message = str(exc)
+            if message not in self.reported:
+                self.reported.add(message)
+                self.found.failures.append(message)
+            return None
+
+    def walk(self, top: str) -> Iterator[tuple[str, Settings]]:
+        """Files below `top` with SUFFIXES, sorted, following directory symlinks once (loops
+        reported). Each entry is matched against the `exclude` of its folder's config."""
+        errors = self.found.warnings
+        visited: set[str] = set()
+        stack = [top]
+        while stack:
+            directory = stack.pop()
+            real = os.path.realpath(directory)
+            if real in visited:
+                errors.append(f"{directory}: symbolic link loop, skipped")
+                continue
+            visited.add(real)
+            settings = self.settings(directory)
+            if settings is None:
+                continue
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError as exc:
+                errors.append(f"{directory}: cannot list folder: {exc.strerror or exc}")
+                continue
+            subdirs = []
+            for entry in entries:
+                path = entry.path if directory != "." else entry.name
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if entry.name in DEFAULT_EXCLUDES or settings.matches_exclude(path):
+                        continue
+                    if entry.is_symlink() and _is_ancestor(os.path.realpath(path), real):
+                        errors.append(f"{path}: symbolic link loop, skipped")
+                        continue
+                    subdirs.append(path)
+                elif entry.name.endswith(SUFFIXES):
+                    if entry.is_symlink() and not os.path.exists(path):
+                        errors.append(f"{path}: broken symbolic link")
+                        continue
+                    if not settings.matches_exclude(path):
+                        yield path, settings
+            stack.extend(reversed(subdirs))
+
+
+def _is_ancestor(candidate: str, path: str) -> bool:
+    return path == candidate or path.startswith(candidate.rstrip(os.sep) + os.sep)
+
+
+# -- checking ----------------------------------------------------------------------------------
+
+def _dependencies(source, codes: tuple[str, ...], settings: Settings) -> str:
+    """The digest of the project modules this file's findings depend on: only when an enabled
+    rule reads imports (the off-by-default project hints), else nothing to compute."""
+    from ptlint.engine.registry import rule_classes_for, rule_index
+
+    index = rule_index()
+    if not any(index[code].reads_imports for code in codes if code in index):
+        return ""
+    from ptlint.run.cache import dependency_digest
+
+    return dependency_digest(source, rule_classes_for(codes, source.text), settings.root)
+
+
+def check_file(job: Job, caches=None) -> FileResult:
+    """Findings for one file or notebook; one that cannot be read or decoded gives a one-line error."""
+    path, settings = job.path, job.settings
+    try:
+        data = job.data if job.data is not None else read_bytes(path)
+    except SourceError as exc:
+        return FileResult(path, error=f"{path}: {exc}")
+    notebook = is_notebook(path)
+    codes = settings.codes_for(path)
+    test_code = settings.is_test_code(path)
+    cache = caches.for_settings(settings) if caches is not None else None
+    key = None
+    from ptlint.engine.registry import rule_classes_for
+
+    try:
+        source = None if notebook else decode_source(data, path)
+        if cache is not None:
+            dependencies = _dependencies(source, codes, settings) if source is not None else ""
+            key = cache.key(data, codes + (("test-code",) if test_code else ())
+                            + (("notebook",) if notebook else ()), dependencies)
+            cached = cache.get(key, path)
+            if cached is not None:
+                return FileResult(path, cached)
+        if notebook:
+            from ptlint.run.notebook import check_notebook, read_notebook
+
+            findings = check_notebook(read_notebook(data, path), rule_classes_for(codes), test_code)
+        else:
+            from ptlint.engine.traversal import lint_source
+
+            # only the rules that can fire in this text are imported (registry.rule_index)
+            findings = lint_source(source, rule_classes_for(codes, source.text), test_code, settings.root)
+    except SourceError as exc:
+        return FileResult(path, error=f"{path}: {exc}")
+    except RecursionError:
+        return FileResult(path, error=f"{path}: code nested too deeply to analyse, skipped")
+    except Exception as exc:  # a bug in a rule must not cost the user the other files
+        return FileResult(path, error=f"{path}: internal error while checking: {type(exc).__name__}: {exc}")
+    if cache is not None and key is not None:
+        cache.put(key, findings)
+    return FileResult(path, findings)
+
+
+_WORKER_CACHES = None
+
+
+def _init_worker(caches) -> None:
+    global _WORKER_CACHES
+    _WORKER_CACHES = caches
+
+
+def _check_in_worker(job: Job) -> FileResult:
+    return check_file(job, _WORKER_CACHES)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def check_files(jobs: list[Job], caches=None, workers: int | None = None,
+                progress: Callable[[int, int], None] | None = None) -> list[FileResult]:
+    """Check every file, in worker processes when that pays; results in the order of `jobs`."""
+    workers = workers or default_jobs()
+    results: list[FileResult] = []
+    if workers <= 1 or len(jobs) < 8:
+        for index, job in enumerate(jobs):
+            results.append(check_file(job, caches))
+            if progress:
+                progress(index + 1, len(jobs))
+        return results
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ptlint.engine.registry import all_rules
+    from ptlint.engine.traversal import lint_source  # noqa: F401 - import the engine and the rules before forking
+
+    all_rules()
+    method = "fork" if sys.platform.startswith("linux") else None
+    context = multiprocessing.get_context(method)
+    chunk = max(1, min(32, len(jobs) // (workers * 8)))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                             initargs=(caches,)) as pool:
+        for index, result in enumerate(pool.map(_check_in_worker, jobs, chunksize=chunk)):
+            results.append(result)
+            if progress:
+                progress(index + 1, len(jobs))
+    return results

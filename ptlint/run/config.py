@@ -1,0 +1,319 @@
+"""`[tool.ptlint]` in the nearest pyproject.toml, merged with the command line (which wins)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from ptlint.engine.registry import DYNAMIC_CODES, known_codes, rule_index
+
+DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules", ".ipynb_checkpoints")
+KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
+              "force-exclude", "unsafe-fixes", "dynamic", "cache-dir", "test-code"}
+# Files where performance and compile rules stay silent (DESIGN.md, "Where code runs"). A pattern
+# `dir/**` whose dir has no slash matches a folder of that name anywhere, like `tests/` in git.
+DEFAULT_TEST_CODE = ("tests/**", "test_*.py", "*_test.py", "conftest.py",
+                     # a library's helpers for its own tests (diffusers' testing_utils.py, accelerate's test_utils/)
+                     "testing_utils.py", "test_utils/**")
+DYNAMIC_KEYS = {"targets", "timeout", "device", "script", "syncs"}
+
+
+class ConfigError(Exception):
+    """A bad configuration or selector; the CLI prints it and exits 2."""
+
+
+@dataclass
+class Settings:
+    """Everything that decides what a check reports. Picklable, hashable into the cache key."""
+
+    enabled: tuple[str, ...]  # rule codes that run
+    root: str = "."  # folder of the config file; exclude and per-file-ignores are relative to it
+    config_path: str | None = None
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    unsafe_fixes: bool = False
+    dynamic: dict[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
+    test_code: tuple[str, ...] = DEFAULT_TEST_CODE
+    force_exclude: bool = False  # `exclude` also applies to paths named on the command line
+
+    def cache_key(self) -> str:
+        return repr((self.enabled, self.per_file_ignores, self.test_code))
+
+    def is_test_code(self, path: str) -> bool:
+        """True when the file matches a `test-code` pattern: test suites, fixtures, conftest."""
+        relative = _relative(path, self.root)
+        return any(_matches(relative, pattern) for pattern in self.test_code)
+
+    def codes_for(self, path: str) -> tuple[str, ...]:
+        """Enabled codes for one file, after per-file-ignores."""
+        if not self.per_file_ignores:
+            return self.enabled
+        relative = _relative(path, self.root)
+        ignored: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if _matches(relative, pattern):
+                ignored.update(expand(codes, source="per-file-ignores"))
+        return tuple(code for code in self.enabled if code not in ignored)
+
+    def matches_exclude(self, path: str) -> bool:
+        """True when the path matches one of the configured `exclude` patterns."""
+        relative = _relative(path, self.root)
+        return any(_matches(relative, pattern) for pattern in self.exclude)
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        return os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")
+    except ValueError:  # another drive on Windows
+        return path.replace(os.sep, "/")
+
+
+def _matches(relative: str, pattern: str) -> bool:
+    """gitignore-like: a pattern without a slash matches any path component or the file name."""
+    pattern = pattern.rstrip("/")
+    if pattern.endswith("/**") and "/" not in pattern[:-3]:
+        pattern = pattern[:-3]  # `tests/**`: everything under any folder called tests
+    if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern + "/*"):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatch(part, pattern) for part in relative.split("/"))
+    return False
+
+
+def expand(selectors: list[str] | tuple[str, ...], source: str) -> set[str]:
+    """`PTL1` -> every code starting with it; `PTL` -> all. An unknown selector is an error."""
+    codes = known_codes()
+    out: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if not selector:
+            continue
+        if selector == "ALL":
+            selector = "PTL"
+        matched = {code for code in codes if code.startswith(selector)}
+        if not matched:
+            raise ConfigError(f"{source}: unknown rule code or prefix {raw.strip()!r} "
+                              f"(see `ptlint rule --all`)")
+        out |= matched
+    return out
+
+
+def split_codes(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [part for part in value.replace(" ", ",").split(",") if part]
+
+
+_TOML_CACHE: dict[str, tuple[tuple[int, int], dict[str, Any] | ConfigError]] = {}
+
+
+def _read_toml(path: str, only_if_mentioning: bytes | None = None) -> dict[str, Any]:
+    """A pyproject.toml's data, memoised on (mtime, size): a run or a language server that asks
+    for many files reads each config once, and sees an edited one at once. With
+    `only_if_mentioning`, a file whose bytes do not contain it is not parsed (it reads as empty)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    stamp = (info.st_mtime_ns, info.st_size)
+    cached = _TOML_CACHE.get(path)
+    if cached is None or cached[0] != stamp:
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            cached = (stamp, ConfigError(f"{path}: cannot read: {exc.strerror or exc}"))
+        else:
+            if only_if_mentioning is not None and only_if_mentioning not in raw:
+                return {}  # not ptlint's business: not even parsed (nor tomllib imported)
+            cached = (stamp, _parse_toml(raw, path))
+        _TOML_CACHE[path] = cached
+    if isinstance(cached[1], ConfigError):
+        raise cached[1]
+    return cached[1]
+
+
+def _parse_toml(raw: bytes, path: str) -> dict[str, Any] | ConfigError:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # TOML is UTF-8
+        return ConfigError(f"{path}: invalid TOML: {str(exc).splitlines()[0]}")
+
+
+def _has_ptlint_table(path: str) -> bool:
+    if not os.path.isfile(path):
+        return False
+    tool = _read_toml(path, only_if_mentioning=b"ptlint").get("tool")
+    return isinstance(tool, dict) and "ptlint" in tool
+
+
+def load_config(path: str) -> dict[str, Any]:
+    tool = _read_toml(path).get("tool", {})
+    table = tool.get("ptlint", {}) if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.ptlint] must be a table")
+    return table
+
+
+def _str_list(table: dict, key: str, path: str) -> list[str] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{path}: [tool.ptlint] {key} must be a list of strings")
+    return value
+
+
+def validate(table: dict[str, Any], path: str) -> None:
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.ptlint]: {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(KNOWN_KEYS))})")
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "test-code"):
+        _str_list(table, key, path)
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in pfi.values()):
+        raise ConfigError(f"{path}: [tool.ptlint] per-file-ignores must map patterns to lists of codes")
+    for pattern, codes in pfi.items():
+        expand(codes, source=f"{path}: per-file-ignores[{pattern!r}]")
+    for key in ("unsafe-fixes", "force-exclude"):
+        if key in table and not isinstance(table[key], bool):
+            raise ConfigError(f"{path}: [tool.ptlint] {key} must be true or false")
+    if "cache-dir" in table and not isinstance(table["cache-dir"], str):
+        raise ConfigError(f"{path}: [tool.ptlint] cache-dir must be a string")
+    dynamic = table.get("dynamic", {})
+    if not isinstance(dynamic, dict):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] must be a table")
+    unknown = sorted(set(dynamic) - DYNAMIC_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.ptlint.dynamic]: {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(DYNAMIC_KEYS))})")
+    if "targets" in dynamic:
+        _str_list(dynamic, "targets", path + " [tool.ptlint.dynamic]")
+    if "timeout" in dynamic and (not isinstance(dynamic["timeout"], (int, float))
+                                 or isinstance(dynamic["timeout"], bool) or dynamic["timeout"] <= 0):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] timeout must be a positive number of seconds")
+    if "device" in dynamic and dynamic["device"] not in ("auto", "cpu", "cuda"):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] device must be one of auto, cpu, cuda")
+    if "syncs" in dynamic and not isinstance(dynamic["syncs"], bool):
+        raise ConfigError(f"{path}: [tool.ptlint.dynamic] syncs must be true or false")
+
+
+def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None, file_ignore: list[str] | None,
+                    cli_select: list[str] | None, cli_extend: list[str] | None, cli_ignore: list[str] | None,
+                    config_label: str = "config") -> tuple[str, ...]:
+    """Layered like ruff: defaults, then the file, then the command line.
+
+    In each layer `select` replaces the set, `extend-select` adds, `ignore` removes.
+    """
+    enabled = {code for code, info in rule_index().items() if info.default} | set(DYNAMIC_CODES)
+    for select, extend, ignore, label in ((file_select, file_extend, file_ignore, config_label),
+                                          (cli_select, cli_extend, cli_ignore, "--select/--ignore")):
+        if select is not None:
+            enabled = expand(select, label)
+        if extend:
+            enabled |= expand(extend, label)
+        if ignore:
+            enabled -= expand(ignore, label)
+    # The engine runs only the traversal rules; `check --dynamic` keeps the enabled dynamic codes.
+    return tuple(sorted(enabled))
+
+
+class Resolver:
+    """Settings per file, like ruff: the nearest pyproject.toml with a [tool.ptlint] table above
+    the file, or one `--config` file for everything. The command line's options apply on top of
+    each. Answers are memoised per folder and per config file, so the order in which files are
+    asked for never changes an answer."""
+
+    def __init__(self, config_file: str | None = None, select: str | None = None, ignore: str | None = None,
+                 extend_select: str | None = None, unsafe_fixes: bool | None = None,
+                 force_exclude: bool | None = None) -> None:
+        self.cli = (split_codes(select), split_codes(extend_select), split_codes(ignore))
+        for codes in self.cli:  # a bad selector on the command line is an error before any file
+            if codes:
+                expand(codes, "--select/--ignore")
+        self.unsafe_fixes = unsafe_fixes
+        self.force_exclude = force_exclude
+        self.config_file = config_file
+        self._nearest: dict[str, str | None] = {}  # folder -> its config file
+        self._settings: dict[str | None, Settings | ConfigError] = {}
+        if config_file is not None:
+            if not os.path.isfile(config_file):
+                raise ConfigError(f"{config_file}: config file not found")
+            self.settings_for_config(config_file)
+
+    def config_for(self, path: str) -> str | None:
+        """The config file that applies to `path` (a folder: the folder itself; a file: its folder)."""
+        if self.config_file is not None:
+            return self.config_file
+        absolute = os.path.abspath(path)
+        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        visited = []
+        directory = folder
+        while directory not in self._nearest:
+            visited.append(directory)
+            candidate = os.path.join(directory, "pyproject.toml")
+            if _has_ptlint_table(candidate):
+                self._nearest[directory] = candidate
+                break
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                self._nearest[directory] = None
+                break
+            directory = parent
+        found = self._nearest[directory]
+        for seen in visited:
+            self._nearest[seen] = found
+        return found
+
+    def settings_for(self, path: str) -> Settings:
+        """Settings for a file or folder; ConfigError when its config is bad."""
+        return self.settings_for_config(self.config_for(path))
+
+    def settings_for_config(self, config: str | None) -> Settings:
+        if config not in self._settings:
+            try:
+                self._settings[config] = self._build(config)
+            except ConfigError as exc:
+                self._settings[config] = exc
+        answer = self._settings[config]
+        if isinstance(answer, ConfigError):
+            raise answer
+        return answer
+
+    def _build(self, path: str | None) -> Settings:
+        table = load_config(path) if path else {}
+        label = path or "config"
+        validate(table, label)
+        enabled = resolve_enabled(
+            _str_list(table, "select", label), _str_list(table, "extend-select", label),
+            _str_list(table, "ignore", label), *self.cli, config_label=label)
+        root = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+        pfi = tuple((pattern, tuple(codes)) for pattern, codes in table.get("per-file-ignores", {}).items())
+        exclude = tuple((table.get("exclude") or []) + (table.get("extend-exclude") or []))
+        unsafe = bool(table.get("unsafe-fixes", False)) if self.unsafe_fixes is None else self.unsafe_fixes
+        force = bool(table.get("force-exclude", False)) if self.force_exclude is None else self.force_exclude
+        return Settings(
+            enabled=enabled, root=root, config_path=path, exclude=exclude, per_file_ignores=pfi,
+            unsafe_fixes=unsafe, dynamic=dict(table.get("dynamic", {})), cache_dir=table.get("cache-dir"),
+            test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)), force_exclude=force,
+        )
+
+
+def build_settings(paths: list[str], config_file: str | None = None, select: str | None = None,
+                   ignore: str | None = None, extend_select: str | None = None,
+                   unsafe_fixes: bool | None = None) -> Settings:
+    """Settings for one path (the first; default: the current folder): `config_file`, or the
+    nearest [tool.ptlint] above it. A run over several files uses a Resolver instead."""
+    resolver = Resolver(config_file, select=select, ignore=ignore, extend_select=extend_select,
+                        unsafe_fixes=unsafe_fixes)
+    return resolver.settings_for(paths[0] if paths else ".")

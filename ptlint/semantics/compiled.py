@@ -1,0 +1,265 @@
+"""Is this code traced by `torch.compile`?
+
+Shared by the torch.compile rules PTL401-PTL405 so that they agree on where they look:
+
+- the `forward` method of an `nn.Module` subclass (the class derives from `torch.nn.Module` or
+  another `torch.nn` module class through any import spelling, or from a class in the same file
+  that does);
+- a function decorated with `@torch.compile` / `@torch.compile(...)`;
+- a function passed to `torch.compile(fn)` (or a method passed as `torch.compile(self.m)`)
+  anywhere in the same module, before or after its definition.
+
+Functions and lambdas nested in such a function count too: Dynamo inlines them when they are
+called from it. Not counted: a function decorated with `torch.compiler.disable`, a class body
+inside the traced function, the expression of a `raise` (the error path), and the branch of an
+`if` that cannot run under Dynamo (`if not torch.compiler.is_compiling():`,
+`if torch.jit.is_scripting():`, `if torch.onnx.is_in_onnx_export():`, and the `else` of
+`if is_torchdynamo_compiling():`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptlint.semantics.facts import FileFacts
+
+COMPILE = {"torch.compile", "torch._dynamo.optimize"}
+DISABLE = {"torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo"}
+# checks that are False while Dynamo traces: TorchScript, the JIT tracer, ONNX export
+SCRIPTING_CHECKS = {"torch.jit.is_scripting", "torch.jit.is_tracing", "torch._C._get_tracing_state",
+                    "torch.onnx.is_in_onnx_export"}
+# `torch.compiler.is_compiling`, `torch._dynamo.is_compiling`, transformers' `is_torchdynamo_compiling`
+COMPILING_CHECKS = {"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"}
+NOT_MODULES = {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+# -- where torch.compile traces ---------------------------------------------------------------
+def traced_function(ctx: "FileFacts", node: ast.AST | None = None) -> ast.AST | None:
+    """The outermost function that torch.compile traces and `node` (default: the parent of the
+    node being visited) runs in — its `forward`, compiled function, ... — or None when that
+    node is not traced."""
+    functions = ctx.functions
+    if not functions:
+        return None
+    root_index = next((i for i, f in enumerate(functions) if _is_root(f, ctx)), None)
+    if root_index is None:
+        return None
+    root = functions[root_index]
+    if any(_disabled(f, ctx) for f in functions[root_index:]):
+        return None
+    start = _stack_index(ctx, root)
+    if start is None:
+        return None
+    if ctx.classes and (_stack_index(ctx, ctx.classes[-1]) or -1) > start:
+        return None  # a class body inside the traced function
+    path = ctx.stack[start:] + ([node] if node is not None else [])
+    if _guarded_out(ctx, path):
+        return None
+    if any(isinstance(n, ast.Raise) for n in path):
+        return None  # building an exception's message: the error path, where a break costs nothing
+    return root
+
+
+def may_be_traced(ctx: "FileFacts") -> bool:
+    """A cheap first test: some enclosing function is one torch.compile traces (the guards
+    `is_traced` also weighs are left out)."""
+    return any(_is_root(function, ctx) for function in ctx.functions)
+
+
+def is_traced(ctx: "FileFacts", node: ast.AST | None = None) -> bool:
+    """Whether `node`, which the traversal is visiting, runs in code torch.compile traces."""
+    return traced_function(ctx, node) is not None
+
+
+def _stack_index(ctx: "FileFacts", node: ast.AST) -> int | None:
+    for index in range(len(ctx.stack) - 1, -1, -1):
+        if ctx.stack[index] is node:
+            return index
+    return None
+
+
+def _is_root(function: ast.AST, ctx: "FileFacts") -> bool:
+    key = ("compiled-root", id(function))
+    if key not in ctx.memo:
+        ctx.memo[key] = _compute_root(function, ctx)
+    return ctx.memo[key]
+
+
+def _compute_root(function: ast.AST, ctx: "FileFacts") -> bool:
+    if not isinstance(function, FUNCTION_DEFS):
+        return False
+    if any(decorator_in(d, ctx, COMPILE) for d in function.decorator_list):
+        return True
+    index = _stack_index(ctx, function)
+    owner = ctx.stack[index - 1] if index else None
+    in_class = isinstance(owner, ast.ClassDef)
+    if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx):
+        return True
+    names, methods = compile_targets(ctx)
+    return function.name in (methods if in_class else names)
+
+
+def decorator_in(decorator: ast.AST, ctx: "FileFacts", names: set[str]) -> bool:
+    if isinstance(decorator, ast.Call):
+        decorator = decorator.func
+    return ctx.qualname(decorator) in names
+
+
+def _disabled(function: ast.AST, ctx: "FileFacts") -> bool:
+    return isinstance(function, FUNCTION_DEFS) and any(decorator_in(d, ctx, DISABLE) for d in function.decorator_list)
+
+
+# Modules of data-augmentation code: their nn.Module "transforms" run on PIL images and CPU tensors
+# in the data pipeline, where nothing is compiled (the only PTL405 hits on the corpus were these).
+IMAGE_PIPELINE_MODULES = ("PIL", "torchvision.transforms", "cv2")
+
+
+# Folders of data-augmentation code (speechbrain's `augment/`, `transforms/` packages): their
+# modules run in the input pipeline, on the host, where nothing is compiled.
+PIPELINE_FOLDERS = {"augment", "augmentation", "augmentations", "transforms"}
+
+
+def _image_pipeline(ctx: "FileFacts") -> bool:
+    """The module imports PIL, OpenCV or torchvision.transforms, or lives in an augmentation
+    or transforms folder: its `forward`s are not assumed to be compiled (an explicit
+    `torch.compile` still counts)."""
+    key = "image-pipeline"
+    if key not in ctx.memo:
+        folders = set(ctx.path.replace("\\", "/").split("/")[:-1])
+        ctx.memo[key] = any(ctx.imports.imports_module(m) for m in IMAGE_PIPELINE_MODULES) \
+            or bool(folders & PIPELINE_FOLDERS)
+    return ctx.memo[key]
+
+
+def compile_targets(ctx: "FileFacts") -> tuple[set[str], set[str]]:
+    """Names of functions (`torch.compile(fn)`) and methods (`torch.compile(self.fn)`) compiled
+    anywhere in the module: the call may come after the definition, so look at the whole tree."""
+    key = "compile-targets"
+    if key not in ctx.memo:
+        names: set[str] = set()
+        methods: set[str] = set()
+        if "compile(" in ctx.text:  # cheap test first: the walk costs as much as a parse
+            for node in ast.walk(ctx.tree):
+                if isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.compile":
+                    target = node.args[0] if node.args else next(
+                        (k.value for k in node.keywords if k.arg == "model"), None)
+                    if isinstance(target, ast.Name):
+                        names.add(target.id)
+                    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id in ("self", "cls"):
+                        methods.add(target.attr)
+        ctx.memo[key] = (names, methods)
+    return ctx.memo[key]
+
+
+def is_module_class(cls: ast.ClassDef, ctx: "FileFacts", seen: frozenset = frozenset()) -> bool:
+    """A subclass of `torch.nn.Module` (or of a `torch.nn` layer), directly or through a class
+    defined in the same file."""
+    key = ("module-class", id(cls))
+    if key in ctx.memo:
+        return ctx.memo[key]
+    result = False
+    local = local_classes(ctx)
+    for base in cls.bases:
+        qual = ctx.qualname(base)
+        if qual is not None and torch_module_name(qual):
+            result = True
+            break
+        if isinstance(base, ast.Name) and base.id in local and base.id not in seen \
+                and local[base.id] is not cls and is_module_class(local[base.id], ctx, seen | {cls.name}):
+            result = True
+            break
+    ctx.memo[key] = result
+    return result
+
+
+def torch_module_name(qual: str) -> bool:
+    if qual in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+        return True
+    parts = qual.split(".")
+    # torch.nn.Linear, torch.nn.Sequential, torch.nn.modules.conv.Conv2d ...: all nn.Module subclasses
+    return len(parts) >= 3 and parts[:2] == ["torch", "nn"] and parts[2] in (parts[-1], "modules") \
+        and parts[-1].lstrip("_")[:1].isupper() and parts[-1] not in NOT_MODULES  # `_Loss` too
+
+
+def local_classes(ctx: "FileFacts") -> dict[str, ast.ClassDef]:
+    key = "local-classes"
+    if key not in ctx.memo:
+        table: dict[str, ast.ClassDef] = {}
+        pending: list[ast.stmt] = list(ctx.tree.body)
+        while pending:
+            stmt = pending.pop(0)
+            if isinstance(stmt, ast.ClassDef):
+                table.setdefault(stmt.name, stmt)
+            elif isinstance(stmt, (ast.If, ast.Try)):
+                pending.extend(stmt.body)
+                pending.extend(stmt.orelse)
+                for handler in getattr(stmt, "handlers", []):
+                    pending.extend(handler.body)
+        ctx.memo[key] = table
+    return ctx.memo[key]
+
+
+def _guarded_out(ctx: "FileFacts", path: list[ast.AST]) -> bool:
+    """True when an `if` on the path from the traced function to the node picks a branch that
+    cannot run under Dynamo."""
+    for ancestor, child in zip(path, path[1:]):
+        if not isinstance(ancestor, (ast.If, ast.IfExp)):
+            continue
+        if _holds(ancestor.body, child) and false_when_compiling(ancestor.test, ctx):
+            return True
+        if _holds(ancestor.orelse, child) and true_when_compiling(ancestor.test, ctx):
+            return True
+    return False
+
+
+def _holds(branch: ast.AST | list, child: ast.AST) -> bool:
+    return branch is child or (isinstance(branch, list) and any(s is child for s in branch))
+
+
+def _check_name(call: ast.AST, ctx: "FileFacts") -> str | None:
+    """"compiling" for an is-compiling check, "scripting" for a TorchScript / tracing check."""
+    if not isinstance(call, ast.Call):
+        return None
+    qual = ctx.qualname(call.func)
+    if qual in SCRIPTING_CHECKS:
+        return "scripting"
+    last = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+    if last in COMPILING_CHECKS:
+        return "compiling"
+    return None
+
+
+def false_when_compiling(test: ast.AST, ctx: "FileFacts") -> bool:
+    """`not torch.compiler.is_compiling()`, `torch.jit.is_scripting()`, `... and not is_compiling()`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return true_when_compiling(test.operand, ctx)
+    if isinstance(test, ast.BoolOp):
+        check = any if isinstance(test.op, ast.And) else all
+        return check(false_when_compiling(v, ctx) for v in test.values)
+    return _check_name(test, ctx) == "scripting"
+
+
+def true_when_compiling(test: ast.AST, ctx: "FileFacts") -> bool:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return false_when_compiling(test.operand, ctx)
+    if isinstance(test, ast.BoolOp):
+        check = all if isinstance(test.op, ast.And) else any
+        return check(true_when_compiling(v, ctx) for v in test.values)
+    return _check_name(test, ctx) == "compiling"
+
+
+def shadowed(name: str, ctx: "FileFacts") -> bool:
+    """A builtin or module name (`print`, `open`, `time`) rebound by a parameter or assignment in
+    the enclosing functions, or by a definition in the file."""
+    if name in ctx.imports.local_defs:
+        return True
+    for function in ctx.functions:
+        args = function.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        if any(a is not None and a.arg == name for a in every) or ctx.assignments(name, function):
+            return True
+    return False

@@ -1,0 +1,96 @@
+"""What the semantic analyses know of the file being walked: its tree and text, the names its
+imports bind, the assignments seen so far, and where the traversal is (enclosing loops,
+functions, classes). The engine keeps the traversal state up to date (ptlint.engine.traversal);
+every analysis in this layer takes a `FileFacts`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.semantics.names import ImportMap, collect_module_imports
+
+
+class FileFacts:
+    """The file being checked, as the analyses see it.
+
+    The engine keeps `stack` (ancestors of the node being visited), `loops` (loops and
+    comprehensions around it in the current function: a nested def starts afresh) and
+    `functions` / `classes` (enclosing definitions) up to date during the traversal.
+    """
+
+    def __init__(self, path: str, text: str, tree: ast.Module, project_root: str | None = None) -> None:
+        self.path = path
+        self.text = text
+        self.tree = tree
+        self.project_root = project_root  # where the project's own imports resolve (ptlint.semantics.project)
+        self.imports = ImportMap()
+        collect_module_imports(tree, self.imports)
+        self.stack: list[ast.AST] = []
+        self.loops: list[ast.AST] = []
+        self.functions: list[ast.AST] = []
+        self.classes: list[ast.ClassDef] = []
+        self._assignments: dict[int, dict[str, list[ast.AST]]] = {}
+        self._qualnames: dict[int, str | None] = {}
+        self.memo: dict = {}  # per-file answers analyses and rules share (e.g. "does this loop hold a loop?")
+
+    # -- names -------------------------------------------------------------------------------
+    def qualname(self, node: ast.AST) -> str | None:
+        # Several rules ask about the same call; imports seen later in a function do not change
+        # what an earlier node meant, so one answer per node is enough.
+        key = id(node)
+        if key in self._qualnames:
+            return self._qualnames[key]
+        answer = self._qualnames[key] = self.imports.qualname(node)
+        return answer
+
+    def imports_torch(self) -> bool:
+        return self.imports.imports_module("torch")
+
+    @property
+    def parent(self) -> ast.AST | None:
+        return self.stack[-1] if self.stack else None
+
+    @property
+    def function(self) -> ast.AST | None:
+        return self.functions[-1] if self.functions else None
+
+    def assignments(self, name: str, scope: ast.AST | None = None) -> list[ast.AST]:
+        """Values assigned to `name` so far (in source order) in a function — default: the
+        current one, else the module — not counting nested functions or classes. Targets of
+        `for` loops, comprehensions and `with ... as` map to their iterable / context expression;
+        an augmented assignment maps to the AugAssign node itself.
+
+        The traversal records bindings as it meets them, so during the traversal this is what
+        was assigned before the node being visited; in `end_file` it is the whole scope."""
+        table = self._assignments.get(id(scope or self.function or self.tree))
+        return table.get(name, []) if table else []
+
+    def bind(self, target: ast.AST, value: ast.AST) -> None:
+        table = self._assignments.setdefault(id(self.function or self.tree), {})
+        if isinstance(target, ast.Name):
+            table.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            parts = _unpacked(target, value)
+            for element, part in zip(target.elts, parts):  # else we only know it came from `value`
+                self.bind(element.value if isinstance(element, ast.Starred) else element, part)
+
+
+def _unpacked(target: ast.Tuple | ast.List, value: ast.AST) -> list[ast.AST]:
+    """What each name of an unpacking target gets, where the value shows it: `a, b = x, y`;
+    `for a, b in zip(x, y)` (a loop target is bound to its iterable); `for i, a in enumerate(x)`.
+    Otherwise every name gets the whole value."""
+    elements = target.elts
+    if any(isinstance(e, ast.Starred) for e in elements):
+        return [value] * len(elements)
+    if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elements) \
+            and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return list(value.elts)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+            and all(k.arg == "strict" for k in value.keywords) \
+            and not any(isinstance(a, ast.Starred) for a in value.args):
+        if value.func.id == "zip" and len(value.args) == len(elements):
+            return list(value.args)  # an element of an iterable stands for it
+        if value.func.id == "enumerate" and len(value.args) == 1 and len(elements) == 2:
+            return [value, value.args[0]]
+    return [value] * len(elements)

@@ -1,0 +1,563 @@
+"""Is this expression visibly a tensor, and does it visibly live in host memory?
+
+The facts every rule needs about values, answered one way for all of them:
+
+- `tensor_kind`: NONE, WEAK (may be a tensor: an argument of a traced function) or STRONG
+  (certainly a tensor: a torch op's result, a reduction, the output of a submodule built in
+  `__init__`, a loss function's result, a value `.backward()` is called on);
+- `visibly_on_host`: built by a torch factory without a device, from NumPy, moved with `.cpu()`,
+  returned by a processor with `return_tensors=`, or named `*_cpu`: reading it back costs no
+  device sync;
+- `not_a_tensor`: a NumPy value or a plain Python literal.
+
+Answers use the assignments the traversal has seen so far (`ctx.assignments`), so they are
+asked during the traversal, at the node being visited.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from ptlint.semantics.nodes import (
+    NUMPY_MODULES,
+    dotted,
+    comes_from_module,
+    is_plain_python_value,
+    method_name,
+    root_name,
+)
+
+if TYPE_CHECKING:
+    from ptlint.semantics.facts import FileFacts
+
+NONE, WEAK, STRONG = 0, 1, 2
+
+TORCH_OP_MODULES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
+# lower-case functions of those modules that return no tensor (capitalised names are classes)
+NOT_TENSOR_FUNCTIONS = {
+    "numel", "promote_types", "result_type", "can_cast", "broadcast_shapes", "finfo", "iinfo", "typename",
+    "compile", "no_grad", "enable_grad", "inference_mode", "autocast", "manual_seed", "initial_seed", "seed",
+    "load", "save", "use_deterministic_algorithms", "cond", "vmap", "equal", "allclose", "device", "dtype",
+    "set_grad_enabled", "set_default_dtype", "set_printoptions", "typename",
+}
+REDUCTIONS = {
+    "any", "all", "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "count_nonzero",
+    "median", "nansum", "nanmean", "logsumexp",
+}
+# methods that return a tensor like their receiver
+TENSOR_METHODS = {
+    "abs", "float", "double", "half", "bfloat16", "bool", "long", "int", "to", "type", "clone", "detach", "view",
+    "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "cpu", "cuda", "eq", "ne", "gt", "ge", "lt", "le",
+    "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor", "sqrt", "exp",
+    "log", "sigmoid", "softmax", "clamp", "transpose", "permute", "expand", "masked_fill", "argmax", "argmin",
+    "cumsum", "diff", "round", "floor", "ceil", "neg", "sign", "square", "pow", "mul", "add", "sub", "div",
+}
+KEPT_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
+SELF_NAMES = ("self", "cls")
+BACKWARD_FUNCTIONS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
+
+
+def is_torch_op(qual: str | None) -> bool:
+    """`torch.sum`, `torch.nn.functional.relu`, ... : a function returning a tensor."""
+    if qual is None:
+        return False
+    module, _, name = qual.rpartition(".")
+    return module in TORCH_OP_MODULES and name[:1].islower() and not name.startswith(("is_", "get_", "set_", "_")) \
+        and name not in NOT_TENSOR_FUNCTIONS
+
+
+def tensor_kind(node: ast.AST, ctx: "FileFacts", _seen: dict | None = None) -> int:
+    """NONE, WEAK or STRONG: how visibly `node` is a tensor."""
+    _seen = _seen or {}
+    if len(_seen) > 8:
+        return NONE
+    if isinstance(node, ast.Name):
+        return _name_kind(node.id, ctx, _seen)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if is_torch_op(ctx.qualname(func)):
+            return STRONG
+        if is_module_call(node, ctx):
+            return STRONG
+        if isinstance(func, ast.Attribute) and ctx.qualname(func) is None:
+            if func.attr in ("cuda",):
+                return STRONG
+            if func.attr in REDUCTIONS or func.attr in TENSOR_METHODS:
+                receiver = tensor_kind(func.value, ctx, _seen)
+                if receiver == NONE:
+                    return NONE
+                return STRONG if func.attr in REDUCTIONS else receiver
+        return NONE
+    if isinstance(node, ast.Compare):
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            return NONE
+        return max(tensor_kind(side, ctx, _seen) for side in (node.left, *node.comparators))
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Mod) and isinstance(node.left, (ast.Constant, ast.JoinedStr)):
+            return NONE  # `"%g" % t`: a string
+        return max(tensor_kind(node.left, ctx, _seen), tensor_kind(node.right, ctx, _seen))
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+        return tensor_kind(node.operand, ctx, _seen)
+    if isinstance(node, ast.Subscript):
+        return tensor_kind(node.value, ctx, _seen)
+    if isinstance(node, ast.Attribute) and node.attr in KEPT_ATTRIBUTES:
+        return tensor_kind(node.value, ctx, _seen)
+    return NONE
+
+
+def _name_kind(name: str, ctx: "FileFacts", seen: dict) -> int:
+    """A parameter of the traced function is WEAK; a local is what all its assignments are
+    (`s = s / s.sum()` keeps what `s` was); a name `.backward()` is called on is a loss."""
+    from ptlint.semantics.compiled import traced_function
+
+    if name in seen:
+        return seen[name]
+    if name in SELF_NAMES:
+        return NONE
+    if name in backward_names(ctx.function, ctx):
+        return STRONG
+    root = traced_function(ctx)
+    if root is not None:
+        for function in ctx.functions[ctx.functions.index(root):]:
+            if name in _params(function):
+                return WEAK
+    values = [v for v in ctx.assignments(name) if not isinstance(v, ast.AugAssign)]
+    fresh = [v for v in values if not _mentions(v, name)]
+    if not fresh:
+        return NONE
+    kind = min(tensor_kind(v, ctx, {**seen, name: NONE}) for v in fresh)
+    updates = [v for v in values if _mentions(v, name)]
+    if kind and updates:
+        kind = min([kind] + [tensor_kind(v, ctx, {**seen, name: kind}) for v in updates])
+    return kind
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _params(function: ast.AST) -> set[str]:
+    args = function.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    return names - set(SELF_NAMES)
+
+
+# -- modules and losses -----------------------------------------------------------------------
+
+def module_class(call: ast.AST, ctx: "FileFacts") -> bool:
+    """`nn.Linear(...)`, `nn.CrossEntropyLoss()`, `MyBlock(...)` (a local nn.Module subclass)."""
+    from ptlint.semantics.compiled import (
+        local_classes,
+        torch_module_name,
+        is_module_class,
+    )
+
+    if not isinstance(call, ast.Call):
+        return False
+    qual = ctx.qualname(call.func)
+    if qual is not None:
+        return torch_module_name(qual)
+    if isinstance(call.func, ast.Name):
+        local = local_classes(ctx).get(call.func.id)
+        return local is not None and is_module_class(local, ctx)
+    return False
+
+
+def submodules(cls: ast.ClassDef, ctx: "FileFacts") -> set[str]:
+    """Attributes a module class assigns a module to (`self.proj = nn.Linear(...)`); in a
+    `torch.nn.Module` subclass also any `self.x = Capitalised(...)` of its `__init__`, which
+    builds a submodule from another file."""
+    from ptlint.semantics.compiled import is_module_class
+
+    key = ("submodules", id(cls))
+    if key not in ctx.memo:
+        found: set[str] = set()
+        in_module_class = is_module_class(cls, ctx)
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(method):
+                if not isinstance(node, ast.Assign):
+                    continue
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id == "self" and isinstance(node.value, ast.Call):
+                        func = node.value.func
+                        head = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                        if module_class(node.value, ctx) or (in_module_class and method.name == "__init__"
+                                                              and head[:1].isupper()):
+                            found.add(target.attr)
+        ctx.memo[key] = found
+    return ctx.memo[key]
+
+
+def is_module_call(call: ast.Call, ctx: "FileFacts") -> bool:
+    """Calling a module: `self.proj(x)` (a submodule), `criterion(out, y)` where
+    `criterion = nn.CrossEntropyLoss()`, `model(x)` where `model = Net()`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+            and ctx.classes:
+        return func.attr in submodules(ctx.classes[-1], ctx)
+    if isinstance(func, ast.Name):
+        values = ctx.assignments(func.id)
+        return bool(values) and all(module_class(v, ctx) for v in values)
+    return False
+
+
+def backward_name(call: ast.Call) -> str | None:
+    """The name whose graph a `.backward()` call walks: `loss.backward()`, `scaler.scale(loss)
+    .backward()`, `(loss / k).backward()`, `accelerator.backward(loss)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in BACKWARD_FUNCTIONS:
+        return None
+    if call.args:  # accelerator.backward(loss) / self.manual_backward(loss)
+        first = call.args[0]
+        return first.id if isinstance(first, ast.Name) else None
+    value = func.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "scale" \
+            and value.args:
+        value = value.args[0]
+    if isinstance(value, ast.BinOp):
+        value = value.left
+    return value.id if isinstance(value, ast.Name) else None
+
+
+def backward_names(scope: ast.AST | None, ctx: "FileFacts") -> set[str]:
+    """Names `.backward()` is called on anywhere in a function (or the module)."""
+    scope = scope or ctx.tree
+    key = ("backward-names", id(scope))
+    if key not in ctx.memo:
+        names = set()
+        if "backward" in ctx.text:
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Call):
+                    name = backward_name(node)
+                    if name:
+                        names.add(name)
+        ctx.memo[key] = names
+    return ctx.memo[key]
+
+
+def loop_trains(loop: ast.AST) -> bool:
+    """The loop's body calls `.backward()` (directly or through an accelerator)."""
+    body = getattr(loop, "body", None)
+    if not isinstance(body, list):
+        return False
+    return any(isinstance(n, ast.Call) and backward_name(n) is not None
+               for statement in body for n in ast.walk(statement))
+
+
+# Callees whose names say they run a model: `model(x)`, `self.net(x)`, `policy(obs)`.
+MODEL_WORDS = {"model", "net", "network", "module", "encoder", "decoder", "policy", "actor", "critic", "generator",
+               "discriminator", "teacher", "student", "backbone", "head", "unet", "vae", "transformer", "criterion",
+               "loss_fn", "loss_func", "lossfn", "classifier", "agent", "predictor", "forward", "ema_model"}
+DEVICE_STEP_METHODS = {"backward", "manual_backward", "zero_grad", "step", "forward", "generate"}
+
+
+def _callee_word(func: ast.AST) -> str:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name.lower()
+
+
+def launches_device_work(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The code under `node` (a loop, a comprehension) visibly runs a model each time: it calls a
+    model, a submodule or a loss module, backpropagates, steps an optimizer, or generates. A loop
+    that only reads results back pays for the wait once, at its first read; one that runs the
+    model queues a step's kernels each time, and a read there stalls the device every time."""
+    key = ("device-work", id(node))
+    if key in ctx.memo:
+        return ctx.memo[key]
+    found = False
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        pending = [part for part in (getattr(node, "elt", None), getattr(node, "key", None),
+                                     getattr(node, "value", None)) if part is not None]
+        pending += [c for g in node.generators for c in g.ifs] + [g.iter for g in node.generators[1:]]
+    else:  # a loop's body (and a `while` loop's test): its iterable is evaluated once
+        pending = list(getattr(node, "body", [])) + ([node.test] if isinstance(node, ast.While) else [])
+    while pending and not found:
+        child = pending.pop()
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(child, ast.Call):
+            func = child.func
+            word = _callee_word(func)
+            found = word in MODEL_WORDS or any(part in MODEL_WORDS for part in word.split("_")) \
+                or (isinstance(func, ast.Attribute) and word in DEVICE_STEP_METHODS) or is_module_call(child, ctx)
+        pending.extend(ast.iter_child_nodes(child))
+    ctx.memo[key] = found
+    return found
+
+
+def not_a_tensor(node: ast.AST, ctx: "FileFacts") -> bool:
+    """Visibly a NumPy value or a plain Python literal / display."""
+    if is_plain_python_value(node):
+        return True
+    if isinstance(node, ast.Name):
+        values = ctx.assignments(node.id)
+        if values and all(is_plain_python_value(v) for v in values):
+            return True
+    return comes_from_module(node, ctx, NUMPY_MODULES)
+
+
+# -- values read back to Python ---------------------------------------------------------------
+
+# `float(t)`, `int(t)`, `bool(t)`: each turns a tensor's value into a Python number
+SCALAR_CONVERSIONS = {"float", "int", "bool"}
+# torch functions that return a Python bool computed from tensor data
+DATA_PREDICATES = {"torch.equal", "torch.allclose", "torch.is_nonzero"}
+SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
+
+
+def value_test(test: ast.AST, ctx: "FileFacts", compiling: bool = False) -> ast.AST | None:
+    """The part of a condition that depends on a tensor's value, or None.
+
+    Only what is visibly a tensor counts: a reduction of an argument or of a torch op's result
+    (`x.sum() > 0`, `(x > 0).any()`, `torch.all(mask)`), never shapes, `None` tests, attributes
+    or bare names, which are usually Python values. With `compiling`, the operands of an `and`
+    after one that is False under Dynamo (`not is_compiling() and x.sum() > 0`) are never
+    evaluated there and do not count."""
+    from ptlint.semantics.compiled import false_when_compiling
+
+    if isinstance(test, ast.BoolOp):
+        for value in test.values:
+            if compiling and isinstance(test.op, ast.And) and false_when_compiling(value, ctx):
+                return None
+            found = value_test(value, ctx, compiling)
+            if found is not None:
+                return found
+        return None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return value_test(test.operand, ctx, compiling)
+    if isinstance(test, ast.Call) and ctx.qualname(test.func) in DATA_PREDICATES:
+        return test
+    if isinstance(test, ast.Compare) and any(_shape_number(side) for side in (test.left, *test.comparators)):
+        # `if num_frames != self.emb.size(1):` compares sizes: a bare name beside a size is an int
+        sides = [side for side in (test.left, *test.comparators) if not isinstance(side, ast.Name)]
+        return test if any(tensor_kind(side, ctx) == STRONG for side in sides) else None
+    return test if tensor_kind(test, ctx) == STRONG else None  # includes `if torch.any(mask):`
+
+
+def _shape_number(expr: ast.AST) -> bool:
+    """`x.size(1)`, `x.shape[0]`, `x.ndim`, `len(x)`: a Python int, never a tensor's value."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in ("shape", "ndim")
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        return (isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS) or \
+            (isinstance(func, ast.Name) and func.id == "len")
+    return False
+
+
+# reductions whose result has one element when no dimension is given (`x.sum()`, `x.max()`)
+FULL_REDUCTIONS = REDUCTIONS - {"logsumexp"}
+# methods that keep a tensor's shape: a scalar stays a scalar
+SHAPE_KEEPING = {"detach", "float", "double", "half", "bfloat16", "clone", "contiguous", "to", "type", "cpu",
+                 "cuda", "abs", "sqrt", "exp", "log", "neg", "squeeze"}
+
+
+def loss_names(scope: ast.AST | None, ctx: "FileFacts") -> set[str]:
+    """Names of the losses of a function: those `.backward()` is called on (`backward_names`),
+    and the names they are computed from by arithmetic or loss scaling (`scaled =
+    scaler.scale(loss / k)`). `.backward()` without a gradient needs a one-element tensor, and
+    broadcasting never shrinks an operand, so those names hold one element too."""
+    scope = scope or ctx.tree
+    key = ("loss-names", id(scope))
+    if key not in ctx.memo:
+        names = set(backward_names(scope, ctx))
+        assigned: dict[str, list[ast.AST]] = {}
+        if names:  # the whole scope's assignments, wherever the traversal is
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            assigned.setdefault(target.id, []).append(node.value)
+        pending = list(names)
+        while pending:
+            name = pending.pop()
+            for value in assigned.get(name, []):
+                for source in _elementwise_sources(value):
+                    if source not in names:
+                        names.add(source)
+                        pending.append(source)
+        ctx.memo[key] = names
+    return ctx.memo[key]
+
+
+def _elementwise_sources(value: ast.AST) -> list[str]:
+    """Names a value is computed from elementwise: `loss / k` -> [loss, k], `scaler.scale(loss)`
+    -> [loss], `loss.float()` -> [loss]."""
+    if isinstance(value, ast.Name):
+        return [value.id]
+    if isinstance(value, ast.BinOp) and not isinstance(value.op, ast.MatMult):
+        return _elementwise_sources(value.left) + _elementwise_sources(value.right)
+    if isinstance(value, ast.UnaryOp):
+        return _elementwise_sources(value.operand)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr == "scale" and len(value.args) == 1:
+            return _elementwise_sources(value.args[0])
+        if value.func.attr in SHAPE_KEEPING and not value.args:
+            return _elementwise_sources(value.func.value)
+    return []
+
+
+def is_scalar_tensor(node: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
+    """Visibly a one-element tensor: a loss (`loss_names`), a reduction over all elements
+    (`x.sum()`, `x.mean()`, `torch.max(x)`, no `dim`), or a shape-keeping method or arithmetic
+    with a plain number of one (`loss.detach()`, `total / n`), also through a local name."""
+    if isinstance(node, ast.Name):
+        if node.id in loss_names(ctx.function, ctx):
+            return True
+        values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
+        return bool(hops) and bool(values) and all(is_scalar_tensor(v, ctx, hops - 1) for v in values)
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+        sides = (node.left, node.right)
+        return any(is_scalar_tensor(side, ctx, hops) for side in sides) and all(
+            is_scalar_tensor(side, ctx, hops) or isinstance(side, ast.Constant) for side in sides)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    dims = node.args or any(k.arg in ("dim", "axis") for k in node.keywords)
+    qual = ctx.qualname(func)
+    if qual is not None:  # `torch.sum(x)`: the tensor is the only positional argument
+        module, _, name = qual.rpartition(".")
+        return module == "torch" and name in FULL_REDUCTIONS and len(node.args) == 1 \
+            and not any(k.arg in ("dim", "axis") for k in node.keywords)
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in FULL_REDUCTIONS and not dims:
+        return True
+    return func.attr in SHAPE_KEEPING and is_scalar_tensor(func.value, ctx, hops)
+
+
+# -- host memory ------------------------------------------------------------------------------
+
+# torch factories: without `device=` they build the tensor in host memory
+HOST_FACTORIES = {f"torch.{name}" for name in (
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+    "eye", "rand", "randn", "randint", "randperm")}
+
+
+# a device string, and names that say they hold a device (`device`, `dev`, `local_device`)
+DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu|xla|npu)(:\d+)?")
+DEVICE_NAME = re.compile(r"(\w*_)?(device|dev)")
+
+
+def is_device_expr(node: ast.AST, ctx) -> bool:
+    """Visibly a device: "cuda:1", `torch.device(...)`, `device`, `self.device`, `x.device`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return DEVICE_STRING.fullmatch(node.value) is not None
+    if isinstance(node, ast.Call):
+        return ctx.qualname(node.func) == "torch.device"
+    name = dotted(node)
+    if name is None:
+        return False
+    values = ctx.assignments(node.id) if isinstance(node, ast.Name) else []
+    if DEVICE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
+        # trust the name unless it is visibly bound to something else: `device = some_tensor`
+        # makes `.to(device)` mean "like that tensor" (dtype too), which `device=` rejects
+        return not any(isinstance(v, ast.Name) and not DEVICE_NAME.fullmatch(v.id) for v in values)
+    # d = torch.device("cuda") / d = "cuda"
+    return bool(values) and all(not isinstance(v, ast.Name) and is_device_expr(v, ctx) for v in values)
+
+
+def _is_cpu_device(node: ast.AST, ctx: "FileFacts") -> bool:
+    if isinstance(node, ast.Constant) and node.value == "cpu":
+        return True
+    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
+        and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu"
+
+
+def _is_device_like(node: ast.AST, ctx: "FileFacts") -> bool:
+    """`.to(x)` moves between devices only for a device argument (`"cuda"`, `torch.device(...)`,
+    `device`, `x.device`), not for a dtype (`.to(torch.float16)`, `.to(t.dtype)`)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.Call):
+        return ctx.qualname(node.func) == "torch.device"
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    qual = ctx.qualname(node) or ""
+    return not qual.startswith("torch.") and "dtype" not in name.lower()
+
+
+def _host_name(name: str) -> bool:
+    lower = name.lower()
+    return lower.endswith("_cpu") or lower.startswith("cpu_") or lower in ("cpu", "host")
+
+
+def _mentions_cpu(expr: ast.AST, ctx: "FileFacts", depth: int) -> bool:
+    """The expression visibly makes or moves a tensor to host memory and never to a device."""
+    if isinstance(expr, ast.BinOp):  # arithmetic of host tensors stays on the host
+        return _mentions_cpu(expr.left, ctx, depth) or _mentions_cpu(expr.right, ctx, depth)
+    if isinstance(expr, ast.Call) and is_torch_op(ctx.qualname(expr.func)) and expr.args \
+            and ctx.qualname(expr.func) not in HOST_FACTORIES and not any(k.arg == "device" for k in expr.keywords):
+        return _mentions_cpu(expr.args[0], ctx, depth)  # `torch.split(host, n)`: pieces of a host tensor
+    root = root_name(expr)  # the value the expression derives from: `labels_cpu` of `labels_cpu[i]`
+    on_cpu = root is not None and (_host_name(root) or (depth < 3 and _host_value(root, ctx, depth + 1)))
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Call):
+            continue
+        name = method_name(node)
+        if name == "cuda" or (name == "to" and node.args and _is_device_like(node.args[0], ctx)
+                              and not _is_cpu_device(node.args[0], ctx)):
+            return False
+        if ctx.qualname(node.func) in HOST_FACTORIES or name == "cpu" or \
+                (name == "to" and node.args and _is_cpu_device(node.args[0], ctx)):
+            on_cpu = True
+        for kw in node.keywords:
+            if kw.arg == "device":
+                if not _is_cpu_device(kw.value, ctx):
+                    return False
+                on_cpu = True
+            elif kw.arg == "return_tensors":  # a tokenizer / image processor: host tensors
+                on_cpu = True
+    return on_cpu
+
+
+def _host_value(name: str, ctx: "FileFacts", depth: int) -> bool:
+    # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives; nor
+    # does `x += y`, which updates x in place, where it is
+    values = [v for v in ctx.assignments(name) if root_name(v) != name and not isinstance(v, ast.AugAssign)]
+    return bool(values) and all(_mentions_cpu(v, ctx, depth) for v in values)
+
+
+def visibly_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
+    """True when a tensor visibly lives in host memory: built by a torch factory without a
+    device (or with `device="cpu"`), from `torch.from_numpy`, moved with `.cpu()`, returned by
+    a tokenizer or processor called with `return_tensors=`, or named `*_cpu` — directly, or
+    through the local names (and loop targets) it was assigned from. Reading such a tensor
+    back costs no device sync."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Attribute) and _host_name(node.attr):
+            return True
+        node = node.value
+    if isinstance(node, ast.Name):
+        return _host_name(node.id) or _host_value(node.id, ctx, 0)
+    return _mentions_cpu(node, ctx, 0)
+
+
+def type_guarded(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> bool:
+    """True inside `if isinstance(<node>, <types of one of modules>):` — a value the code itself
+    has checked to be, say, a NumPy scalar — or `if hasattr(<node>, ...):` (duck typing)."""
+    wanted = ast.dump(node)
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if not isinstance(ancestor, (ast.If, ast.IfExp)):
+            continue
+        for test in ast.walk(ancestor.test):
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr" \
+                    and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
+                return True  # duck typing: the code itself does not know it holds a tensor
+            if "torch" in modules and isinstance(test, ast.Call) and len(test.args) == 1 \
+                    and ctx.qualname(test.func) == "torch.is_tensor" and ast.dump(test.args[0]) == wanted:
+                return True  # `if torch.is_tensor(x): x = x.item()`: normalising an input
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                    and len(test.args) == 2 and ast.dump(test.args[0]) == wanted:
+                types = [t for t in ast.walk(test.args[1]) if isinstance(t, ast.Attribute)]
+                if any((ctx.qualname(t) or "").startswith(tuple(m + "." for m in modules)) for t in types):
+                    return True
+    return False

@@ -1,0 +1,115 @@
+"""`# noqa` comments, in process (so that mutation testing sees them): which lines and codes each
+form suppresses, that only real comments count, and that PTL001 cannot be waved through."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import SYNC_LOSS_ITEM
+
+from ptlint.engine.finding import Finding
+from ptlint.engine.suppress import ALL, Suppressions
+from ptlint.front.api import check_text
+
+
+def finding(code: str, line: int) -> Finding:
+    return Finding(code, "name", "message", "a.py", line, 1, line, 2)
+
+
+@pytest.mark.parametrize("comment,codes", [
+    ("# noqa", ALL),
+    ("#noqa", ALL),
+    ("# NOQA", ALL),  # found although the text holds no lower-case `noqa`
+    ("# noqa: PTL101", {"PTL101"}),
+    ("#  noqa:PTL101,PTL102", {"PTL101", "PTL102"}),
+    ("# NOQA: ptl101 ptl102", {"PTL101", "PTL102"}),  # spaces separate codes too; case does not matter
+    ("# noqa: E501, PTL101", {"E501", "PTL101"}),
+    ("# why # noqa: PTL102", {"PTL102"}),  # later in the comment
+    ("# noqa:", ALL),  # no codes after the colon: a bare noqa
+])
+def test_line_noqa_forms(comment, codes):
+    scanned = Suppressions.scan(f"import torch\nx = 1  {comment}\ny = 2\n")
+    assert scanned.lines == {2: codes}
+    assert scanned.file_codes == set()
+
+
+@pytest.mark.parametrize("comment,codes", [
+    ("# ptlint: noqa", ALL),
+    ("#ptlint:noqa", ALL),
+    ("# PTLINT: NOQA", ALL),
+    ("# ptlint: noqa: PTL102", {"PTL102"}),
+    ("# ptlint: noqa: ptl101, PTL102", {"PTL101", "PTL102"}),
+])
+def test_file_noqa_forms(comment, codes):
+    scanned = Suppressions.scan(f"{comment}\nimport torch\n")
+    assert scanned.file_codes == codes
+    assert scanned.lines == {}  # a file-wide comment is not also a line comment
+
+
+def test_noqa_must_follow_a_hash_and_file_noqa_be_the_whole_comment():
+    """`# ptlint: noqa because ...` is not file-wide, and `# why: noqa` is no line noqa."""
+    scanned = Suppressions.scan("# ptlint: noqa because generated\nx = 1  # why: noqa: PTL101\n")
+    assert scanned.file_codes == set()
+    assert scanned.lines == {}
+
+
+def test_file_noqa_comments_add_up():
+    scanned = Suppressions.scan("# ptlint: noqa: PTL101\n# ptlint: noqa: PTL102\nx = 1\n")
+    assert scanned.file_codes == {"PTL101", "PTL102"}
+    assert Suppressions.scan("# ptlint: noqa: PTL101\n# ptlint: noqa\nx = 1\n").file_codes is ALL
+    assert Suppressions.scan("# ptlint: noqa\n# ptlint: noqa: PTL101\nx = 1\n").file_codes is ALL
+
+
+def test_noqa_inside_strings_is_not_a_comment():
+    scanned = Suppressions.scan('s = "# noqa"\nt = """\n# ptlint: noqa\n"""\nu = 1  # noqa: PTL102\n')
+    assert scanned.lines == {5: {"PTL102"}}
+    assert scanned.file_codes == set()
+
+
+def test_text_without_noqa_has_no_suppressions():
+    scanned = Suppressions.scan("import torch  # a comment\nx = 1  # another\n")
+    assert scanned.lines == {} and scanned.file_codes == set()
+    assert not scanned.suppresses(finding("PTL101", 1))
+
+
+@pytest.mark.parametrize("text", [
+    'x = 1\ny = 2  # noqa: PTL101  # why\nz = 3  # noqa\ns = """never closed\n',  # the tokenizer's TokenError
+    "if x:\n        a = 1\ny = 2  # noqa: PTL101\n   z = 3  # noqa\n",  # an IndentationError
+])
+def test_comments_are_found_by_lines_when_the_tokenizer_fails(text):
+    scanned = Suppressions.scan(text)
+    assert scanned.lines == {2 if "never" in text else 3: {"PTL101"}, 3 if "never" in text else 4: ALL}
+
+
+def test_suppresses_by_line_and_code():
+    scanned = Suppressions.scan("a = 1  # noqa: PTL101\nb = 2  # noqa\nc = 3\n")
+    assert scanned.suppresses(finding("PTL101", 1))
+    assert not scanned.suppresses(finding("PTL102", 1))  # another code on a coded line
+    assert scanned.suppresses(finding("PTL102", 2))  # a bare noqa: any code
+    assert not scanned.suppresses(finding("PTL101", 3))  # a line without a comment
+    assert not scanned.suppresses(finding("PTL101", 4))
+
+
+def test_file_codes_suppress_only_their_codes_everywhere():
+    scanned = Suppressions.scan("# ptlint: noqa: PTL101\na = 1\nb = 2  # noqa: PTL103\n")
+    assert scanned.suppresses(finding("PTL101", 2)) and scanned.suppresses(finding("PTL101", 3))
+    assert not scanned.suppresses(finding("PTL102", 2))
+    assert scanned.suppresses(finding("PTL103", 3)) and not scanned.suppresses(finding("PTL102", 3))
+
+
+def test_syntax_errors_are_never_suppressed():
+    for text in ("# ptlint: noqa\nx = (\n", "# ptlint: noqa: PTL001\nx = (\n", "x = (  # noqa\n",
+                 "x = (  # noqa: PTL001\n"):
+        scanned = Suppressions.scan(text)
+        assert not scanned.suppresses(finding("PTL001", 1)), text
+        assert not scanned.suppresses(finding("PTL001", 2)), text
+        assert [f.code for f in check_text(text)] == ["PTL001"], text
+
+
+def test_check_text_applies_the_comments():
+    line = "        total += loss.item()"
+    assert [f.code for f in check_text(SYNC_LOSS_ITEM)] == ["PTL101"]
+    for tail in ("  # noqa", "  # noqa: PTL101", "  # NOQA:ptl101"):
+        assert check_text(SYNC_LOSS_ITEM.replace(line, line + tail)) == [], tail
+    assert [f.code for f in check_text(SYNC_LOSS_ITEM.replace(line, line + "  # noqa: PTL102"))] == ["PTL101"]
+    assert check_text("# ptlint: noqa\n" + SYNC_LOSS_ITEM) == []
+    assert [f.line for f in check_text("# ptlint: noqa: PTL102\n" + SYNC_LOSS_ITEM)] == [9]

@@ -1,0 +1,305 @@
+"""The language server, driven end to end over stdio by a real LSP client (pytest-lsp)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import pytest_lsp  # pygls and pytest-lsp are pinned by the test extra: missing is a failure, not a skip
+from helpers import SYNC_LOSS_ITEM
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from ptlint.engine.finding import UNSAFE
+from ptlint.engine.registry import all_rules
+from ptlint.front.api import check_text, fix_text
+from ptlint.front.lsp import Positions, add_noqa, text_edits
+
+# A `torch` that leaves a mark when imported: the server must never import it.
+FAKE_TORCH = Path(tempfile.mkdtemp(prefix="ptlint-fake-torch-"))
+TORCH_MARK = FAKE_TORCH / "torch-was-imported"
+(FAKE_TORCH / "torch").mkdir()
+(FAKE_TORCH / "torch" / "__init__.py").write_text(
+    f"open({str(TORCH_MARK)!r}, 'w').close()\nraise ImportError('the static pass imported torch')\n")
+
+SERVER_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAKE_TORCH), os.environ.get("PYTHONPATH", "")]))
+SERVER_ENV.pop("PTLINT_LSP_DEBOUNCE", None)
+PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+
+BAD = SYNC_LOSS_ITEM
+GOOD = BAD.replace("        total += loss.item()\n", "        total += loss.detach()\n")
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ptlint", "lsp"],
+                                              server_env=SERVER_ENV))
+async def client(lsp_client: LanguageClient):
+    capabilities = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)),
+        text_document=types.TextDocumentClientCapabilities(
+            code_action=types.CodeActionClientCapabilities(
+                resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]))))
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    yield
+    server = lsp_client._server
+    if server is not None and server.returncode is None:
+        await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ptlint", "lsp"],
+                                              server_env=SERVER_ENV))
+async def plain_client(lsp_client: LanguageClient):
+    """A client without codeAction/resolve nor versioned edits, that prefers UTF-8 positions."""
+    capabilities = types.ClientCapabilities(general=types.GeneralClientCapabilities(
+        position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16]))
+    result = await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def opened(client: LanguageClient, path: Path, text: str, version: int = 1) -> types.PublishDiagnosticsParams:
+    """didOpen, then the diagnostics the server publishes for it."""
+    path.write_text(text, encoding="utf-8")
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)))
+    return await published(client, uri)
+
+
+async def changed(client: LanguageClient, uri: str, text: str, version: int) -> types.PublishDiagnosticsParams:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    return await published(client, uri)
+
+
+async def published(client: LanguageClient, uri: str) -> types.PublishDiagnosticsParams:
+    while True:
+        params = await asyncio.wait_for(client.wait_for_notification(PUBLISH), timeout=30)
+        if params.uri == uri:
+            return params
+
+
+async def actions_at(client: LanguageClient, uri: str, diagnostic: types.Diagnostic,
+                     only: list[str] | None = None) -> list[types.CodeAction]:
+    result = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic], only=only)))
+    return [action for action in result or [] if isinstance(action, types.CodeAction)]
+
+
+def apply_edit(text: str, edit: types.WorkspaceEdit, encoding: str = types.PositionEncodingKind.Utf16) -> str:
+    """Apply a WorkspaceEdit as an editor would (positions in `encoding`, edits against the original)."""
+    edits = [e for change in edit.document_changes or [] for e in change.edits]
+    for uri_edits in (edit.changes or {}).values():
+        edits.extend(uri_edits)
+    positions = Positions(text, encoding)
+    spans = sorted(((positions.to_offset(e.range.start), positions.to_offset(e.range.end), e.new_text)
+                    for e in edits), reverse=True)
+    for start, end, new_text in spans:
+        text = text[:start] + new_text + text[end:]
+    return text
+
+
+@pytest.mark.asyncio
+async def test_diagnostic_code_action_and_clearing(client: LanguageClient, tmp_path: Path):
+    target = tmp_path / "train.py"
+    params = await opened(client, target, BAD)
+    assert [d.code for d in params.diagnostics] == ["PTL101"]
+    diagnostic = params.diagnostics[0]
+    assert diagnostic.range.start == types.Position(line=7, character=17)  # `loss.item()` on line 8
+    assert diagnostic.range.end == types.Position(line=7, character=28)
+    assert diagnostic.source == "ptlint"
+    assert diagnostic.severity == types.DiagnosticSeverity.Warning
+    assert diagnostic.code_description.href.endswith("/docs/rules/PTL101.md")
+    assert params.version == 1
+
+    actions = await actions_at(client, target.as_uri(), diagnostic)
+    titles = [action.title for action in actions]
+    assert "Suppress with `# noqa: PTL101`" in titles
+    suppress = actions[titles.index("Suppress with `# noqa: PTL101`")]
+    suppressed = apply_edit(BAD, suppress.edit)
+    assert "        total += loss.item()  # noqa: PTL101\n" in suppressed
+    assert check_text(suppressed) == []
+
+    params = await changed(client, target.as_uri(), GOOD, version=2)
+    assert list(params.diagnostics) == []
+    assert params.version == 2
+    params = await changed(client, target.as_uri(), BAD, version=3)
+    assert [d.code for d in params.diagnostics] == ["PTL101"]
+    assert not TORCH_MARK.exists(), "the language server imported torch"
+
+
+@pytest.mark.asyncio
+async def test_syntax_error_then_still_serving(client: LanguageClient, tmp_path: Path):
+    broken = tmp_path / "broken.py"
+    params = await opened(client, broken, "import torch\ndef f(:\n    pass\n")
+    assert [d.code for d in params.diagnostics] == ["PTL001"]
+    assert params.diagnostics[0].severity == types.DiagnosticSeverity.Error
+    assert params.diagnostics[0].range.start.line == 1
+    # a code action request on it is answered (no noqa offer: a syntax error cannot be waved through)
+    actions = await actions_at(client, broken.as_uri(), params.diagnostics[0])
+    assert not any("noqa" in action.title for action in actions)
+    # and the server keeps answering: another document, then the broken one fixed
+    params = await opened(client, tmp_path / "ok.py", BAD)
+    assert [d.code for d in params.diagnostics] == ["PTL101"]
+    params = await changed(client, broken.as_uri(), "import torch\n", version=2)
+    assert list(params.diagnostics) == []
+
+
+@pytest.mark.asyncio
+async def test_non_bmp_characters_use_utf16_columns(client: LanguageClient, tmp_path: Path):
+    text = BAD.replace("        total += loss.item()\n", "        s = '😀😀'; total += loss.item()\n")
+    params = await opened(client, tmp_path / "emoji.py", text)
+    [diagnostic] = params.diagnostics
+    line = text.splitlines()[7]
+    characters = line.index("loss.item()")
+    assert diagnostic.range.start.character == characters + 2  # each emoji is two UTF-16 units
+    assert diagnostic.range.end.character == characters + 2 + len("loss.item()")
+
+
+@pytest.mark.asyncio
+async def test_config_is_honoured_and_a_bad_one_reported(client: LanguageClient, tmp_path: Path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.ptlint]\nignore = ["PTL101"]\nexclude = ["gen"]\n')
+    params = await opened(client, project / "quiet.py", BAD)
+    assert list(params.diagnostics) == []
+    (project / "gen").mkdir()
+    (project / "pyproject.toml").write_text('[tool.ptlint]\nexclude = ["gen"]\n')
+    params = await opened(client, project / "gen" / "skipped.py", BAD)
+    assert list(params.diagnostics) == []
+    # the config is read again when a file is saved: PTL101 is no longer ignored
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=(project / "quiet.py").as_uri())))
+    params = await published(client, (project / "quiet.py").as_uri())
+    assert [d.code for d in params.diagnostics] == ["PTL101"]
+
+    broken = tmp_path / "broken_config"
+    broken.mkdir()
+    (broken / "pyproject.toml").write_text('[tool.ptlint]\nselect = ["NOPE9"]\n')
+    params = await opened(client, broken / "a.py", BAD)
+    assert [d.code for d in params.diagnostics] == ["PTL101"]  # the default rules
+    for _ in range(50):
+        if client.messages:
+            break
+        await asyncio.sleep(0.1)
+    [message] = client.messages
+    assert message.type == types.MessageType.Error
+    assert "NOPE9" in message.message
+
+
+def _single_fix_cases():
+    """Fix examples of the registered rules whose `before` has exactly one fixable finding."""
+    cases = []
+    for code, cls in all_rules().items():
+        for example in cls.fix_examples:
+            findings = [f for f in check_text(example.before, [code]) if f.fix]
+            if len(findings) == 1 and (example.unsafe or findings[0].fix.applicability != UNSAFE):
+                cases.append((code, example.before, example.unsafe))
+    return cases
+
+
+@pytest.mark.asyncio
+async def test_quick_fix_and_fix_all_match_the_fixer(client: LanguageClient, tmp_path: Path):
+    cases = _single_fix_cases()
+    assert cases, "no registered rule has a single-finding fix example: this test would prove nothing"
+    default_codes = [c for c, cls in all_rules().items() if cls.default]
+    for number, (code, before, unsafe) in enumerate(cases):
+        folder = tmp_path / f"case{number}"
+        folder.mkdir()
+        (folder / "pyproject.toml").write_text(
+            f'[tool.ptlint]\nextend-select = ["{code}"]\nunsafe-fixes = {str(unsafe).lower()}\n')
+        target = folder / "case.py"
+        params = await opened(client, target, before)
+        [diagnostic] = [d for d in params.diagnostics if d.code == code and d.data and d.data.get("fixable")]
+        actions = await actions_at(client, target.as_uri(), diagnostic)
+        [fix] = [a for a in actions if "noqa" not in a.title and a.kind == types.CodeActionKind.QuickFix]
+        fix = await client.code_action_resolve_async(fix)
+        assert apply_edit(before, fix.edit) == fix_text(before, [code], unsafe=unsafe), code
+
+        [fix_all] = await actions_at(client, target.as_uri(), diagnostic, only=["source.fixAll"])
+        assert fix_all.kind == "source.fixAll.ptlint"
+        fix_all = await client.code_action_resolve_async(fix_all)
+        assert apply_edit(before, fix_all.edit) == fix_text(before, sorted({*default_codes, code}), unsafe=unsafe)
+
+
+@pytest.mark.asyncio
+async def test_shutdown_and_exit(client: LanguageClient, tmp_path: Path):
+    await opened(client, tmp_path / "a.py", BAD)
+    await client.shutdown_session()
+    assert client._server.returncode == 0
+    assert not TORCH_MARK.exists()
+
+
+@pytest.mark.asyncio
+async def test_utf8_client_without_resolve_gets_edits_at_once(plain_client: LanguageClient, tmp_path: Path):
+    text = "# 😀 é\n" + BAD.replace("        total += loss.item()\n", "        s = 'é😀'; total += loss.item()\n")
+    params = await opened(plain_client, tmp_path / "utf8.py", text)
+    [diagnostic] = params.diagnostics
+    line = text.splitlines()[8]
+    assert diagnostic.range.start == types.Position(
+        line=8, character=len(line[:line.index("loss.item()")].encode("utf-8")))
+    actions = await actions_at(plain_client, (tmp_path / "utf8.py").as_uri(), diagnostic)
+    [suppress] = [a for a in actions if "noqa" in a.title]
+    assert suppress.edit.changes and not suppress.edit.document_changes
+    fixed = apply_edit(text, suppress.edit, types.PositionEncodingKind.Utf8)
+    assert fixed == text.replace(line + "\n", line + "  # noqa: PTL101\n")
+
+    cases = _single_fix_cases()
+    safe = [(code, before) for code, before, unsafe in cases if not unsafe and all_rules()[code].default]
+    assert safe, "no default rule has a safe single-finding fix example"
+    code, before = safe[0]
+    params = await opened(plain_client, tmp_path / "fix.py", before)
+    [diagnostic] = [d for d in params.diagnostics if d.code == code and d.data.get("fixable")]
+    actions = await actions_at(plain_client, (tmp_path / "fix.py").as_uri(), diagnostic)
+    [fix] = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and "noqa" not in a.title]
+    assert apply_edit(before, fix.edit, types.PositionEncodingKind.Utf8) == fix_text(before, [code])
+    [fix_all] = [a for a in actions if a.kind == "source.fixAll.ptlint"]
+    assert apply_edit(before, fix_all.edit, types.PositionEncodingKind.Utf8) == fix_text(before)
+
+
+# -- the pieces, in process ------------------------------------------------------------------
+
+@pytest.mark.parametrize("old,new", [
+    ("a\nb\nc\n", "a\nB\nc\n"),
+    ("a\nb", "a\nb\nc"),
+    ("import x\n\ny = 1\n", "import torch\nimport x\n\ny = 1\n"),
+    ("x = '😀'\r\ny = 2\r\n", "x = '😀'\r\ny = 3\r\n"),
+    ("a\x0cb\nc\n", "a\x0cb\nC\n"),
+    ("", "x = 1\n"),
+    ("x = 1\n", ""),
+])
+def test_text_edits_reproduce_the_new_text(old, new):
+    assert apply_edit(old, types.WorkspaceEdit(changes={"u": text_edits(old, new)})) == new
+
+
+def test_positions_in_each_encoding():
+    text = "a = '😀é'; b\n"
+    column = text.index("b") + 1
+    # the emoji counts 2 UTF-16 units
+    assert Positions(text, types.PositionEncodingKind.Utf16).from_finding(1, column).character == column
+    assert Positions(text, types.PositionEncodingKind.Utf8).from_finding(1, column).character == \
+        len(text[:column - 1].encode("utf-8"))
+    assert Positions(text, types.PositionEncodingKind.Utf32).from_finding(1, column).character == column - 1
+    positions = Positions(text)
+    assert positions.to_offset(positions.from_finding(1, column)) == column - 1
+
+
+def test_noqa_extends_existing_comments_and_refuses_strings():
+    line = "        total += loss.item()"
+    for tail, expected in [("  # noqa: E501", "  # noqa: E501, PTL101"),
+                           ("  # why not", "  # why not  # noqa: PTL101"),
+                           ("   ", "  # noqa: PTL101")]:
+        text = BAD.replace(line + "\n", line + tail + "\n")
+        [finding] = check_text(text)
+        assert add_noqa(text, "<t>", finding) == BAD.replace(line + "\n", line + expected + "\n")
+    # the reported line ends inside a string: no comment there can suppress it
+    text = BAD.replace(line + "\n", '        total += loss.item() + len("""\n""")\n')
+    [finding] = check_text(text)
+    assert add_noqa(text, "<t>", finding) is None

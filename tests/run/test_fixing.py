@@ -1,0 +1,304 @@
+"""`ptlint fix` over files, in process (so that mutation testing sees it): what is written, what
+remains, what is said about files that cannot be read or written, atomic writes, diffs, and the
+first pass answered from the check's cache."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from test_fixer import FIXED_LOSS, KEPT_LOSS
+
+from ptlint.engine.source import SourceFile
+from ptlint.run import fixer
+from ptlint.run.cache import Caches
+from ptlint.run.check import Job, check_file
+from ptlint.run.config import Settings
+from ptlint.run.fix import fix_jobs, unified_diff
+
+SAFE_ONLY = Settings(enabled=("PTL103", "PTL101"))
+WITH_UNSAFE = Settings(enabled=("PTL103", "PTL101"), unsafe_fixes=True)
+# PTL103's fix (`.detach()`) is unsafe: it changes what the list holds
+UNSAFE_TEXT = KEPT_LOSS
+
+
+def jobs_and_findings(paths, settings):
+    jobs = [Job(str(p), settings) for p in paths]
+    findings = [f for job in jobs for f in check_file(job).findings]
+    return jobs, findings
+
+
+def test_write_fixes_files_and_reports_what_remains(tmp_path):
+    a = tmp_path / "a.py"
+    a.write_text(UNSAFE_TEXT)
+    clean = tmp_path / "clean.py"
+    clean.write_text("x = 1\n")
+    jobs, findings = jobs_and_findings([a, clean], WITH_UNSAFE)
+    assert [f.code for f in findings] == ["PTL103"]
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert a.read_text() == FIXED_LOSS
+    assert outcome.changed == [str(a)] and outcome.fixed == 1
+    assert outcome.remaining == [] and outcome.errors == [] and outcome.messages == []
+    assert outcome.diff == unified_diff(str(a), UNSAFE_TEXT, FIXED_LOSS)
+    assert clean.read_text() == "x = 1\n"
+
+
+def test_without_write_the_diff_is_shown_and_nothing_changes(tmp_path):
+    a = tmp_path / "a.py"
+    a.write_text(UNSAFE_TEXT)
+    jobs, findings = jobs_and_findings([a], WITH_UNSAFE)
+    outcome = fix_jobs(jobs, findings, write=False)
+    assert a.read_text() == UNSAFE_TEXT
+    assert outcome.changed == [str(a)] and outcome.fixed == 1
+    assert "+    history.append(loss.detach())   # keep" in outcome.diff
+
+
+def test_an_unsafe_fix_without_leave_stays_a_finding(tmp_path):
+    a = tmp_path / "a.py"
+    a.write_text(UNSAFE_TEXT)
+    jobs, findings = jobs_and_findings([a], SAFE_ONLY)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert a.read_text() == UNSAFE_TEXT
+    assert outcome.changed == [] and outcome.fixed == 0 and outcome.diff == ""
+    assert [(f.code, f.line) for f in outcome.remaining] == [("PTL103", 6)]
+
+
+def test_findings_of_no_job_pass_through_sorted(tmp_path):
+    a = tmp_path / "a.py"
+    a.write_text(UNSAFE_TEXT)
+    jobs, findings = jobs_and_findings([a], SAFE_ONLY)
+    other = jobs_and_findings([a], SAFE_ONLY)[1][0]
+    other.path = str(tmp_path / "0_dynamic.py")  # e.g. a finding of the dynamic pass
+    outcome = fix_jobs(jobs, findings + [other], write=True)
+    assert [f.path for f in outcome.remaining] == [str(tmp_path / "0_dynamic.py"), str(a)]
+
+
+def test_unreadable_unwritable_and_changed_files_are_one_line_each(tmp_path, monkeypatch):
+    a = tmp_path / "a.py"
+    a.write_text(UNSAFE_TEXT)
+    jobs, findings = jobs_and_findings([a], WITH_UNSAFE)
+    a.unlink()
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert outcome.errors == [f"{a}: cannot read: no such file or directory"]
+    assert [f.code for f in outcome.remaining] == ["PTL103"] and outcome.changed == []
+
+    a.write_text(UNSAFE_TEXT)
+    os.chmod(a, 0o444)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert outcome.errors == [f"{a}: cannot write: file is read-only"]
+    assert [f.code for f in outcome.remaining] == ["PTL103"] and outcome.changed == [] and outcome.diff == ""
+    assert a.read_text() == UNSAFE_TEXT
+    os.chmod(a, 0o644)
+
+    real = fixer.write_atomic
+
+    def edited_meanwhile(path, data, expected=None):
+        with open(path, "a") as handle:
+            handle.write("# meanwhile\n")
+        return real(path, data, expected)
+
+    monkeypatch.setattr(fixer, "write_atomic", edited_meanwhile)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert outcome.errors == [f"{a}: changed on disk while fixing; not written"]
+    assert [f.code for f in outcome.remaining] == ["PTL103"] and outcome.fixed == 0
+    assert a.read_text() == UNSAFE_TEXT + "# meanwhile\n"
+
+
+def test_a_fix_the_declared_encoding_cannot_hold_is_not_written(tmp_path, monkeypatch):
+    a = tmp_path / "a.py"
+    a.write_bytes(b"# -*- coding: latin-1 -*-\n" + UNSAFE_TEXT.encode())
+    jobs, findings = jobs_and_findings([a], WITH_UNSAFE)
+    real = fixer.fix_source
+
+    def with_snowman(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.fixed += "# \u2603\n"
+        return result
+
+    monkeypatch.setattr(fixer, "fix_source", with_snowman)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert len(outcome.errors) == 1 and outcome.errors[0].startswith(f"{a}: cannot write: ")
+    assert "latin-1" in outcome.errors[0]
+    assert a.read_bytes() == b"# -*- coding: latin-1 -*-\n" + UNSAFE_TEXT.encode()
+
+
+def test_write_atomic_keeps_mode_and_leaves_no_debris(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.chmod(target, 0o751)
+    fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert target.read_bytes() == b"new\n"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o751
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"newer\n", expected=b"old\n")
+    assert target.read_bytes() == b"new\n"
+    fixer.write_atomic(str(target), b"any\n")  # no expectation: written
+    assert target.read_bytes() == b"any\n"
+
+
+def test_write_atomic_through_a_symlink_replaces_the_target(tmp_path):
+    real = tmp_path / "real.py"
+    real.write_bytes(b"old\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    fixer.write_atomic(str(link), b"new\n", expected=b"old\n")
+    assert link.is_symlink() and real.read_bytes() == b"new\n"
+
+
+def test_write_atomic_cleans_up_when_the_rename_fails(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+
+    def refuse(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fixer.os, "replace", refuse)
+    with pytest.raises(OSError):
+        fixer.write_atomic(str(target), b"new\n")
+    assert target.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400])
+def test_write_atomic_refuses_a_read_only_file(tmp_path, mode):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.chmod(target, mode)
+    with pytest.raises(PermissionError, match="read-only"):
+        fixer.write_atomic(str(target), b"new\n")
+    assert target.read_bytes() == b"old\n"
+
+
+def test_unified_diff_marks_a_missing_final_newline():
+    diff = unified_diff("a.py", "x = 1\ny = 2", "x = 1\ny = 3")
+    assert diff == ("--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n\\ No newline at end of file\n"
+                    "+y = 3\n\\ No newline at end of file\n")
+    assert unified_diff("a.py", "same\n", "same\n") == ""
+
+
+def test_the_first_pass_reads_the_checks_findings_from_the_cache(tmp_path, monkeypatch):
+    """A check then a fix lint the file once between them; every pass after the first lints."""
+    a = tmp_path / "a.py"
+    a.write_text(UNSAFE_TEXT)
+    caches = Caches(str(tmp_path / "cache"))
+    settings = Settings(enabled=("PTL103",), unsafe_fixes=True, root=str(tmp_path))
+    job = Job(str(a), settings)
+    findings = check_file(job, caches).findings
+    calls = []
+    real = fixer.lint_source
+
+    def counting(source, *args, **kwargs):
+        calls.append(source.text)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(fixer, "lint_source", counting)
+    outcome = fix_jobs([job], findings, write=True, caches=caches)
+    assert outcome.fixed == 1 and a.read_text() == FIXED_LOSS
+    assert calls == [FIXED_LOSS]  # only the fixed text was linted: the original came from the cache
+    calls.clear()
+    again = fixer.fix_source(SourceFile(str(a), FIXED_LOSS), ("PTL103",), True,
+                             cache=caches.for_settings(settings), project_root=str(tmp_path))
+    assert calls == [] and not again.applied and again.remaining == []
+
+
+def test_fix_source_given_findings_does_not_lint_the_original(monkeypatch):
+    source = SourceFile("a.py", UNSAFE_TEXT)
+    findings = fixer.fix_source(source, ("PTL103",), True).applied
+    calls = []
+    real = fixer.lint_source
+    monkeypatch.setattr(fixer, "lint_source", lambda s, *a, **k: calls.append(s.text) or real(s, *a, **k))
+    result = fixer.fix_source(source, ("PTL103",), True, findings=findings)
+    assert result.fixed == FIXED_LOSS and calls == [FIXED_LOSS]
+    unsafe_refused = fixer.fix_source(source, ("PTL103",), False)
+    assert unsafe_refused.fixed == UNSAFE_TEXT and not unsafe_refused.changed
+    assert [f.code for f in unsafe_refused.remaining] == ["PTL103"]
+
+
+def test_choose_skips_fixes_that_overlap_an_earlier_one():
+    from ptlint.engine.finding import SAFE, Edit, Finding, Fix
+
+    def finding(line, col, end_col, text):
+        return Finding("PTL999", "x", "m", "a.py", line, col, line, end_col,
+                       fix=Fix(SAFE, "f", (Edit(line, col, line, end_col, text),)))
+
+    first, overlapping, later, touching = finding(1, 1, 5, "a"), finding(1, 3, 8, "b"), finding(2, 1, 2, "c"), \
+        finding(1, 5, 6, "d")
+    assert fixer.choose([later, overlapping, first, touching]) == [first, touching, later]
+
+
+def test_write_atomic_writes_a_hidden_temporary_beside_the_file(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.chmod(target, 0o200)  # writable by its owner only: still writable
+    renamed = []
+    real = os.replace
+    monkeypatch.setattr(fixer.os, "replace", lambda src, dst: renamed.append((src, dst)) or real(src, dst))
+    fixer.write_atomic(str(target), b"new\n")
+    [(src, dst)] = renamed
+    assert os.path.dirname(src) == str(tmp_path) and os.path.basename(src).startswith(".ptlint-")
+    assert src.endswith(".tmp") and dst == str(target)
+    os.chmod(target, 0o644)
+    assert target.read_bytes() == b"new\n"
+
+
+def test_many_files_in_one_run(tmp_path):
+    """One file's trouble costs only that file: the others are fixed, counted and diffed."""
+    first, second, gone, kept = (tmp_path / n for n in ("a.py", "b.py", "gone.py", "kept.py"))
+    for path in (first, second, gone):
+        path.write_text(UNSAFE_TEXT)
+    kept.write_text(UNSAFE_TEXT.replace("history.append(loss)", "print(loss.item())"))
+    settings = Settings(enabled=("PTL103", "PTL101"), unsafe_fixes=True)
+    jobs, findings = jobs_and_findings([gone, kept, first, second], settings)
+    gone.unlink()
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert first.read_text() == second.read_text() == FIXED_LOSS
+    assert outcome.changed == [str(first), str(second)] and outcome.fixed == 2
+    assert outcome.diff == unified_diff(str(first), UNSAFE_TEXT, FIXED_LOSS) + \
+        unified_diff(str(second), UNSAFE_TEXT, FIXED_LOSS)
+    assert outcome.errors == [f"{gone}: cannot read: no such file or directory"]
+    assert sorted((os.path.basename(f.path), f.code) for f in outcome.remaining) == [
+        ("gone.py", "PTL103"), ("kept.py", "PTL101")]
+
+
+def test_standard_input_is_fixed_from_its_bytes(tmp_path):
+    job = Job(str(tmp_path / "piped.py"), WITH_UNSAFE, data=UNSAFE_TEXT.encode())
+    findings = check_file(job).findings
+    outcome = fix_jobs([job], findings, write=False)
+    assert outcome.fixed == 1 and outcome.diff == unified_diff(job.path, UNSAFE_TEXT, FIXED_LOSS)
+    assert not (tmp_path / "piped.py").exists()
+
+
+def test_test_code_keeps_its_performance_findings_unfixed(tmp_path):
+    target = tmp_path / "tests" / "test_loss.py"
+    target.parent.mkdir()
+    target.write_text(UNSAFE_TEXT)
+    settings = Settings(enabled=("PTL103", "PTL301"), unsafe_fixes=True, root=str(tmp_path))
+    job = Job(str(target), settings)
+    # the check (test code: PTL103 silent) gave nothing; a stale PTL103 finding is not fixed either
+    stale = check_file(Job(str(target), Settings(enabled=("PTL103",), unsafe_fixes=True))).findings
+    outcome = fix_jobs([job], stale, write=True)
+    assert target.read_text() == UNSAFE_TEXT and outcome.fixed == 0 and outcome.remaining == []
+
+
+def test_a_notebooks_cells_are_fixed_and_diffed_per_cell(tmp_path):
+    import json
+
+    cells = [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# notes"},
+             {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": "import torch\nx = torch.ones(3)"},
+             {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": UNSAFE_TEXT.rstrip("\n")}]
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}, indent=1))
+    jobs, findings = jobs_and_findings([notebook], WITH_UNSAFE)
+    assert [(f.code, f.extra.get("cell")) for f in findings] == [("PTL103", 3)]
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert outcome.fixed == 1 and outcome.changed == [str(notebook)]
+    written = json.loads(notebook.read_text())
+    assert written["cells"][2]["source"] == FIXED_LOSS.rstrip("\n")
+    assert written["cells"][:2] == cells[:2]
+    label = f"{notebook}:cell 3"
+    assert outcome.diff == unified_diff(label, UNSAFE_TEXT, FIXED_LOSS)  # the cell's last line, ended
+    assert fix_jobs(jobs, check_file(jobs[0]).findings, write=True).fixed == 0  # nothing left

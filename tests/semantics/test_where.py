@@ -1,0 +1,504 @@
+"""The execution-context model (ptlint/context.py): where each marked statement runs.
+
+A line ending in `# ctx: <context>` (and `cold` when it only runs on misuse) must be placed so;
+the statement starting on that line is asked about."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from ptlint.engine.file_context import FileContext
+from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP
+from ptlint.engine.source import SourceFile
+from ptlint.semantics.where import ExecutionModel, Where
+
+MARK = re.compile(r"#\s*ctx:\s*(?P<context>[a-z-]+)(?P<cold>,\s*cold)?")
+
+
+def placements(source: str) -> tuple[list, list]:
+    """(expected, found) as (line, context, cold) for every marked line."""
+    tree = ast.parse(source)
+    model = ExecutionModel(FileContext(SourceFile("t.py", source), tree))
+    statements = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            statements.setdefault(node.lineno, node)
+    expected, found = [], []
+    for number, line in enumerate(source.splitlines(), 1):
+        match = MARK.search(line)
+        if match:
+            expected.append((number, match.group("context"), bool(match.group("cold"))))
+            where = model.where(statements[number])
+            found.append((number, where.context, where.cold))
+    assert expected, "no markers"
+    return expected, found
+
+
+CASES = {
+    "training loop with an inner loop over parameter groups": """
+import torch
+
+def train(model, loader, opt, lr_at):
+    for step, (x, y) in enumerate(loader):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)  # ctx: per-step
+        loss = model(x).sum()  # ctx: per-step
+        loss.backward()
+        opt.step()
+        total = loss.item()  # ctx: per-step
+    return total  # ctx: called
+""",
+    "epoch loop: after the inner batch loop, once per epoch": """
+def fit(model, loader, epochs):
+    for epoch in range(epochs):
+        model.train()  # ctx: per-outer-iteration
+        for x in loader:
+            model(x).sum().backward()  # ctx: per-step
+        print(epoch)  # ctx: per-outer-iteration
+""",
+    "periodic logging, and the optimizer step of gradient accumulation": """
+def fit(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        loss = model(x)
+        loss.backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+            running = loss.item()  # ctx: per-step
+        if i % 100 == 0:
+            print(loss.item())  # ctx: per-outer-iteration, cold
+        if i == 0:
+            first = loss.item()  # ctx: per-outer-iteration
+""",
+    "helpers called from the training loop, transitively": """
+def log_metrics(loss):
+    return loss.item()  # ctx: per-step
+
+def step(model, batch):
+    loss = model(batch)
+    loss.backward()
+    return log_metrics(loss)  # ctx: per-step
+
+def train(model, loader):
+    for batch in loader:
+        step(model, batch)  # ctx: per-step
+
+def main():
+    train(None, [])  # ctx: once
+
+if __name__ == "__main__":
+    main()  # ctx: once
+""",
+    "set-up: __init__, a loop over layers, set-up only main() calls, module top level": """
+import torch
+
+DEVICE = torch.device("cuda")  # ctx: once
+
+class Net(torch.nn.Module):
+    scale = 2  # ctx: once
+
+    def __init__(self, n):
+        super().__init__()
+        for i in range(n):
+            self.register_buffer(f"b{i}", torch.zeros(3))  # ctx: once
+
+    def forward(self, x):
+        return self.helper(x)  # ctx: per-step
+
+    def helper(self, x):
+        return x * 2  # ctx: per-step
+
+def build(n):
+    return Net(n)  # ctx: once
+
+def report(model):
+    for name, p in model.named_parameters():
+        print(name, p.norm())  # ctx: once
+
+def main():
+    model = build(3)  # ctx: once
+    report(model)
+    for name in ["a", "b"]:
+        print(name)  # ctx: once
+    for i in range(10):
+        model(i)  # ctx: per-step
+
+main()
+""",
+    "a function whose callers the file does not show": """
+def gather(tensors):
+    out = []
+    for t in tensors:
+        out.append(t.item())  # ctx: per-step
+    return out  # ctx: called
+""",
+    "cold branches: raise, warn-only, except, assert messages": """
+import warnings
+
+def check(x, logger, unused):
+    if x.dim() != 3:
+        print(x.shape)  # ctx: called, cold
+        raise ValueError("bad")
+    if unused:
+        warnings.warn("unused kwargs")  # ctx: called, cold
+        unused = None
+    if x.sum() > 0:  # ctx: called
+        x = x + 1  # ctx: called
+    try:
+        x = x.cuda()  # ctx: called
+    except RuntimeError:
+        logger.info("no gpu")  # ctx: called, cold
+    return x
+""",
+    "framework step hooks and compiled functions are per step": """
+import torch
+
+class Lit:
+    def training_step(self, batch, idx):
+        self.log("loss", batch.item())  # ctx: per-step
+
+    def on_train_batch_end(self, out, batch, idx):
+        print(out)  # ctx: per-step
+
+    def configure_optimizers(self):
+        return torch.optim.SGD([], lr=1)  # ctx: once
+
+@torch.compile
+def fused(x):
+    return x.sin()  # ctx: per-step
+
+def plain(x):
+    return x.cos()  # ctx: per-step
+
+compiled = torch.compile(plain)
+""",
+    "a top-level script: while loops are step loops, loops over config are not": """
+import torch
+
+for name in ("a", "b"):
+    print(name)  # ctx: once
+while True:
+    torch.cuda.synchronize()  # ctx: per-step
+for x, y in train_loader:
+    loss = model(x)  # ctx: per-step
+""",
+    "a function that backpropagates outside a loop of its own is a step": """
+def create_trainer(model, optimizer, loss_fn):
+    def update(engine, batch):
+        optimizer.zero_grad()
+        loss = loss_fn(model(batch[0]), batch[1])
+        loss.backward()  # ctx: per-step
+        optimizer.step()
+        return loss.item()  # ctx: per-step
+    return Engine(update)  # ctx: called
+
+def fit(model, loader):
+    for x in loader:
+        model(x).sum().backward()
+    return model  # ctx: called
+""",
+    "forward of a class derived from another module's class runs per step": """
+from transformers import PreTrainedModel
+
+class Base:
+    def forward(self, x):
+        return x  # ctx: called
+
+class Plain(Base):
+    def forward(self, x):
+        return x  # ctx: called
+
+class Encoder(PreTrainedModel):
+    def forward(self, x):
+        return x  # ctx: per-step
+
+class Layer(Encoder):
+    def forward(self, x):
+        return x  # ctx: per-step
+
+class Tool(object):
+    def forward(self, x):
+        return x  # ctx: called
+""",
+    "after an early exit on the steps a periodic test leaves out": """
+def train_step(self, batch, should_log):
+    loss = self.model(batch).sum()
+    loss.backward()  # ctx: per-step
+    self.optimizer.step()
+    if not should_log:
+        return
+    total = loss.item()  # ctx: per-outer-iteration
+    if total < self.best:
+        self.best = total  # ctx: per-outer-iteration
+
+def fit(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        loss = model(x).sum()
+        loss.backward()  # ctx: per-step
+        if i % 100 != 0:
+            continue
+        print(loss.item())  # ctx: per-outer-iteration
+
+def accumulate(model, loader, opt, accum):
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if (i + 1) % accum != 0:
+            continue
+        opt.step()  # ctx: per-step
+
+class Finder:
+    def on_train_batch_end(self, trainer, outputs, batch, batch_idx):
+        if (batch_idx + 1) % trainer.accumulate_grad_batches != 0:
+            return
+        self.losses.append(outputs["loss"].item())  # ctx: per-step
+
+def guarded(model, loader, ready):
+    for x in loader:
+        if not ready:
+            continue
+        loss = model(x).sum()  # ctx: per-step
+        if step % 100 == 0:
+            continue
+        loss.backward()  # ctx: per-step
+""",
+    "Ignite event handlers": """
+from ignite.engine import Events
+
+@trainer.on(Events.ITERATION_COMPLETED)
+def log_loss(engine):
+    print(engine.state.output)  # ctx: per-step
+
+@trainer.on(Events.ITERATION_COMPLETED(every=100))
+def log_often(engine):
+    print(engine.state.output)  # ctx: per-outer-iteration
+
+@trainer.on(Events.EPOCH_COMPLETED)
+def evaluate(engine):
+    print(engine.state.metrics)  # ctx: per-outer-iteration
+
+@trainer.on(Events.COMPLETED)
+def done(engine):
+    print("done")  # ctx: once
+""",
+    "Ignite events: getting a batch, once-events, events that are not Ignite's": """
+from ignite.engine import Events
+
+@trainer.on(Events.GET_BATCH_COMPLETED)
+def on_batch(engine):
+    print(engine.state.batch)  # ctx: per-step
+
+@trainer.on(Events.STARTED)
+def started(engine):
+    print("started")  # ctx: once
+
+@trainer.on(Events.TERMINATE)
+def stopped(engine):
+    print("stopped")  # ctx: once
+
+@trainer.on(Events.EXCEPTION_RAISED)
+def failed(engine, e):
+    print(e)  # ctx: once
+
+@trainer.on(custom_event)
+def custom(engine):
+    print("custom")  # ctx: called
+""",
+    "every spelling of the optimizer step under a modulo test is the step, other steps are not": """
+def fit(model, loader, optimizer, optim, scaler, lr_scheduler, accum):
+    for i, x in enumerate(loader):
+        loss = model(x)
+        if (i + 1) % accum == 0:
+            scaler.step(optimizer)
+            a = loss.item()  # ctx: per-step
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            b = loss.item()  # ctx: per-step
+        if (i + 1) % accum == 0:
+            optim.step()
+            c = loss.item()  # ctx: per-step
+        if (i + 1) % accum == 0:
+            model.zero_grad()
+            d = loss.item()  # ctx: per-step
+        if (i + 1) % accum != 0:
+            loss.backward()
+            e = loss.item()  # ctx: per-step
+        if i % 100 == 0:
+            lr_scheduler.step()
+            f = loss.item()  # ctx: per-outer-iteration
+        g = loss.item() if i % 10 == 0 else None  # ctx: per-step
+""",
+    "an early exit in an else branch; sub-step and training inner loops": """
+def fit(model, loader, warmup):
+    for i, x in enumerate(loader):
+        loss = model(x)
+        if i < warmup:
+            loss.backward()
+        else:
+            if i % 10 != 0:
+                continue
+            print(loss.item())  # ctx: per-outer-iteration
+
+def accumulate(model, get_batch, opt, accum):
+    while True:
+        for micro in range(accum):
+            model(get_batch()).sum().backward()
+        opt.step()  # ctx: per-step
+
+def gan(critic, gen, get_batch, opt, n_critic):
+    while True:
+        for _ in range(n_critic):
+            critic(get_batch()).mean().backward()
+        gen.step()  # ctx: per-outer-iteration
+""",
+    "calls resolve to the innermost definition and to methods of the class family": """
+def train(model, loader):
+    def step(x):
+        return model(x).sum()  # ctx: per-step
+    for x in loader:
+        step(x)
+
+def export(model):
+    def step(x):
+        return model(x)  # ctx: once
+    return step(None)
+
+class Base:
+    def log_step(self, x):
+        return x.item()  # ctx: per-step
+
+class Lit(Base):
+    def training_step(self, batch, idx):
+        def run(x):
+            return self.log_step(x)
+        return run(batch)
+
+class Unrelated:
+    def log_step(self, x):
+        return x  # ctx: called
+
+def walk(node):
+    for child in node.children:
+        walk(child)
+    return node  # ctx: called
+""",
+    "loops over a model's parts in once-code": """
+class Net:
+    def __init__(self, convs, bns, blocks):
+        self.convs, self.bns, self.blocks = convs, bns, blocks
+        self.summary()
+
+    def summary(self):
+        for conv, bn in zip(self.convs, self.bns):
+            print(conv, bn)  # ctx: once
+        for i, block in enumerate(self.blocks):
+            print(i, block)  # ctx: once
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_statements_run_where_the_markers_say(name):
+    expected, found = placements(CASES[name])
+    assert found == expected
+
+
+TRAINING_MARK = re.compile(r"#\s*training-step:\s*(?P<answer>yes|no)")
+
+TRAINING_STEPS = """
+import torch
+from ignite.engine import Events
+
+def train(model, loader, opt):
+    for x in loader:
+        loss = model(x).sum()  # training-step: yes
+        loss.backward()
+
+def manual(self, loader):
+    for x in loader:
+        loss = self.model(x).sum()  # training-step: yes
+        self.manual_backward(loss)
+
+def zero_first(model, loader, opt):
+    for x in loader:
+        opt.zero_grad()
+        out = model(x)  # training-step: yes
+
+def rollout(policy, env, envs, obs, n):
+    for _ in range(n):
+        obs = env.step(policy(obs))  # training-step: yes
+    for _ in range(n):
+        obs = envs.step(policy(obs))  # training-step: yes
+
+def schedule(trainer, scheduler, n):
+    for _ in range(n):
+        trainer.step()  # training-step: yes
+    for _ in range(n):
+        scheduler.step()  # training-step: yes
+
+def multitask(model, iters, loader_iters, train_iters, grid_iters, tasks):
+    for task in tasks:
+        x = next(iters)  # training-step: yes
+    for task in tasks:
+        x = next(loader_iters[task])  # training-step: yes
+    for task in tasks:
+        x = next(train_iters[task])  # training-step: yes
+    for kind in tasks:
+        grid = next(grid_iters[kind])  # training-step: no
+
+def predict(model, loader):
+    for x in loader:
+        model(x)  # training-step: no
+        evaluate_step(model, x)
+
+@torch.no_grad()
+def evaluate_step(model, x):
+    return model(x)  # training-step: no
+
+@trainer.on(Events.ITERATION_COMPLETED)
+def log_loss(engine):
+    print(engine.state.output)  # training-step: yes
+
+def log_metrics(loss):
+    return loss.item()  # training-step: yes
+
+class Lit:
+    def on_train_batch_end(self, outputs, batch, idx):
+        log_metrics(outputs["loss"])  # training-step: yes
+"""
+
+
+def test_training_step_placements():
+    tree = ast.parse(TRAINING_STEPS)
+    model = ExecutionModel(FileContext(SourceFile("t.py", TRAINING_STEPS), tree))
+    statements = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            statements.setdefault(node.lineno, node)
+    expected, found = [], []
+    for number, line in enumerate(TRAINING_STEPS.splitlines(), 1):
+        match = TRAINING_MARK.search(line)
+        if match:
+            expected.append((number, match.group("answer") == "yes"))
+            found.append((number, model.in_training_step(statements[number])))
+    assert found == expected
+
+
+def test_where_names_the_innermost_loop_and_function():
+    source = """
+def fit(model, loader, epochs):
+    for epoch in range(epochs):
+        for x in loader:
+            model(x)
+    return model
+"""
+    tree = ast.parse(source)
+    model = ExecutionModel(FileContext(SourceFile("t.py", source), tree))
+    function = tree.body[0]
+    outer = function.body[0]
+    inner = outer.body[0]
+    step = inner.body[0]
+    assert model.where(step) == Where(PER_STEP, False, inner, function)
+    assert model.where(inner) == Where(PER_OUTER, False, outer, function)
+    assert model.where(function.body[1]) == Where(CALLED, False, None, function)
