@@ -1,0 +1,114 @@
+"""bench/blind.py: a measurement names its sources, verdicts are kept as given (once per finding),
+tuning-corpus verdicts are refused as claims, and recall counts listed lines a finding starts on.
+One end-to-end export runs the real ptlint on a tiny repository built in tmp_path."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import sys
+
+import pytest
+from helpers import REPO
+
+_spec = importlib.util.spec_from_file_location("blind", REPO / "bench" / "blind.py")
+blind = importlib.util.module_from_spec(_spec)
+sys.modules["blind"] = blind
+_spec.loader.exec_module(blind)
+
+TRAIN = """import torch
+
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(f"loss {loss.item():.3f}")
+"""
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    sources = tmp_path / "sources.jsonl"
+    sources.write_text(json.dumps({"name": "toy", "source": "github:x/toy", "commit": "abc", "set": "heldout-x"}) + "\n"
+                       + json.dumps({"name": "lib", "source": "pypi:lib", "version": "1.0", "set": "tuning"}) + "\n")
+    monkeypatch.setattr(blind, "SOURCES", sources)
+    monkeypatch.setattr(blind, "VERDICTS_FILE", tmp_path / "verdicts.jsonl")
+    return tmp_path
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["id", "repo", "path", "line", "code", "verdict", "reason"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def row(line, verdict, repo="toy", code="PTL101"):
+    return {"id": f"{repo}-{line}", "repo": repo, "path": "train.py", "line": line, "code": code,
+            "verdict": verdict, "reason": "because"}
+
+
+def test_export_then_record_then_report(workspace, capsys):
+    repo = workspace / "toy"
+    repo.mkdir()
+    (repo / "train.py").write_text(TRAIN)
+    out = workspace / "out"
+    assert blind.main(["export", f"toy={repo}", "--out", str(out)]) == 0
+    findings = json.loads((out / "toy.findings.json").read_text())
+    assert [(f["path"], f["line"], f["code"]) for f in findings] == [("train.py", 11, "PTL101")]
+    page = (out / "toy.md").read_text()
+    assert "## toy-1: `train.py:11` PTL101" in page and '    11>>        print(f"loss {loss.item():.3f}")' in page
+    assert "runs: " in page
+    with open(out / "toy.csv") as handle:
+        assert list(csv.reader(handle))[1] == ["toy-1", "toy", "train.py", "11", "PTL101", "", ""]
+
+    verdicts = workspace / "v.csv"
+    write_csv(verdicts, [row(11, "TRUE"), row(12, "false"), row(13, "debatable"), row(11, "false")])
+    assert blind.main(["record", str(verdicts), "--judge", "j1"]) == 0
+    kept = [json.loads(line) for line in (workspace / "verdicts.jsonl").read_text().splitlines()]
+    assert [(k["line"], k["verdict"]) for k in kept] == [(11, "true"), (12, "false"), (13, "debatable")]
+    assert kept[0]["commit"] == "abc" and kept[0]["set"] == "heldout-x" and kept[0]["judge"] == "j1"
+    assert blind.main(["record", str(verdicts)]) == 0  # the same verdicts again: nothing new
+    assert len((workspace / "verdicts.jsonl").read_text().splitlines()) == 3
+
+    recall = workspace / "recall.csv"
+    recall.write_text("repo,path,line,category,severity,why\ntoy,train.py,11,sync,major,x\n"
+                      "toy,train.py,7,h2d,major,y\ntoy,train.py,10,sync,minor,z\n")
+    capsys.readouterr()
+    assert blind.main(["report", "--recall", str(recall), "--findings", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "PTL101      1 true    1 false    1 debatable  50%" in text
+    assert "all         1 true    1 false    1 debatable  50%" in text
+    assert "major): 1 of 2 listed lines reported (50%)" in text
+    assert "minor): 0 of 1 listed lines reported (0%)" in text
+
+
+def test_unknown_source_and_bad_verdicts_are_refused(workspace, capsys):
+    verdicts = workspace / "v.csv"
+    write_csv(verdicts, [row(11, "true", repo="stranger")])
+    assert blind.main(["record", str(verdicts)]) == 2
+    write_csv(verdicts, [row(11, "maybe")])
+    assert blind.main(["record", str(verdicts)]) == 2
+    assert "verdict must be one of" in capsys.readouterr().err
+    assert not (workspace / "verdicts.jsonl").exists() or (workspace / "verdicts.jsonl").read_text() == ""
+
+
+def test_tuning_sources_are_never_a_claim(workspace, capsys):
+    verdicts = workspace / "v.csv"
+    write_csv(verdicts, [row(11, "true", repo="lib")])
+    assert blind.main(["record", str(verdicts)]) == 0
+    assert blind.main(["report"]) == 2
+    assert "not claims" in capsys.readouterr().err
+    assert blind.main(["report", "--set", "heldout-x"]) == 0
+
+
+def test_the_sources_file_of_the_repository_is_well_formed():
+    sources = blind.load_sources()
+    assert all(row["set"] for row in sources.values())
+    assert all(("commit" in row) != ("version" in row) for row in sources.values())
+    assert {row["name"] for row in sources.values() if row["set"] == "tuning"} >= {"timm", "transformers", "trl"}
