@@ -59,9 +59,9 @@ literal `False` (`set_to_none=args.flag`, the user's choice).
 ## Where it reports
 - **Reports** in code that runs every step, once per epoch, or in a function whose callers the
   file does not show (a `train_step(...)` helper).
-- **Silent** in once-code (`__init__`, set-up, the module's top level outside loops), where it
-  runs once, error paths (an `except` body, a branch that raises, or only warns or logs), and
-  test code.
+- **Silent** in once-code (`__init__`, set-up, the module's top level outside loops: one memset
+  there costs nothing), error paths (an `except` body, a branch that raises, or only warns or
+  logs), and test code.
 
 ## Example
 ```python
