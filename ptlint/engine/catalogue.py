@@ -13,6 +13,7 @@ import json
 import os
 
 from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
+from ptlint.engine.traversal import SILENT_IN_TESTS
 
 DOCS_DIR = os.path.join("docs", "rules")
 # Where SARIF's helpUri and the language server's codeDescription point: the generated page.
@@ -92,9 +93,33 @@ def doc_page(code: str) -> str:
     return GENERATED + page + extra + "\n[All rules](README.md)\n"
 
 
+def where_legend() -> str:
+    """What the words of each page's "Where it reports" mean (the execution model of
+    ptlint.semantics.where, and the families that stay silent in test code)."""
+    silent = ", ".join(f"{prefix}xx" for prefix in SILENT_IN_TESTS)
+    return f"""
+## Where rules report
+
+Each page's "Where it reports" says where code must run for the rule to report it:
+- **per step**: code that runs again and again — the body of a loop over data, `forward`, a
+  framework step hook (`training_step`, `*_batch_end`), a function that calls `.backward()`,
+  and the helpers of the same file that those call;
+- **once per epoch** or every N steps: in a loop, but visibly less often than its steps (after
+  an inner batch loop, under `if step % 100 == 0`);
+- **once-code**: the module's top level outside loops, `if __name__ == "__main__":`, `__init__`
+  and other set-up, functions that only once-code calls (`main()`), and loops there over
+  settings or a model's parts;
+- **a function whose callers the file does not show**: it runs as often as its callers elsewhere;
+- **error paths**: an `except` body, a branch that ends in `raise` or only warns or logs;
+- **test code**: files matching `test-code` in `[tool.ptlint]` (test suites by default);
+  {silent} rules are silent there, the numerics rules (PTL3xx) report;
+- **compiled code**: code that `torch.compile` traces, as the file shows it (see PTL401).
+"""
+
+
 def docs_index() -> str:
     return GENERATED + "# ptlint rules\n\n" + readme_table(link_prefix="") + \
-        "\n`ptlint rule CODE` prints a page in the terminal; `ptlint rule --all` lists them.\n"
+        "\n`ptlint rule CODE` prints a page in the terminal; `ptlint rule --all` lists them.\n" + where_legend()
 
 
 def generated_docs(root: str) -> dict[str, str]:

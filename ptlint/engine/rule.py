@@ -49,7 +49,7 @@ class Rule:
     # The rule reads the project modules the file imports (ptlint.semantics.project.imported_sources): the
     # cache then keys the file's findings on their text too.
     reads_imports: ClassVar[bool] = False
-    docs: ClassVar[str]  # markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References
+    docs: ClassVar[str]  # markdown, one `## <title>` per DOC_SECTIONS entry, in that order
     # Code that must trigger the rule: every line that must carry a finding ends with
     # `# expect: <CODE>`; no other line may carry one. Code that must not trigger it.
     bad_examples: ClassVar[list[str]] = []
@@ -102,7 +102,11 @@ def _trigger_words(trigger: str) -> tuple[str, ...]:
 _TRIGGER_WORDS: dict[str, tuple[str, ...]] = {}
 
 
-DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
+# The sections of a rule's docs, in this order. "Where it reports": where the code must run for a
+# finding (per step, once, called, error paths, test code, compiled code); "Example": a complete
+# snippet that `ptlint check --select CODE` reports as it stands; "Use instead": the same code fixed.
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Where it reports", "Example", "Use instead", "Fix safety",
+                "References")
 
 
 def doc_section(docs: str, title: str) -> str:

@@ -25,6 +25,23 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
+# What the pages of PTL401-PTL405 say under "Where it reports": kept beside the code that decides
+# it (traced_function), so that a change of one is a change of the other.
+WHERE_TRACED_DOC = """\
+- **Reports** in code that `torch.compile` traces, as the file shows it: the `forward` of an
+  `nn.Module` subclass, a function decorated with `@torch.compile`, a function or method passed
+  to `torch.compile(...)` anywhere in the same file, and functions nested in those. A `forward`
+  in a module that imports PIL, OpenCV or `torchvision.transforms`, or that sits in an
+  `augment*/` or `transforms/` folder, is data-pipeline code and does not count (an explicit
+  `torch.compile` there still does).
+- **Silent** in code that is not traced: a training loop, once-code, a helper defined outside
+  the traced function (even one that it calls), a function decorated with
+  `torch.compiler.disable`, and a branch that cannot run under Dynamo
+  (`if not torch.compiler.is_compiling():`, `if torch.jit.is_scripting():`); on error paths (an
+  `except` body, a branch that raises, or only warns or logs, the message of a `raise`); and in
+  test code.
+"""
+
 COMPILE = {"torch.compile", "torch._dynamo.optimize"}
 DISABLE = {"torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo"}
 # checks that are False while Dynamo traces: TorchScript, the JIT tracer, ONNX export

@@ -201,6 +201,17 @@ def script_text(ctx, everything: bool) -> str:
     return ctx.memo[key]
 
 
+# What the pages of the ProjectHint rules (PTL603-PTL606) say under "Where it reports", beside the
+# code that decides it (ProjectHint.end_file).
+WHERE_SCRIPT_DOC = """\
+- **Reports** once per training script, at its training loop (the innermost loop around the
+  first `.backward()`), wherever that loop is: in `main()`, at the script's top level, or in a
+  function whose callers the file does not show.
+- **Silent** in a file without a training loop (a library, a model definition) and in test
+  code.
+"""
+
+
 class ProjectHint(Rule):
     """A hint about how a training script is set up, reported once, at its training loop, and
     only when the setting is made nowhere in the file or in the project modules it imports."""

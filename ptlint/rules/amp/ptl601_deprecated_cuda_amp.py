@@ -112,20 +112,41 @@ a name imported from `torch.amp` where available and from `torch.cuda.amp` other
 releases older than 2.3, where the new API is missing. Type references that are not calls
 (`isinstance(s, torch.cuda.amp.GradScaler)`) do not warn and are not reported.
 
+## Where it reports
+- **Reports** wherever the old API is called: per step, in once-code, and in a function whose
+  callers the file does not show (it warns wherever it runs, and the names will go away).
+- **Silent** on error paths (an `except` body, a branch that raises, or only warns or logs),
+  where a fallback for old torch releases lives, and in test code.
+
 ## Example
 ```python
+import torch
 from torch.cuda.amp import GradScaler, autocast
 
-scaler = GradScaler(enabled=use_amp)
-with autocast(dtype=torch.bfloat16):
-    loss = model(x)
+
+def train(model, loader, optimizer, use_amp):
+    scaler = GradScaler(enabled=use_amp)
+    for x in loader:
+        with autocast(dtype=torch.bfloat16):
+            loss = model(x)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
 ```
 
 ## Use instead
 ```python
-scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
-with torch.amp.autocast("cuda", dtype=torch.bfloat16):
-    loss = model(x)
+import torch
+
+
+def train(model, loader, optimizer, use_amp):
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    for x in loader:
+        with torch.amp.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
 ```
 
 ## Fix safety

@@ -69,34 +69,47 @@ Not reported: a module that also uses torch's own AMP (`torch.amp`, `torch.autoc
 `amp_mode="apex"`), beside the native one; and the rest of apex (`apex.optimizers.FusedAdam`,
 `apex.normalization`, `apex.parallel`), which are separate features.
 
+## Where it reports
+- **Reports** at the import and the calls wherever they are: in once-code (`amp.initialize` at
+  set-up), per step (`amp.scale_loss`), in a function whose callers the file does not show, and
+  on error paths.
+- **Silent** in test code.
+
 ## Example
-A complete apex training step:
+A complete apex training loop:
 ```python
+import torch
 from apex import amp
 
-model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
-for x, y in loader:
-    optimizer.zero_grad()
-    loss = criterion(model(x.cuda()), y.cuda())
-    with amp.scale_loss(loss, optimizer) as scaled_loss:
-        scaled_loss.backward()
-    torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
-    optimizer.step()
+
+def train(model, optimizer, loader, criterion):
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x.cuda()), y.cuda())
+        with amp.scale_loss(loss, optimizer) as scaled_loss:
+            scaled_loss.backward()
+        torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
+        optimizer.step()
 ```
 
 ## Use instead
-The same step with native AMP (`opt_level="O1"` is autocast; the scaler replaces `scale_loss`):
+The same loop with native AMP (`opt_level="O1"` is autocast; the scaler replaces `scale_loss`):
 ```python
-scaler = torch.amp.GradScaler("cuda")
-for x, y in loader:
-    optimizer.zero_grad(set_to_none=True)
-    with torch.amp.autocast("cuda", dtype=torch.float16):
-        loss = criterion(model(x.cuda()), y.cuda())
-    scaler.scale(loss).backward()
-    scaler.unscale_(optimizer)  # so that clipping sees true gradients
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    scaler.step(optimizer)  # skips the step when gradients overflowed
-    scaler.update()
+import torch
+
+
+def train(model, optimizer, loader, criterion):
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        optimizer.zero_grad(set_to_none=True)
+        with torch.amp.autocast("cuda", dtype=torch.float16):
+            loss = criterion(model(x.cuda()), y.cuda())
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)  # so that clipping sees true gradients
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)  # skips the step when gradients overflowed
+        scaler.update()
 ```
 With bfloat16 (`dtype=torch.bfloat16`, Ampere and newer) no scaler is needed. Checkpoints save
 `scaler.state_dict()` where they saved `amp.state_dict()`.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ptlint.rules.amp._helpers import CUDA, MIXED_PRECISION, TF32, ProjectHint
+from ptlint.rules.amp._helpers import CUDA, MIXED_PRECISION, TF32, WHERE_SCRIPT_DOC, ProjectHint
 
 
 class Tf32Off(ProjectHint):
@@ -33,28 +33,43 @@ keeping float32's range with a 10-bit mantissa — precision most training toler
 default cuDNN convolutions already use it.
 
 Not reported: a script that uses autocast (its matmuls run in float16 / bfloat16) or sets one of
-the settings anywhere, in the file or in project modules it imports; a file without a training
-loop (a library, a model definition); test code. Off by default because it depends on the
-hardware (no gain before Ampere) and on whether the model tolerates TF32's precision, which a
-reader of the code cannot know. On the pinned corpus
-(16 packages) it reports 5 training loops, all stable_baselines3 algorithms (PPO, A2C, DQN,
-SAC, TD3) that train small MLP policies, where TF32 buys little: debatable at best.
+the settings anywhere, in the file or in project modules it imports. Off by default because it
+depends on the hardware (no gain before Ampere) and on whether the model tolerates TF32's
+precision, which a reader of the code cannot know; small models (the MLP policies of
+reinforcement learning) gain little.
 
+## Where it reports
+""" + WHERE_SCRIPT_DOC + """
 ## Example
 ```python
-model = Net().cuda()
-for x, y in loader:
-    loss = criterion(model(x.cuda()), y.cuda())
-    loss.backward()
-    optimizer.step()
+import torch
+
+
+def train(model, loader, criterion):
+    model = model.cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
 ```
 
 ## Use instead
 ```python
+import torch
+
 torch.backends.cuda.matmul.allow_tf32 = True  # or torch.set_float32_matmul_precision("high")
-model = Net().cuda()
-for x, y in loader:
-    ...
+
+
+def train(model, loader, criterion):
+    model = model.cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
 ```
 
 ## Fix safety

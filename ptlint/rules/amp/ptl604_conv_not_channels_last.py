@@ -3,7 +3,7 @@ the default NCHW memory format."""
 
 from __future__ import annotations
 
-from ptlint.rules.amp._helpers import AUTOCAST, CHANNELS_LAST, CONVOLUTION, ProjectHint
+from ptlint.rules.amp._helpers import AUTOCAST, CHANNELS_LAST, CONVOLUTION, WHERE_SCRIPT_DOC, ProjectHint
 
 
 class ConvNotChannelsLast(ProjectHint):
@@ -32,28 +32,49 @@ the model and the input batch to `torch.channels_last` typically speeds mixed-pr
 of convolutional networks by 10-30% (NVIDIA's and PyTorch's performance guides).
 
 Not reported: a script that mentions `channels_last` anywhere (in the file or its project
-imports), one without autocast, a model without convolutions in sight, a file without a training
-loop, test code. Off by default: the gain depends on the network (depthwise-heavy and 3-D models
-gain less, some lose) and on the GPU, which the code does not show. On the pinned corpus
-(16 packages) it reports nothing.
+imports), one without autocast, a model without convolutions in sight. Off by default: the gain
+depends on the network (depthwise-heavy and 3-D models gain less, some lose) and on the GPU,
+which the code does not show.
 
+## Where it reports
+""" + WHERE_SCRIPT_DOC + """
 ## Example
 ```python
-model = torchvision.models.resnet50().cuda()
-for x, y in loader:
-    with torch.autocast("cuda", dtype=torch.float16):
-        loss = criterion(model(x.cuda()), y.cuda())
-    scaler.scale(loss).backward()
+import torch
+import torchvision
+
+
+def train(loader, criterion):
+    model = torchvision.models.resnet50().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = criterion(model(x.cuda()), y.cuda())
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
 ```
 
 ## Use instead
 ```python
-model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
-for x, y in loader:
-    x = x.cuda(non_blocking=True).to(memory_format=torch.channels_last)
-    with torch.autocast("cuda", dtype=torch.float16):
-        loss = criterion(model(x), y.cuda())
-    scaler.scale(loss).backward()
+import torch
+import torchvision
+
+
+def train(loader, criterion):
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        optimizer.zero_grad()
+        x = x.cuda(non_blocking=True).to(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = criterion(model(x), y.cuda())
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
 ```
 
 ## Fix safety

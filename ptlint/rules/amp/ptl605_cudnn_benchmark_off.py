@@ -8,6 +8,7 @@ from ptlint.rules.amp._helpers import (
     CUDA,
     CUDNN_CHOICE,
     FIXED_SIZE,
+    WHERE_SCRIPT_DOC,
     ProjectHint,
 )
 
@@ -42,24 +43,46 @@ often 10-20% faster for convolutional networks, at the cost of a slower first it
 Not reported: a script that sets `cudnn.benchmark` either way, or asks for determinism
 (`cudnn.deterministic`, `torch.use_deterministic_algorithms`), where benchmarking is deliberately
 off; inputs of varying size (detection, segmentation at several scales, text), where each new
-shape would be benchmarked again; a file without a training loop; test code. Off by default: the
-fixed input size is inferred from the transforms and datasets in sight, and the gain depends on
-the GPU and the network. On the pinned corpus
-(16 packages) it reports nothing.
+shape would be benchmarked again. Off by default: the fixed input size is inferred from the
+transforms and datasets in sight, and the gain depends on the GPU and the network.
 
+## Where it reports
+""" + WHERE_SCRIPT_DOC + """
 ## Example
 ```python
+import torch
+import torchvision
+from torchvision import transforms
+
 transform = transforms.Compose([transforms.RandomResizedCrop(224), transforms.ToTensor()])
-model = torchvision.models.resnet50().cuda()
-for images, labels in loader:
-    criterion(model(images.cuda()), labels.cuda()).backward()
+
+
+def train(loader, criterion):
+    model = torchvision.models.resnet50().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for images, labels in loader:
+        optimizer.zero_grad()
+        criterion(model(images.cuda()), labels.cuda()).backward()
+        optimizer.step()
 ```
 
 ## Use instead
 ```python
+import torch
+import torchvision
+from torchvision import transforms
+
 torch.backends.cudnn.benchmark = True
 transform = transforms.Compose([transforms.RandomResizedCrop(224), transforms.ToTensor()])
-...
+
+
+def train(loader, criterion):
+    model = torchvision.models.resnet50().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for images, labels in loader:
+        optimizer.zero_grad()
+        criterion(model(images.cuda()), labels.cuda()).backward()
+        optimizer.step()
 ```
 
 ## Fix safety

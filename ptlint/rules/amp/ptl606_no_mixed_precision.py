@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ptlint.rules.amp._helpers import CUDA, MIXED_PRECISION, ProjectHint
+from ptlint.rules.amp._helpers import CUDA, MIXED_PRECISION, WHERE_SCRIPT_DOC, ProjectHint
 
 
 class NoMixedPrecision(ProjectHint):
@@ -31,26 +31,39 @@ float32 (reductions, softmax, losses) in float32. Mixed precision typically spee
 and halves activation memory, with the same accuracy.
 
 Not reported: a script that uses any form of mixed or half precision, in the file or in project
-modules it imports; a file without a training loop; test code. Off by default: whether the model
-trains stably in reduced precision, and whether the GPU has tensor cores, is not in the code. On the pinned corpus
-(16 packages) it reports 5 training loops, the same stable_baselines3 algorithms: small MLP
-policies, reinforcement-learning numerics, debatable at best.
+modules it imports. Off by default: whether the model trains stably in reduced precision, and
+whether the GPU has tensor cores, is not in the code; small models (the MLP policies of
+reinforcement learning) gain little.
 
+## Where it reports
+""" + WHERE_SCRIPT_DOC + """
 ## Example
 ```python
-for x, y in loader:
-    loss = criterion(model(x.cuda()), y.cuda())
-    loss.backward()
-    optimizer.step()
+import torch
+
+
+def train(model, loader, criterion, optimizer):
+    model = model.cuda()
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
 ```
 
 ## Use instead
 ```python
-for x, y in loader:
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = criterion(model(x.cuda()), y.cuda())
-    loss.backward()
-    optimizer.step()
+import torch
+
+
+def train(model, loader, criterion, optimizer):
+    model = model.cuda()
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
 ```
 
 ## Fix safety

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import is_traced, may_be_traced, shadowed
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced, shadowed
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
                "warning_once", "info_once"}
@@ -58,9 +58,7 @@ class PrintInCompiled(Rule):
 ## What it does
 Finds `print()`, `logging.*()`, logger methods (`logger.info(...)` where
 `logger = logging.getLogger(...)` or a library's `get_logger(...)`) and `warnings.warn()` in code
-that `torch.compile` traces: the `forward` of an `nn.Module` subclass, a function decorated with
-`@torch.compile`, or a function passed to `torch.compile(fn)` in the same module (and functions
-nested in those).
+that `torch.compile` traces.
 
 ## Why is this bad?
 TorchDynamo cannot put a Python side effect such as printing into an FX graph. With default
@@ -73,15 +71,23 @@ produce one graph break (Dynamo: "logging.Logger methods are not supported",
 "does not know how to trace builtin operator `print`").
 
 Code under `if not torch.compiler.is_compiling():` (or transformers' `is_torchdynamo_compiling()`)
-or `if torch.jit.is_scripting():` does not run under Dynamo and is not reported. Nor is a branch
-that only warns or logs (and perhaps resets a setting), such as `if unused_kwargs:
-logger.warning(...)`, or one that ends in `raise`: it runs on misuse or a deprecated
-argument, not on every step, so its break costs nothing in a working program. Test code is not
-checked.
+does not run under Dynamo. A branch that only warns or logs (and perhaps resets a setting), such
+as `if unused_kwargs: logger.warning(...)`, or one that ends in `raise`, runs on misuse or a
+deprecated argument, not on every step, so its break costs nothing in a working program.
 
+## Where it reports
+""" + WHERE_TRACED_DOC + """
 ## Example
 ```python
+import torch
+from torch import nn
+
+
 class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
     def forward(self, x):
         print("block input", x.shape)
         return self.proj(x)
@@ -89,7 +95,15 @@ class Block(nn.Module):
 
 ## Use instead
 ```python
+import torch
+from torch import nn
+
+
 class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
     def forward(self, x):
         if not torch.compiler.is_compiling():
             print("block input", x.shape)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import is_traced, may_be_traced, shadowed
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced, shadowed
 from ptlint.semantics.values import (
     SCALAR_CONVERSIONS,
     STRONG,
@@ -98,15 +98,13 @@ class ScalarInCompiled(Rule):
 ## What it does
 Finds `.item()`, `.tolist()` and `.numpy()`, and `float()` / `int()` / `bool()` applied to something that is
 visibly a tensor (the result of a torch op or a reduction such as `x.sum()`), in code that
-`torch.compile` traces: the `forward` of an `nn.Module` subclass, a function decorated with
-`@torch.compile`, or a function passed to `torch.compile(fn)` in the same module.
+`torch.compile` traces.
 
-Off by default. On the corpus (both corpora, seed 2026) its findings were judged 5 true, 4 false
-and 6 debatable (56% of the decided ones): most reads inside `forward` are values the code needs
-on the host — sizes and positions built per image, a read kept on purpose to pick a code path
-for every layer, configurations that only some users choose — or sit in wrappers and export-only
-modules that are never compiled. Select it (`--select PTL402`) for a model you compile with
-`fullgraph=True`; `ptlint explain` shows which reads really break the graph.
+Off by default: many reads inside `forward` are values the code needs on the host — sizes and
+positions built per image, a read kept on purpose to pick a code path for every layer,
+configurations that only some users choose — or sit in wrappers and export-only modules that are
+never compiled. Select it (`--select PTL402`) for a model you compile with `fullgraph=True`;
+`ptlint explain` shows which reads really break the graph.
 
 ## Why is this bad?
 These turn a tensor's value into a Python number. Dynamo traces shapes, not values: with default
@@ -125,21 +123,34 @@ in Python (`torch.from_numpy(np.clip(t.numpy(), 0, 1))` is not reported). Nor is
 code uses as a size, a count or a position (`x.split(lengths.tolist())`, `x[: n.item()]`,
 `range(k.item())`, `torch.zeros(n.item())`) or to pick a Python object
 (`names[int(i.item())]`): the code needs it on the host, and the only remedy is a redesign
-(JUDGING.md calls such findings debatable at best; `ptlint explain` shows the break). Nor a read in a
-function that states its scalars' ranges with `torch._check(...)` / `torch._check_is_size(...)`:
-the deliberate idiom for data-dependent values under `torch.export` and
-`capture_scalar_outputs=True`. Branches that only warn or raise, and test code, are not checked.
+(`ptlint explain` shows the break). Nor a read in a function that states its scalars' ranges
+with `torch._check(...)` / `torch._check_is_size(...)`: the deliberate idiom for data-dependent
+values under `torch.export` and `capture_scalar_outputs=True`.
 
+## Where it reports
+""" + WHERE_TRACED_DOC + """
 ## Example
 ```python
+import torch
+import torch.nn as nn
+
+
 class Router(nn.Module):
     def forward(self, x):
-        k = int(x.sum())
         return x[: x.size(0) // 2] * x.max().item()
 ```
 
 ## Use instead
-Keep values as tensors (`x * x.max()`), or read them outside the compiled region. Where a
+```python
+import torch
+import torch.nn as nn
+
+
+class Router(nn.Module):
+    def forward(self, x):
+        return x[: x.size(0) // 2] * x.max()
+```
+Keep values as tensors, or read them outside the compiled region. Where a
 Python scalar is unavoidable, `torch._dynamo.config.capture_scalar_outputs = True` lets Dynamo
 trace `.item()` as an unbacked symbol.
 

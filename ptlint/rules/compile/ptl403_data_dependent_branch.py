@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import is_traced, may_be_traced
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced
 from ptlint.semantics.values import value_test
 
 RANDOM_FACTORIES = {"torch.rand", "torch.randn", "torch.randint", "torch.rand_like", "torch.bernoulli",
@@ -56,10 +56,8 @@ class DataDependentBranch(Rule):
     docs = """
 ## What it does
 Finds `if`, `while` and conditional expressions (`a if c else b`) whose condition depends on
-the value of a tensor, in code that `torch.compile` traces: the `forward` of an `nn.Module`
-subclass, a function decorated with `@torch.compile`, or a function passed to
-`torch.compile(fn)` in the same module. The finding spans the part of the condition that reads
-the value.
+the value of a tensor, in code that `torch.compile` traces. The finding spans the part of the
+condition that reads the value.
 
 Only conditions that visibly read tensor data are reported: a reduction (`sum`, `max`, `any`,
 `all`, `mean`, `norm`, ...) of an argument of the traced function or of a torch op's result,
@@ -82,15 +80,20 @@ which are usually Python values. `assert torch.all(x >= 0)` compiles without a b
 is not reported either. A test that runs only after `not torch.compiler.is_compiling() and ...`
 is never evaluated under Dynamo.
 
-Nor branches whose only remedy is a redesign (JUDGING.md: debatable at best): a random draw that
-decides whether a layer runs (LayerDrop, stochastic depth: `if torch.rand([]) < self.p:`), and a
-test that skips optional work done by a submodule (`if mask.any(): x = self.block(x)`), where
-running the work unconditionally would not be the same program. What stays is the true kind: a
-branch whose unconditional form is equivalent (`if not torch.isfinite(h).all(): h = h.clamp(...)`).
-Branches that only warn or raise, and test code, are not checked.
+Nor branches whose only remedy is a redesign: a random draw that decides whether a layer runs
+(LayerDrop, stochastic depth: `if torch.rand([]) < self.p:`), and a test that skips optional
+work done by a submodule (`if mask.any(): x = self.block(x)`), where running the work
+unconditionally would not be the same program. What stays is the kind with a fix: a branch whose
+unconditional form is equivalent (`if not torch.isfinite(h).all(): h = h.clamp(...)`).
 
+## Where it reports
+""" + WHERE_TRACED_DOC + """
 ## Example
 ```python
+import torch
+from torch import nn
+
+
 class Gate(nn.Module):
     def forward(self, x):
         if x.abs().max() > 1:
@@ -100,6 +103,10 @@ class Gate(nn.Module):
 
 ## Use instead
 ```python
+import torch
+from torch import nn
+
+
 class Gate(nn.Module):
     def forward(self, x):
         peak = x.abs().max()

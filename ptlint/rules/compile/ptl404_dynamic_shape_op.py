@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import is_traced, may_be_traced
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced
 from ptlint.semantics.values import not_a_tensor
 
 # torch functions and tensor methods whose output size depends on the input's values
@@ -96,8 +96,7 @@ Finds operations whose output shape depends on the values in a tensor — `nonze
 `unique`, `unique_consecutive`, `masked_select`, `bincount`, `torch.where(condition)` with one
 argument, and indexing with a visibly boolean mask (`x[x > 0]`, `x[m.bool()]`,
 `x[torch.isfinite(x)]`, or a local assigned only such masks) — in code that `torch.compile`
-traces: the `forward` of an `nn.Module` subclass, a function decorated with `@torch.compile`,
-or a function passed to `torch.compile(fn)` in the same module.
+traces.
 
 ## Why is this bad?
 Dynamo needs every output shape while tracing. With default settings (torch 2.13,
@@ -111,17 +110,22 @@ Not reported, because they compile without a break in 2.13: boolean-mask assignm
 integer index tensor, and `torch.nonzero_static(x, size=n)`. A mask known only by its name
 (`x[mask]` where `mask` is an argument) may hold indices rather than booleans and is not reported.
 
-Off by default. On the corpus (both corpora, 197 findings, 182 of them in transformers) nearly
-every finding is a mixture-of-experts dispatch (`expert_mask.nonzero()`,
-`torch.where(expert_mask[i])`) in the eager fallback behind a grouped-matmul default, a
-variable number of keypoints or detections that *is* the output, or a masked loss over
-variable-length sequences. Their only remedy is a redesign (a static-size formulation, padding,
-`nonzero_static`), which JUDGING.md calls debatable at best; a maintainer would not change those
-lines to please a linter. Select it (`--select PTL404`) in a model you compile with
-`fullgraph=True`, where every break matters; `ptlint explain` shows the ones that really happen.
+Off by default: in model code most of these ops are there on purpose — a mixture-of-experts
+dispatch (`expert_mask.nonzero()`, `torch.where(expert_mask[i])`) in the eager fallback behind a
+grouped-matmul default, a variable number of keypoints or detections that *is* the output, a
+masked loss over variable-length sequences — and their only remedy is a redesign (a static-size
+formulation, padding, `nonzero_static`). Select it (`--select PTL404`) in a model you compile
+with `fullgraph=True`, where every break matters; `ptlint explain` shows the ones that really
+happen.
 
+## Where it reports
+""" + WHERE_TRACED_DOC + """
 ## Example
 ```python
+import torch
+from torch import nn
+
+
 class Pool(nn.Module):
     def forward(self, x, scores):
         keep = scores > 0.5
@@ -130,6 +134,10 @@ class Pool(nn.Module):
 
 ## Use instead
 ```python
+import torch
+from torch import nn
+
+
 class Pool(nn.Module):
     def forward(self, x, scores):
         keep = (scores > 0.5).unsqueeze(-1)

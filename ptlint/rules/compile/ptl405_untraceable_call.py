@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import is_traced, may_be_traced, shadowed
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced, shadowed
 from ptlint.semantics.values import not_a_tensor
 
 # Python `random` functions that Dynamo traces in 2.13 (it replays their values as graph inputs)
@@ -52,9 +52,7 @@ class UntraceableCall(Rule):
 Finds calls that TorchDynamo cannot trace — `time.*` (`time.time`, `time.perf_counter`,
 `time.monotonic`, `time.sleep`, ...), Python's `random` module (`random.random`,
 `random.choice`, `random.shuffle`, `random.gauss`, `random.seed`, ...), `copy.deepcopy(...)` and
-`open(...)` — in code that `torch.compile` traces: the `forward` of an `nn.Module` subclass, a
-function decorated with `@torch.compile`, or a function passed to `torch.compile(fn)` in the
-same module.
+`open(...)` — in code that `torch.compile` traces.
 
 ## Why is this bad?
 These are C builtins or functions Dynamo deliberately skips, so each call is a graph break: the
@@ -78,15 +76,21 @@ graph break made Dynamo run the rest of the function eagerly), `copy.deepcopy` o
 dataclass) also traces; it is reported unless the argument is visibly a literal, since in a
 `forward` it almost always copies tensors or modules.
 
-Also not reported, as for every PTL40x rule: the `forward` of an `nn.Module` in a module that
-imports PIL, OpenCV or `torchvision.transforms`. Such modules hold data-augmentation transforms
-that run on PIL images in the data pipeline, where nothing is compiled (the only two corpus hits
-of this rule, in timm, were such transforms). A function passed to `torch.compile` there still
-counts.
-
+## Where it reports
+""" + WHERE_TRACED_DOC + """
 ## Example
 ```python
+import random
+import time
+
+import torch
+from torch import nn
+
+
 class Dropin(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
     def forward(self, x):
         start = time.perf_counter()
         if random.random() < self.p:
@@ -97,7 +101,14 @@ class Dropin(nn.Module):
 
 ## Use instead
 ```python
+import torch
+from torch import nn
+
+
 class Dropin(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
     def forward(self, x):
         flip = torch.rand((), device=x.device) < self.p
         return torch.where(flip, x.flip(-1), x)

@@ -51,15 +51,30 @@ is off unless selected; writing the values explicitly documents the choice.
 
 Not reported: a call that passes `**kwargs` or `*args` (the settings may be in there).
 
+## Where it reports
+- **Reports** wherever a loader is built: in once-code (the usual place), per step, in a
+  function whose callers the file does not show, and on error paths.
+- **Silent** in test code.
+
 ## Example
 ```python
-loader = DataLoader(dataset, batch_size=64, shuffle=True)
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_loader(dataset):
+    return DataLoader(dataset, batch_size=64, shuffle=True)
 ```
 
 ## Use instead
 ```python
-loader = DataLoader(dataset, batch_size=64, shuffle=True,
-                    num_workers=4, pin_memory=torch.cuda.is_available())
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_loader(dataset):
+    return DataLoader(dataset, batch_size=64, shuffle=True,
+                      num_workers=4, pin_memory=torch.cuda.is_available())
 ```
 
 ## Fix safety

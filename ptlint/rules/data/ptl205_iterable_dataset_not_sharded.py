@@ -206,11 +206,19 @@ Not reported:
   and a shared queue hands each item to one worker;
 - a placeholder whose `__iter__` returns `iter([])`, and a generator of random samples that
   reads no data (`for _ in range(n): yield torch.randn(size)`): each worker draws its own;
-- a subclass that inherits `__iter__` (it is reported where `__iter__` is defined);
-- test code.
+- a subclass that inherits `__iter__` (it is reported where `__iter__` is defined).
+
+## Where it reports
+- **Reports** at the class, wherever it is defined (a dataset class is set-up code; the cost is
+  paid in every epoch that iterates it).
+- **Silent** in test code.
 
 ## Example
 ```python
+import torch
+from torch.utils.data import IterableDataset
+
+
 class Lines(IterableDataset):
     def __init__(self, paths):
         self.paths = paths
@@ -223,6 +231,10 @@ class Lines(IterableDataset):
 
 ## Use instead
 ```python
+import torch
+from torch.utils.data import IterableDataset
+
+
 class Lines(IterableDataset):
     def __init__(self, paths):
         self.paths = paths

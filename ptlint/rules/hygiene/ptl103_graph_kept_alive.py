@@ -168,22 +168,42 @@ into the loss itself (`loss += aux_loss` before `loss.backward()`); a loss summe
 and backpropagated after it (the function calls `.backward()`: the graph is wanted); an
 evaluation loop under `torch.no_grad()` (also through a decorator or every caller in the file).
 
+## Where it reports
+- **Reports** wherever such a loop runs: per step, in once-code (a loop in `main()` or at a
+  script's top level), in a function whose callers the file does not show, and on error paths:
+  memory grows with every iteration of the loop, wherever the loop is.
+- **Silent** in test code.
+
 ## Example
 ```python
-losses = []
-for x, y in loader:
-    loss = criterion(model(x), y)
-    loss.backward()
-    losses.append(loss)
+import torch
+
+
+def train(model, loader, optimizer, criterion):
+    losses = []
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+    return losses
 ```
 
 ## Use instead
 ```python
-losses = []
-for x, y in loader:
-    loss = criterion(model(x), y)
-    loss.backward()
-    losses.append(loss.detach())
+import torch
+
+
+def train(model, loader, optimizer, criterion):
+    losses = []
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+    return losses
 ```
 
 ## Fix safety

@@ -54,23 +54,37 @@ read, and the memory is free in between. The optimizers skip parameters whose gr
 which is also what a frozen parameter looks like.
 
 Not reported: `zero_grad()` and `zero_grad(set_to_none=True)`; a call whose argument is not the
-literal `False` (`set_to_none=args.flag`, the user's choice); once-code (`__init__`, set-up, the
-module's top level), where it runs once; a branch that only runs on misuse; test code.
+literal `False` (`set_to_none=args.flag`, the user's choice).
+
+## Where it reports
+- **Reports** in code that runs every step, once per epoch, or in a function whose callers the
+  file does not show (a `train_step(...)` helper).
+- **Silent** in once-code (`__init__`, set-up, the module's top level outside loops: one memset
+  there costs nothing), error paths (an `except` body, a branch that raises, or only warns or
+  logs), and test code.
 
 ## Example
 ```python
-for x, y in loader:
-    optimizer.zero_grad(set_to_none=False)
-    loss_fn(model(x), y).backward()
-    optimizer.step()
+import torch
+
+
+def train(model, loader, optimizer, loss_fn):
+    for x, y in loader:
+        optimizer.zero_grad(set_to_none=False)
+        loss_fn(model(x), y).backward()
+        optimizer.step()
 ```
 
 ## Use instead
 ```python
-for x, y in loader:
-    optimizer.zero_grad()
-    loss_fn(model(x), y).backward()
-    optimizer.step()
+import torch
+
+
+def train(model, loader, optimizer, loss_fn):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
 ```
 
 ## Fix safety

@@ -141,22 +141,39 @@ Not reported, because gradients are already off or wanted:
   graph);
 - a model frozen in the file (`model.requires_grad_(False)`, or a loop setting
   `p.requires_grad = False` over its parameters);
-- a model switched back with `model.train()` before the loop; once-code set-up
-  (`__init__`), a branch that only runs on misuse, test code.
+- a model switched back with `model.train()` before the loop.
+
+## Where it reports
+- **Reports** at an evaluation loop over data wherever it runs: in a function (whose callers
+  the file may not show), in `main()` or at a script's top level, once per epoch.
+- **Silent** in once-code (set-up such as `__init__`, loops over settings or sizes there), error
+  paths (an `except` body, a branch that raises, or only warns or logs), and test code.
 
 ## Example
 ```python
-model.eval()
-for x, y in val_loader:
-    correct += (model(x).argmax(-1) == y).sum()
+import torch
+
+
+def evaluate(model, val_loader):
+    model.eval()
+    correct = 0
+    for x, y in val_loader:
+        correct += (model(x).argmax(-1) == y).sum()
+    return correct
 ```
 
 ## Use instead
 ```python
-model.eval()
-with torch.inference_mode():
-    for x, y in val_loader:
-        correct += (model(x).argmax(-1) == y).sum()
+import torch
+
+
+def evaluate(model, val_loader):
+    model.eval()
+    correct = 0
+    with torch.inference_mode():
+        for x, y in val_loader:
+            correct += (model(x).argmax(-1) == y).sum()
+    return correct
 ```
 
 ## Fix safety

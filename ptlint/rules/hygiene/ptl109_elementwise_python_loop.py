@@ -172,16 +172,32 @@ Why off by default: the rewrite is usually easy but not always obviously equival
 over a handful of rows where the cost does not matter, and nothing in the file says how many
 rows there are.
 
+## Where it reports
+- **Reports** wherever the loop is: per step, in once-code, and in a function whose callers the
+  file does not show (the usual place: a helper that transforms a batch); how often it runs is
+  not in sight, so it is reported at each loop it finds.
+- **Silent** on error paths (an `except` body, a branch that raises, or only warns or logs) and
+  in test code.
+
 ## Example
 ```python
-out = torch.empty_like(x)
-for i in range(x.shape[0]):
-    out[i] = torch.sigmoid(x[i]) * scale + bias[i]
+import torch
+
+
+def gate(x, bias, scale):
+    out = torch.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = torch.sigmoid(x[i]) * scale + bias[i]
+    return out
 ```
 
 ## Use instead
 ```python
-out = torch.sigmoid(x) * scale + bias
+import torch
+
+
+def gate(x, bias, scale):
+    return torch.sigmoid(x) * scale + bias
 ```
 
 ## Fix safety

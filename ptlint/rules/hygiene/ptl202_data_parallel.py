@@ -70,23 +70,39 @@ documentation recommends DDP instead.
 
 Not reported: a project's own class that happens to be called `DataParallel` (defined in the
 file or imported from a non-torch module), `isinstance(m, nn.DataParallel)` checks used to
-unwrap a model, test code, and a library offering DataParallel as a mode the user chooses —
+unwrap a model, and a library offering DataParallel as a mode the user chooses —
 inside a class or method whose name says it wraps or parallelises (`Trainer._wrap_model`,
 `DataParallelStrategy`, `Brain._wrap_distributed`) or under a condition naming such an option
 (`if self.data_parallel_backend:`, `if strategy == "dp":`). In those places DataParallel is the
-user's explicit choice; on real code every such finding was judged false.
+user's explicit choice.
+
+## Where it reports
+- **Reports** wherever DataParallel is used: in once-code (the usual place: the model is wrapped
+  once, at set-up), per step, in a function whose callers the file does not show, and on error
+  paths. The cost is paid on every step that follows, wherever the wrapping happens.
+- **Silent** in test code.
 
 ## Example
 ```python
-model = torch.nn.DataParallel(model).cuda()
+import torch
+
+
+def build(model):
+    return torch.nn.DataParallel(model).cuda()
 ```
 
 ## Use instead
 ```python
 # launched with `torchrun --nproc-per-node=N train.py`
-torch.distributed.init_process_group("nccl")
-local_rank = int(os.environ["LOCAL_RANK"])
-model = torch.nn.parallel.DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])
+import os
+
+import torch
+
+
+def build(model):
+    torch.distributed.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    return torch.nn.parallel.DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])
 ```
 
 ## Fix safety

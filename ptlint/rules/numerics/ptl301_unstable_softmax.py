@@ -104,15 +104,28 @@ Not reported: a stabilised exponent (`exp(x - x.max(...))`, `exp(x - x.amax(...)
 `exp(x - logsumexp)`, a name assigned such a difference, `x.clamp(max=...)`), and a visibly
 non-positive exponent (`exp(-d / t)`, Gaussian kernels), which cannot overflow.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
+  file does not show, on error paths, and in test code: a formula that overflows is wrong wherever
+  it runs, a test included.
+
 ## Example
 ```python
-e = torch.exp(scores)
-attn = e / e.sum(-1, keepdim=True)
+import torch
+
+
+def attention_weights(scores):
+    e = torch.exp(scores)
+    return e / e.sum(-1, keepdim=True)
 ```
 
 ## Use instead
 ```python
-attn = torch.softmax(scores, dim=-1)
+import torch
+
+
+def attention_weights(scores):
+    return torch.softmax(scores, dim=-1)
 ```
 
 ## Fix safety

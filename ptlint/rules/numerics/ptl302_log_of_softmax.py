@@ -59,14 +59,29 @@ finite, more accurate, and one kernel instead of two.
 Not reported: `log(softmax(x) + eps)` or `log(p.clamp(min=eps))` — a deliberate clamp that
 stays finite.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
+  file does not show, on error paths, and in test code: a formula that underflows is wrong wherever
+  it runs, a test included.
+
 ## Example
 ```python
-log_probs = torch.log(F.softmax(logits, dim=-1))
+import torch
+import torch.nn.functional as F
+
+
+def log_probs(logits):
+    return torch.log(F.softmax(logits, dim=-1))
 ```
 
 ## Use instead
 ```python
-log_probs = F.log_softmax(logits, dim=-1)
+import torch
+import torch.nn.functional as F
+
+
+def log_probs(logits):
+    return F.log_softmax(logits, dim=-1)
 ```
 
 ## Fix safety

@@ -78,14 +78,27 @@ to `log(0) = -inf`. `torch.logsumexp` subtracts the maximum first and is exact i
 Not reported: a stabilised exponent (`exp(x - m)`, `x.clamp(max=...)`) or a visibly non-positive
 one.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
+  file does not show, on error paths, and in test code: a formula that overflows is wrong wherever
+  it runs, a test included.
+
 ## Example
 ```python
-lse = torch.log(torch.exp(scores).sum(dim=-1))
+import torch
+
+
+def log_partition(scores):
+    return torch.log(torch.exp(scores).sum(dim=-1))
 ```
 
 ## Use instead
 ```python
-lse = torch.logsumexp(scores, dim=-1)
+import torch
+
+
+def log_partition(scores):
+    return torch.logsumexp(scores, dim=-1)
 ```
 
 ## Fix safety

@@ -305,15 +305,27 @@ same visible rank (`x[:, None] - x[None, :]`), leading dims (`p.unsqueeze(0) * q
 which broadcasting adds anyway, right-aligned broadcasting of a lower-rank operand without a
 trailing size-1 dimension (`x - x.mean(0)`, adding a bias), and scalars.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
+  file does not show, on error paths, and in test code: a silent broadcast is wrong wherever it
+  runs, a test included.
+
 ## Example
 ```python
-loss = (pred.view(-1, 1) - target).pow(2).mean()  # target has shape (N,)
+import torch
+
+
+def mse(pred, target):  # pred: (N,), target: (N,)
+    return (pred.unsqueeze(-1) - target).pow(2).mean()  # (N, 1) - (N,) is (N, N)
 ```
 
 ## Use instead
 ```python
-loss = (pred.view(-1) - target).pow(2).mean()
-# or, when the pairwise matrix is wanted, say so with a shape check
+import torch
+
+
+def mse(pred, target):  # pred: (N,), target: (N,)
+    return (pred - target).pow(2).mean()
 ```
 
 ## Fix safety

@@ -387,20 +387,36 @@ exponential integrator whose φ term multiplies a quantity that is not small
 relative value (a log-normal variance `(exp(s**2) - 1) * exp(2*mu + s**2)` with small `s`);
 nothing in the code tells them apart from the lines above, so write `expm1` there anyway.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers
+  the file does not show, on error paths, and in test code: a formula that loses its digits is
+  wrong wherever it runs, a test included.
+
 ## Example
 ```python
-y = torch.log(1 + torch.exp(z))
-kl = (torch.exp(r) - 1 - r).mean()
-phi = (torch.exp(h) - 1) / h
-d = torch.log(1 + p)
+import torch
+
+
+def terms(z, r, h, p):
+    y = torch.log(1 + torch.exp(z))
+    kl = (torch.exp(r) - 1 - r).mean()
+    phi = (torch.exp(h) - 1) / h
+    d = torch.log(1 + p)
+    return y, kl, phi, d
 ```
 
 ## Use instead
 ```python
-y = F.softplus(z)
-kl = (torch.expm1(r) - r).mean()
-phi = torch.expm1(h) / h
-d = torch.log1p(p)
+import torch
+import torch.nn.functional as F
+
+
+def terms(z, r, h, p):
+    y = F.softplus(z)
+    kl = (torch.expm1(r) - r).mean()
+    phi = torch.expm1(h) / h
+    d = torch.log1p(p)
+    return y, kl, phi, d
 ```
 
 ## Fix safety

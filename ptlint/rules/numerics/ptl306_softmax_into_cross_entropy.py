@@ -52,19 +52,45 @@ soft labels are probabilities); `log_softmax` output (idempotent under `cross_en
 `torch.log(softmax(x))` into `nll_loss` (correct, though PTL302 asks for `log_softmax`); a loss module
 or model defined in another file, which the check cannot see.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
+  file does not show, on error paths, and in test code: the wrong loss is wrong wherever it runs, a
+  test included.
+
 ## Example
 ```python
-self.criterion = nn.CrossEntropyLoss()
-...
-probs = F.softmax(self.head(x), dim=-1)
-loss = self.criterion(probs, labels)
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Classifier(nn.Module):
+    def __init__(self, dim, classes):
+        super().__init__()
+        self.head = nn.Linear(dim, classes)
+        self.criterion = nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        probs = F.softmax(self.head(x), dim=-1)
+        return self.criterion(probs, labels)
 ```
 
 ## Use instead
 ```python
-logits = self.head(x)
-loss = self.criterion(logits, labels)
-probs = logits.softmax(dim=-1)  # where probabilities are needed, e.g. for metrics
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Classifier(nn.Module):
+    def __init__(self, dim, classes):
+        super().__init__()
+        self.head = nn.Linear(dim, classes)
+        self.criterion = nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        logits = self.head(x)
+        loss = self.criterion(logits, labels)
+        probs = logits.softmax(dim=-1)  # where probabilities are needed, e.g. for metrics
+        return loss, probs
 ```
 
 ## Fix safety

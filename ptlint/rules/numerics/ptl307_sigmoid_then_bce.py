@@ -97,15 +97,30 @@ underflows), which poisons the whole step.
 Not reported: a sigmoid whose output feeds another loss, a loss module or model defined in
 another file, which the check cannot see.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
+  file does not show, on error paths, and in test code: a loss that saturates is wrong wherever it
+  runs, a test included.
+
 ## Example
 ```python
-probs = torch.sigmoid(logits)
-loss = F.binary_cross_entropy(probs, targets, weight=w)
+import torch
+import torch.nn.functional as F
+
+
+def bce(logits, targets, w):
+    probs = torch.sigmoid(logits)
+    return F.binary_cross_entropy(probs, targets, weight=w)
 ```
 
 ## Use instead
 ```python
-loss = F.binary_cross_entropy_with_logits(logits, targets, weight=w)
+import torch
+import torch.nn.functional as F
+
+
+def bce(logits, targets, w):
+    return F.binary_cross_entropy_with_logits(logits, targets, weight=w)
 ```
 
 ## Fix safety

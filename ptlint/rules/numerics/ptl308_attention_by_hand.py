@@ -313,19 +313,51 @@ sliced out (`x[:, 0:1]`, class attention) or tokens pooled (`.mean(dim)`, Nystr�
 pooling) — where the score matrix is a thin strip, not `L × L`; scores without a visible
 transpose of the keys.
 
+## Where it reports
+- **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
+  file does not show, on error paths, and in test code, like every PTL3xx rule (an attention
+  layer is set up once and runs every step; the place of the code says little).
+
 ## Example
 ```python
-att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-att = F.softmax(att, dim=-1)
-att = self.attn_dropout(att)
-y = att @ v
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, block_size, dropout):
+        super().__init__()
+        self.attn_dropout = nn.Dropout(dropout)
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+
+    def forward(self, q, k, v):
+        T = q.size(-2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(att)
+        y = att @ v
+        return y
 ```
 
 ## Use instead
 ```python
-y = F.scaled_dot_product_attention(
-    q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, dropout):
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(
+            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
 ```
 
 ## Fix safety

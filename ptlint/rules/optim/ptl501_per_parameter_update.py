@@ -217,13 +217,12 @@ Not reported: loops that only read parameters (counting `numel()`), set flags
 `torch.add(a, b, out=p)`: usually done once), reset gradients with `p.grad = None`, or add into
 gradients (`p.grad += g`: autograd accumulates per parameter too); names that hold something
 else (`hparams`, `param_groups`, `params_before`, `parameter_names`), names the function
-assigns from something other than parameters, and other attributes (`self.ema_params`: in the
-corpus, host copies updated every few hundred steps); set-up code that runs once (`__init__`,
-`init_weights`, code only `main()` calls); test code; and optimizer implementations — the
-`step()` method of an optimizer class and `_single_tensor_*` fallbacks — whose loop the fix
-cannot translate: a reference implementation is per tensor on purpose, and its foreach form is
-a rewrite of the algorithm, not a fix (judged debatable at best on timm's optimizers). A
-hand-written `step()` simple enough for the fix is reported, with the fix.
+assigns from something other than parameters, and other attributes (`self.ema_params`: often
+host copies updated every few hundred steps); and optimizer implementations — the `step()`
+method of an optimizer class and `_single_tensor_*` fallbacks — whose loop the fix cannot
+translate: a reference implementation is per tensor on purpose, and its foreach form is a
+rewrite of the algorithm, not a fix. A hand-written `step()` simple enough for the fix is
+reported, with the fix.
 
 ## Why is this bad?
 Each in-place operation is a separate kernel launch. A model with hundreds of parameter tensors
@@ -232,28 +231,40 @@ arithmetic itself. The `torch._foreach_*` functions apply the same operation to 
 tensors in a few fused launches; `torch.optim` uses them for exactly this reason (and
 `torch.nn.utils.clip_grad_value_` for clipping).
 
+## Where it reports
+- **Reports** in code that runs every step, once per epoch, and in a function whose callers the
+  file does not show (an `sgd_step(model, lr)` or `ema_update(...)` helper).
+- **Silent** in once-code (`__init__`, `init_weights`, set-up that only `main()` calls), error
+  paths (an `except` body, a branch that raises, or only warns or logs), and test code.
+
 ## Example
 ```python
-with torch.no_grad():
-    for p in model.parameters():
-        if p.grad is not None:
-            p.add_(p.grad, alpha=-lr)
+import torch
 
-for p in model.parameters():        # gradient accumulation: average over micro-batches
-    if p.grad is not None:
-        p.grad *= 1 / num_micro_batches
+
+def sgd_step(model, lr, num_micro_batches):
+    for p in model.parameters():  # gradient accumulation: average over micro-batches
+        if p.grad is not None:
+            p.grad *= 1 / num_micro_batches
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.add_(p.grad, alpha=-lr)
 ```
 
 ## Use instead
 ```python
-with torch.no_grad():
+import torch
+
+
+def sgd_step(model, lr, num_micro_batches):
     params_with_grad = [p for p in model.parameters() if p.grad is not None]
     if params_with_grad:
-        torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
-
-params_with_grad = [p for p in model.parameters() if p.grad is not None]
-if params_with_grad:
-    torch._foreach_mul_([p.grad for p in params_with_grad], 1 / num_micro_batches)
+        torch._foreach_mul_([p.grad for p in params_with_grad], 1 / num_micro_batches)
+    with torch.no_grad():
+        params_with_grad = [p for p in model.parameters() if p.grad is not None]
+        if params_with_grad:
+            torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
 ```
 (the fix builds the list of parameters once, so that a generator is iterated only once, and
 calls nothing on an empty list), or use a `torch.optim` optimizer.

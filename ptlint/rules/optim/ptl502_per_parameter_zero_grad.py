@@ -77,18 +77,32 @@ hundreds of tiny kernels each step. `torch._foreach_zero_` zeroes the whole list
 launches, and setting gradients to `None` (`optimizer.zero_grad(set_to_none=True)`, the default)
 launches none and saves the memory until the next backward.
 
+## Where it reports
+- **Reports** in code that runs every step, once per epoch, and in a function whose callers the
+  file does not show (a `reset_grads(model)` helper).
+- **Silent** in once-code (`__init__`, set-up that only `main()` calls), error paths (an
+  `except` body, a branch that raises, or only warns or logs), and test code.
+
 ## Example
 ```python
-for p in model.parameters():
-    if p.grad is not None:
-        p.grad.zero_()
+import torch
+
+
+def reset_grads(model):
+    for p in model.parameters():
+        if p.grad is not None:
+            p.grad.zero_()
 ```
 
 ## Use instead
 ```python
-params_with_grad = [p for p in model.parameters() if p.grad is not None]
-if params_with_grad:
-    torch._foreach_zero_([p.grad for p in params_with_grad])
+import torch
+
+
+def reset_grads(model):
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_zero_([p.grad for p in params_with_grad])
 ```
 or `model.zero_grad()` / `optimizer.zero_grad()`, which set the gradients to `None`.
 

@@ -76,14 +76,28 @@ kernels per step per operation; `foreach=False` launches several per parameter. 
 does the whole update in one kernel per group of tensors, which is the fastest step on CUDA
 (and supported on CPU for these optimizers).
 
+## Where it reports
+- **Reports** wherever the optimizer is built: in once-code (the usual place), per step, in a
+  function whose callers the file does not show, and on error paths. It steps every step after,
+  wherever it was built.
+- **Silent** in test code.
+
 ## Example
 ```python
-optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+import torch
+
+
+def make_optimizer(model):
+    return torch.optim.AdamW(model.parameters(), lr=3e-4)
 ```
 
 ## Use instead
 ```python
-optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
+import torch
+
+
+def make_optimizer(model):
+    return torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
 ```
 
 ## Fix safety

@@ -542,14 +542,7 @@ the host makes the CPU wait until every queued kernel has finished, so the GPU i
 Python prepares the next step. Once per iteration, this can halve throughput. An implicit
 conversion waits the same way as `.item()`; it is only harder to see.
 
-Not reported:
-- where the code does not run every step: once-code (module top level, `if __name__ ==
-  "__main__":`, `__init__`, set-up only `main()` calls, and loops there over layers or settings
-  rather than data), once per outer iteration (outside an inner batch loop, e.g. once per
-  epoch, under a periodic test such as `if step % 100 == 0`, or after an early exit on the other
-  steps such as `if not should_log: return` — but the optimizer step of gradient accumulation,
-  `if (i + 1) % k == 0: opt.step()` or `if (i + 1) % accum != 0: continue`, is the step itself),
-  a branch that only raises, warns or logs, and test code;
+Not reported, wherever the code runs:
 - a value that is visibly a NumPy array or scalar (also one the code checked with
   `isinstance(v, np.generic)`, or duck-typed with `hasattr(v, "tolist")`), a plain Python value;
   for the implicit conversions, anything not visibly a tensor (`float(x.shape[0])`,
@@ -594,32 +587,61 @@ Not reported:
   named `*_cpu*`; tools whose job is to show values to a person (modules named for debugging,
   diagnostics, plotting, visualisation or profiling); ONNX Runtime pipelines (`*onnx*` modules),
   which compute in NumPy on the host;
-- in `forward` and compiled functions, where PTL402 and PTL403 report it;
 - a second read in one statement (`t, h, w = g[0].item(), g[1].item(), g[2].item()`,
   `f"{loss:.3f} {acc:.3f}"`): the statement is reported once, at its first read, and one
   `.tolist()` (or one stacked tensor) fixes it;
 - modules that never import torch, unless the loop backpropagates or the value is visibly a
   tensor.
 
+## Where it reports
+- **Reports** in code that runs every step: the body of a loop that runs the model (training,
+  evaluation, denoising, generation; also in `main()` or at a script's top level), and a
+  training step without a loop of its own — a framework step hook (`training_step`,
+  `*_batch_end`, `compute_loss`), a function that calls `.backward()`, and the helpers of the
+  same file that these call. The optimizer step of gradient accumulation
+  (`if (i + 1) % k == 0: opt.step()`, `if (i + 1) % accum != 0: continue`) is the step itself.
+- **Silent** in once-code (module top level outside loops, `if __name__ == "__main__":`,
+  `__init__`, set-up that only `main()` calls, and loops there over layers or settings rather
+  than data), once per epoch or every N steps (outside an inner batch loop, under
+  `if step % 100 == 0`, after an early exit on the other steps such as
+  `if not should_log: return`), a function whose callers the file does not show
+  (`def accuracy(x): return x.sum().item()` on its own), error paths (an `except` body, a branch
+  that raises, or only warns or logs), test code, and compiled code (`forward`, functions given
+  to `torch.compile`), where PTL402 and PTL403 report instead.
+
 ## Example
 ```python
-for batch in loader:
-    loss = model(batch).mean()
-    loss.backward()
-    running += loss.item()
-    pbar.set_description(f"loss {loss:.3f}")
+import torch
+
+
+def train(model, loader, optimizer, pbar):
+    running = 0.0
+    for batch in loader:
+        optimizer.zero_grad()
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+        running += loss.item()
+        pbar.set_description(f"loss {loss:.3f}")
+    return running
 ```
 
 ## Use instead
 ```python
-running = torch.zeros((), device=device)
-for step, batch in enumerate(loader):
-    loss = model(batch).mean()
-    loss.backward()
-    running += loss.detach()
-    if step % 100 == 0:
-        pbar.set_description(f"loss {loss:.3f}")  # one sync per 100 steps
-print(running.item())  # one sync, after the loop
+import torch
+
+
+def train(model, loader, optimizer, pbar, device):
+    running = torch.zeros((), device=device)
+    for step, batch in enumerate(loader):
+        optimizer.zero_grad()
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+        running += loss.detach()
+        if step % 100 == 0:
+            pbar.set_description(f"loss {loss:.3f}")  # one sync per 100 steps
+    return running.item()  # one sync, after the loop
 ```
 
 ## Fix safety

@@ -80,28 +80,44 @@ queued while the current one runs. `empty_cache()` also synchronizes, and hands 
 back to the driver only for the allocator to request them again on the next step, which is slow
 and fragments memory. Either one per iteration costs throughput for no benefit.
 
-Also in code that runs every step without a loop of its own: a helper the step loop of the
-same module calls, a framework step hook.
+Not reported: calls placed on purpose: `synchronize()` next to a timer read (how GPU work is
+timed, see PTL108), and `empty_cache()` right after `del` or `gc.collect()` (handing memory
+back before a big allocation) or under a condition (a memory setting, a size check).
 
-Not reported: a call that runs once per outer iteration (outside an inner batch loop) or every
-N steps, once-code (set-up, the end of a script, loops over settings there), the error path
-(`except` blocks, branches that raise), and test code. Nor calls placed on purpose:
-`synchronize()` next to a timer read (how GPU work is timed, see PTL108), and `empty_cache()`
-right after `del` or `gc.collect()` (handing memory back before a big allocation) or under a
-condition (a memory setting, a size check).
+## Where it reports
+- **Reports** in code that runs every step: the body of a loop (over data or anything else that
+  repeats per step), and code that runs every step without a loop of its own — `forward`, a
+  framework step hook (`training_step`, `*_batch_end`), a function that calls `.backward()`,
+  and the helpers of the same file that these call.
+- **Silent** in once-code (set-up, the end of a script, loops over settings there), once per
+  epoch or every N steps (outside an inner batch loop, under `if step % 100 == 0`), a function
+  whose callers the file does not show, error paths (an `except` body, a branch that raises,
+  or only warns or logs), and test code.
 
 ## Example
 ```python
-for batch in loader:
-    loss = step(batch)
-    torch.cuda.synchronize()
+import torch
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        torch.cuda.synchronize()
 ```
 
 ## Use instead
 ```python
-for batch in loader:
-    loss = step(batch)
-torch.cuda.synchronize()  # once, when you need the timing or the memory
+import torch
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    torch.cuda.synchronize()  # once, when you need the timing or the memory
 ```
 To time GPU work per step, use `torch.cuda.Event(enable_timing=True)` pairs.
 

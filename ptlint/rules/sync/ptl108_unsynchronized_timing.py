@@ -222,22 +222,45 @@ a result of the timed work, which may read it back; a region without visible CUD
 fed NumPy arrays, file names or lists (a high-level predictor such as a YOLO or pipeline object
 hands back host objects, which waits for the device); a difference compared with a limit
 (`if time.time() - start > budget:` checks a time budget, it measures nothing); files that
-mention neither CUDA nor a device; test code.
+mention neither CUDA nor a device.
+
+## Where it reports
+- **Reports** wherever the two readings are: per step, in once-code (a benchmark at a script's
+  top level or in `main()`), and in a function whose callers the file does not show. One wrong
+  measurement is wrong, however often it runs.
+- **Silent** on error paths (an `except` body, a branch that raises, or only warns or logs) and
+  in test code.
 
 ## Example
 ```python
-start = time.perf_counter()
-out = model(x)
-elapsed = time.perf_counter() - start
+import time
+
+import torch
+
+
+def benchmark(model, batch):
+    x = batch.to("cuda")
+    start = time.perf_counter()
+    out = model(x)
+    elapsed = time.perf_counter() - start
+    return out, elapsed
 ```
 
 ## Use instead
 ```python
-torch.cuda.synchronize()
-start = time.perf_counter()
-out = model(x)
-torch.cuda.synchronize()
-elapsed = time.perf_counter() - start
+import time
+
+import torch
+
+
+def benchmark(model, batch):
+    x = batch.to("cuda")
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = model(x)
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    return out, elapsed
 ```
 or let PyTorch do it:
 ```python

@@ -348,21 +348,43 @@ it on the same stream, so nothing else changes.
 Not reported: a loader whose `pin_memory` is missing, `False` or not in this file (without
 pinned memory `non_blocking` does little); a copy that already passes `non_blocking=`; a copy
 to the CPU (a device-to-host copy with `non_blocking=True` may be read before it lands); a
-tensor that is not from the batch (see PTL105 for values that never change in the loop);
-once-code, a branch that only runs on misuse, test code.
+tensor that is not from the batch (see PTL105 for values that never change in the loop).
+
+## Where it reports
+- **Reports** in the loop over the pinned loader, which runs every step (in a function, in
+  `main()` or at a script's top level).
+- **Silent** in once-code (one batch taken at set-up, `next(iter(loader)).to(device)` in
+  `main()`), once per epoch or every N steps, a function whose callers the file does not show,
+  error paths (an `except` body, a branch that raises, or only warns or logs), and test code.
 
 ## Example
 ```python
-loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
-for x, y in loader:
-    x, y = x.to(device), y.to(device)
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, dataset, optimizer, device):
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
 ```
 
 ## Use instead
 ```python
-loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
-for x, y in loader:
-    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, dataset, optimizer, device):
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
 ```
 
 ## Fix safety

@@ -213,22 +213,44 @@ Not reported:
 - in a loop that neither walks data nor trains (a loop over layers, cache states or beams), a
   value the file does not show to be in host memory or a module (an argument, an attribute of
   another object): it usually lives on the device already, and `.to()` then does nothing;
-- `.to(torch.float16)` and other dtype conversions, `.to("cpu")`, `.cpu()`;
-- once-code loops over settings or model parts at set-up, code after an inner batch loop (once
-  per epoch), a branch that only runs on misuse, test code.
+- `.to(torch.float16)` and other dtype conversions, `.to("cpu")`, `.cpu()`.
+
+## Where it reports
+- **Reports** in a loop that runs every step (over data, or one that trains), in a function,
+  in `main()` or at a script's top level.
+- **Silent** in once-code (loops over settings or model parts at set-up), once per epoch or
+  every N steps (after an inner batch loop), a function whose callers the file does not show
+  (a move without a loop of its own), error paths (an `except` body, a branch that raises, or
+  only warns or logs), and test code.
 
 ## Example
 ```python
-class_weights = torch.tensor([1.0, 5.0])
-for x, y in loader:
-    loss = F.cross_entropy(model(x), y, weight=class_weights.to(device))
+import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer, device):
+    class_weights = torch.tensor([1.0, 5.0])
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y, weight=class_weights.to(device))
+        loss.backward()
+        optimizer.step()
 ```
 
 ## Use instead
 ```python
-class_weights = torch.tensor([1.0, 5.0]).to(device)
-for x, y in loader:
-    loss = F.cross_entropy(model(x), y, weight=class_weights)
+import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer, device):
+    class_weights = torch.tensor([1.0, 5.0]).to(device)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y, weight=class_weights)
+        loss.backward()
+        optimizer.step()
 ```
 
 ## Fix safety

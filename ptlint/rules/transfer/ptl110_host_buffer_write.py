@@ -323,12 +323,22 @@ Not reported:
   the others find nothing queued);
 - a function that visibly works on the CPU (every device it names is `"cpu"`, and the file
   never says `cuda`);
-- code that does not run every step: once-code, once per epoch, a branch that only raises or
-  warns; test code; files that mention no device (`device`, `cuda`, `.to(`) and no Lightning
-  `fabric` or Accelerate `accelerator`, where nothing visibly runs on an accelerator.
+- files that mention no device (`device`, `cuda`, `.to(`) and no Lightning `fabric` or
+  Accelerate `accelerator`, where nothing visibly runs on an accelerator.
+
+## Where it reports
+- **Reports** in a loop that runs the model every step: training, evaluation, in a function,
+  in `main()` or at a script's top level.
+- **Silent** in once-code, once per epoch or every N steps, a function whose callers the file
+  does not show (a store without a loop of its own), error paths (an `except` body, a branch
+  that raises, or only warns or logs), and test code.
 
 ## Example
 ```python
+import torch
+from torch.nn.functional import cross_entropy
+
+
 @torch.no_grad()
 def validate(fabric, model, val_loader, max_iters):
     losses = torch.zeros(max_iters)
@@ -340,6 +350,10 @@ def validate(fabric, model, val_loader, max_iters):
 
 ## Use instead
 ```python
+import torch
+from torch.nn.functional import cross_entropy
+
+
 @torch.no_grad()
 def validate(fabric, model, val_loader, max_iters):
     losses = torch.zeros(max_iters, device=fabric.device)

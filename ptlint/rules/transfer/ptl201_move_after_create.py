@@ -282,17 +282,34 @@ already has `device=`, `pin_memory=` or `generator=` (numbers drawn from a CPU g
 purpose, for reproducibility), and the `*_like` factories (their template usually
 lives on the target device already, so the move does nothing).
 
+## Where it reports
+- **Reports** in code that runs every step (a training loop, `forward`, a step hook and the
+  helpers they call), and in a function whose callers the file does not show (a helper that
+  builds inputs or masks: it may run every step).
+- **Silent** in once-code (module top level, `__init__`, set-up that only `main()` calls: one
+  copy at start-up costs nothing worth a change), once per epoch or every N steps, error paths
+  (an `except` body, a branch that raises, or only warns or logs), and test code.
+
 ## Example
 ```python
-mask = torch.ones(n, n).tril().bool()
-ids = torch.arange(n).to(device)
-noise = torch.randn(b, d).cuda()
+import torch
+
+
+def make_inputs(n, device):
+    ids = torch.arange(n).to(device)
+    mask = torch.ones(n, n).cuda().tril().bool()
+    return ids, mask
 ```
 
 ## Use instead
 ```python
-ids = torch.arange(n, device=device)
-noise = torch.randn(b, d, device="cuda")
+import torch
+
+
+def make_inputs(n, device):
+    ids = torch.arange(n, device=device)
+    mask = torch.ones(n, n, device="cuda").tril().bool()
+    return ids, mask
 ```
 
 ## Fix safety

@@ -64,18 +64,33 @@ does not show to be a tensor — a function's parameter counts as unknown even w
 branch assigns it a tensor (`if w is None: w = torch.ones(n) else: w = torch.tensor(w)`: the
 caller's `w` may well be a list), and even when it is annotated `torch.Tensor` (annotations
 copied between functions are often wrong: pipelines pass config lists to parameters annotated
-as tensors); `torch.as_tensor`;
-once-code (module top level, `__init__`, set-up), a branch that only runs on misuse, test code.
+as tensors); `torch.as_tensor`.
+
+## Where it reports
+- **Reports** in code that runs every step, and in a function whose callers the file does not
+  show.
+- **Silent** in once-code (module top level, `__init__`, set-up that only `main()` calls), once
+  per epoch or every N steps, error paths (an `except` body, a branch that raises, or only warns
+  or logs), and test code.
 
 ## Example
 ```python
-scale = torch.abs(x).amax()
-s = torch.tensor(scale)
+import torch
+
+
+def absmax(x):
+    scale = torch.abs(x).amax()
+    return torch.tensor(scale)
 ```
 
 ## Use instead
 ```python
-s = scale.clone().detach()
+import torch
+
+
+def absmax(x):
+    scale = torch.abs(x).amax()
+    return scale.clone().detach()
 ```
 
 ## Fix safety
