@@ -481,7 +481,8 @@ def _follower_class() -> type:
     return PlacementFollower
 
 
-_PLACED_BY_WRAPPERS: set = set()  # the original functions whose wrappers place their results
+_PLACED_BY_WRAPPERS: set = set()
+_MODULE_FILE = "nn/modules/module.py"  # nn.Module._apply: `model.to(d)` moves each tensor from here  # the original functions whose wrappers place their results
 
 
 # -- the sanitizer and its hooks ----------------------------------------------------------------
@@ -549,8 +550,10 @@ class Sanitizer:
             self.follow()
 
 
-class _State(threading.local):
-    busy = 0  # > 0 while a hooked call runs: what it does inside is that one sync
+class _State:
+    # > 0 while a hooked call runs: what it does inside is that one sync. Only the threads that
+    # own a sanitizer change it (the others pass through the hooks untouched).
+    busy = 0
 
 
 _state = _State()
@@ -565,8 +568,7 @@ def _watching() -> list[Sanitizer]:
     return [s for s in _active if s.owner == me]
 
 
-def _run_counted(sanitizers: list[Sanitizer], syncs: list[tuple[Sanitizer, str]], frame: Any, call: Callable,
-                 *args: Any, **kwargs: Any) -> Any:
+def _run_counted(syncs: list[tuple[Sanitizer, str]], frame: Any, call: Callable, *args: Any, **kwargs: Any) -> Any:
     """Run a hooked call; record each (sanitizer, what) sync at `frame`, timed when asked."""
     timed = any(s.timed for s, _ in syncs)
     _state.busy += 1
@@ -585,53 +587,69 @@ def _syncs_on(sanitizers: list[Sanitizer], what: str, tensors: tuple) -> list[tu
     return [(s, what) for s in sanitizers if any(s.on_device(t) for t in tensors)]
 
 
-def _is_counter_read(frame: Any) -> bool:
+def _counter_read_code(torch: Any) -> Any:
     """torch.optim reads its step counter with `.item()` (`_get_value`); the counter lives on the
     CPU on every device unless `capturable`/`fused`, so that read never waits for the device."""
-    code = frame.f_code
-    return code.co_name == "_get_value" and _torch_relative(code.co_filename) == "optim/optimizer.py"
+    from torch.optim import optimizer
+
+    return getattr(getattr(optimizer, "_get_value", None), "__code__", None)
 
 
-def _install_hooks(torch: Any) -> Callable[[], None]:
-    """Replace the synchronising entry points (and, for the shadow, the calls that place tensors);
-    returns what puts the originals back."""
+@functools.lru_cache(maxsize=1)
+def _hook_table(torch: Any) -> tuple[tuple[Any, str, bool, Any, Callable], ...]:
+    """(owner, name, whether the owner itself defines it, the original, the hook) for every
+    synchronising entry point, and, for the shadow, every call that places a tensor. Made once:
+    entering a sanitizer only swaps them in."""
     T = torch.Tensor
-    restore: list[Callable[[], None]] = []
+    table: list[tuple[Any, str, bool, Any, Callable]] = []
 
     def replace(owner: Any, name: str, make: Callable[[Any], Callable]) -> None:
         had = name in vars(owner)
         original = vars(owner)[name] if had else getattr(owner, name)
-        setattr(owner, name, functools.wraps(original)(make(getattr(owner, name))))
-        restore.append(lambda: setattr(owner, name, original) if had else delattr(owner, name))
+        table.append((owner, name, had, original, functools.wraps(original)(make(getattr(owner, name)))))
+
+    counter_read = _counter_read_code(torch)
 
     def direct(what: str) -> Callable[[Any], Callable]:
         """A sync whenever its first argument (or, for torch.equal, any tensor argument) is on the device."""
+        is_item, any_argument = what == _WHAT["item"], what == _WHAT["equal"]
+
         def make(original: Any) -> Callable:
             def hooked(*args: Any, **kwargs: Any) -> Any:
+                if _state.busy or not _active:
+                    return original(*args, **kwargs)
+                frame = sys._getframe(1)
+                if is_item and frame.f_code is counter_read:  # torch.optim's step counter: on the host
+                    return original(*args, **kwargs)
                 sanitizers = _watching()
                 if not sanitizers:
                     return original(*args, **kwargs)
-                frame = sys._getframe(1)
-                tensors = tuple(a for a in args if isinstance(a, T))
-                syncs = _syncs_on(sanitizers, what, tensors[:1] if what != _WHAT["equal"] else tensors)
-                if syncs and what == _WHAT["item"] and _is_counter_read(frame):
-                    syncs = []
+                tensors = [a for a in args if isinstance(a, T)] if any_argument else args[:1]
+                syncs = _syncs_on(sanitizers, what, tensors)
                 if syncs and _in_data_pipeline(frame):  # torch's own sampling and seeding
                     syncs = [(s, w) for s, w in syncs if s.shadow is None]
-                return _run_counted(sanitizers, syncs, frame, original, *args, **kwargs)
+                if not syncs:
+                    return original(*args, **kwargs)
+                return _run_counted(syncs, frame, original, *args, **kwargs)
             return hooked
         return make
 
-    def conditional(check: Callable[[Sanitizer, tuple, dict], str | None]) -> Callable[[Any], Callable]:
+    def conditional(check: Callable[[Sanitizer, tuple, dict], str | None],
+                    tensor_at: int | None = None) -> Callable[[Any], Callable]:
+        """A sync when `check` says so; with `tensor_at`, only when that argument is a tensor or a
+        tuple (a plain index `x[0]`, `x[:, 1]` passes straight through)."""
         def make(original: Any) -> Callable:
             def hooked(*args: Any, **kwargs: Any) -> Any:
+                if _state.busy or not _active or (tensor_at is not None and len(args) > tensor_at
+                                                  and not isinstance(args[tensor_at], (T, tuple))):
+                    return original(*args, **kwargs)
                 sanitizers = _watching()
                 if not sanitizers:
                     return original(*args, **kwargs)
                 syncs = [(s, what) for s in sanitizers if (what := check(s, args, kwargs)) is not None]
                 if not syncs:
                     return original(*args, **kwargs)
-                return _run_counted(sanitizers, syncs, sys._getframe(1), original, *args, **kwargs)
+                return _run_counted(syncs, sys._getframe(1), original, *args, **kwargs)
             return hooked
         return make
 
@@ -646,19 +664,29 @@ def _install_hooks(torch: Any) -> Callable[[], None]:
     for name in ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"):
         replace(T, name, direct(_size_op(name)))
         replace(torch, name, direct(_size_op(f"torch.{name}")))
-    replace(T, "__getitem__", conditional(functools.partial(_masked, T, "x[mask]")))
-    replace(T, "__setitem__", conditional(functools.partial(_masked, T, "x[mask] = v")))
+    replace(T, "__getitem__", conditional(functools.partial(_masked, T, "x[mask]"), tensor_at=1))
+    replace(T, "__setitem__", conditional(functools.partial(_masked, T, "x[mask] = v"), tensor_at=1))
     replace(torch, "where", conditional(_where_condition))
     replace(T, "repeat_interleave", conditional(_repeats))
     replace(torch, "repeat_interleave", conditional(_repeats))
     _install_placing(torch, replace)
     _install_pipeline(torch, replace)
     replace(torch.cuda, "synchronize", _synchronize)
+    return tuple(table)
+
+
+def _install_hooks(torch: Any) -> Callable[[], None]:
+    """Swap the hooks in; returns what puts the originals back."""
+    table = _hook_table(torch)
+    for owner, name, _, _, hooked in table:
+        setattr(owner, name, hooked)
 
     def undo() -> None:
-        for step in reversed(restore):
-            step()
-        _PLACED_BY_WRAPPERS.clear()
+        for owner, name, had, original, _ in reversed(table):
+            if had:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
 
     return undo
 
@@ -720,10 +748,16 @@ def _install_placing(torch: Any, replace: Callable) -> None:
         shadows = [s for s in sanitizers if s.shadow is not None]
         decided = [(s, to_device(s)) for s in shadows]
         if out is source and any(s.on_device(source) != where for s, where in decided) \
-                and _torch_relative(frame.f_code.co_filename) != "nn/modules/module.py":
+                and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE:
             out = out.clone()
         for sanitizer, where in decided:
             sanitizer.placed(out, where)
+        return out
+
+    def make_to_same(sanitizers: list[Sanitizer], source: Any, out: Any) -> Any:
+        for s in sanitizers:
+            if s.shadow is not None and out is not source:
+                s.placed(out, s.on_device(source), follow=False)
         return out
 
     def make_to(original: Any) -> Callable:
@@ -734,15 +768,16 @@ def _install_placing(torch: Any, replace: Callable) -> None:
             frame = sys._getframe(1)
             names_device, target = _target_device(torch, args, kwargs)
             if not names_device:  # a dtype or memory-format change: where it was
-                out = original(self, *args, **kwargs)
-                for s in sanitizers:
-                    if s.shadow is not None and out is not self:
-                        s.placed(out, s.on_device(self))
-                return out
+                return make_to_same(sanitizers, self, original(self, *args, **kwargs))
             if isinstance(target, T):
                 target_cpu = target.device.type == "cpu"
             else:
                 target_cpu = torch.device(target if not isinstance(target, int) else f"cuda:{target}").type == "cpu"
+            if target_cpu and self.device.type == "cpu" and not isinstance(target, str) and _in_torch(frame) \
+                    and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE:
+                # torch's own code (not `model.to(d)`) moving a tensor to a device it computed
+                # (`.to(grads[0].device)`): in a GPU run it is already there, so it stays where it was
+                return make_to_same(sanitizers, self, original(self, *args, **kwargs))
             if _is_cuda(torch, target) and any(s.hypothetical for s in sanitizers) and not torch.cuda.is_available():
                 args, kwargs = _on_cpu(torch, args, kwargs)  # the shadow's device is the CPU
             asynchronous = kwargs.get("non_blocking") or any(a is True for a in args)
@@ -750,7 +785,7 @@ def _install_placing(torch: Any, replace: Callable) -> None:
                      if s.shadow is not None else not target_cpu for s in sanitizers}
             syncs = [(s, _WHAT["to_cpu"]) for s in sanitizers
                      if not where[s] and not asynchronous and s.on_device(self)]
-            out = _run_counted(sanitizers, syncs, frame, original, self, *args, **kwargs)
+            out = _run_counted(syncs, frame, original, self, *args, **kwargs)
             return moved(sanitizers, self, out, frame, where.__getitem__)
         return to
 
@@ -761,7 +796,7 @@ def _install_placing(torch: Any, replace: Callable) -> None:
                 return original(self, *args, **kwargs)
             frame = sys._getframe(1)
             syncs = _syncs_on(sanitizers, _WHAT["cpu"], (self,))
-            out = _run_counted(sanitizers, syncs, frame, original, self, *args, **kwargs)
+            out = _run_counted(syncs, frame, original, self, *args, **kwargs)
             return moved(sanitizers, self, out, frame, lambda s: HOST)
         return cpu
 
@@ -869,7 +904,7 @@ def _synchronize(original: Any) -> Callable:
             for sanitizer, what in syncs:
                 sanitizer.counter.record(what, frame)
             return None
-        return _run_counted(sanitizers, syncs, frame, original, device)
+        return _run_counted(syncs, frame, original, device)
     return synchronize
 
 
