@@ -72,8 +72,15 @@ class _Guard(contextlib.ContextDecorator):
         self.within = within
         self.max = max
         self.count = 0  # after the block: the events counted
-        self.findings: list[Any] = []  # after the block: those events as ptlint findings
+        self._found: list[Any] | None = []  # after the block: those events as findings (made when asked)
         self._stack: contextlib.ExitStack | None = None
+
+    @property
+    def findings(self) -> list[Any]:
+        """The events counted, as ptlint findings (made on first use: a passing block need not)."""
+        if self._found is None:
+            self._found = self._findings()[0]
+        return self._found
 
     def _recreate_cm(self) -> "_Guard":  # a decorated function gets a fresh guard per call
         return type(self)(self.within, self.max)
@@ -101,7 +108,7 @@ class _Guard(contextlib.ContextDecorator):
         self._collect()
         if exc_type is not None:
             return False  # the block's own exception goes on, everything already restored
-        self.findings, self.count = self._findings()
+        self._found, self.count = None, self._count()
         if self.count > self.max:
             raise GuardFailure(self._report(), self.findings)
         return False
@@ -136,6 +143,9 @@ class _Guard(contextlib.ContextDecorator):
         findings, counts = event_findings(events, lambda event: "<no user frame>", lambda event: "block")
         count = {"break": counts.breaks, "recompile": counts.recompiles, "sync": counts.syncs}[self.kind]
         return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.code)), count
+
+    def _count(self) -> int:
+        return self._findings()[1]
 
     def _counts(self, event: dict[str, Any]) -> bool:
         scope = event.get("scope")
@@ -182,6 +192,9 @@ class no_host_syncs(_Guard):  # noqa: N801
 
     def _collect(self) -> None:
         self._events.extend(self._counter.take())
+
+    def _count(self) -> int:  # event_findings' sync count, without making the findings
+        return sum(e.get("count", 1) for e in self._events if e["event"] == "sync" and self._counts(e))
 
 
 @functools.lru_cache(maxsize=1)

@@ -44,7 +44,7 @@ import warnings
 import weakref
 from typing import Any, Callable, Iterator
 
-from .paths import is_ptlint_file, is_torch_stdlib_or_ptlint, live_frames, origin_json, scope_of, torch_dirs
+from .paths import is_ptlint_file, is_torch_stdlib_or_ptlint, origin_json, torch_dirs
 
 _DEBUG_WARNING = "synchronizing CUDA operation"
 # torch's own dispatch plumbing between the user's call and the sync (never a finding's origin)
@@ -68,7 +68,7 @@ class SyncCounter:
         """One sync by the code running in `frame` (the first frame outside the sanitizer)."""
         if self.paused:
             return
-        origin = None
+        start, origin = frame, None
         while frame is not None:
             file = frame.f_code.co_filename
             if self.is_user(file):
@@ -83,9 +83,9 @@ class SyncCounter:
         if wait_ns is not None:
             self.waits[key] = self.waits.get(key, 0) + wait_ns
         if key not in self.sites:
-            self.sites[key] = self._site(frame, origin, what)
+            self.sites[key] = self._site(frame, origin, what, start)
 
-    def _site(self, frame: Any, origin: Any, what: str) -> dict[str, Any]:
+    def _site(self, frame: Any, origin: Any, what: str, start: Any) -> dict[str, Any]:
         if frame is not None:
             file, line = frame.f_code.co_filename, frame.f_lineno
             column, end_line, end_column = _span(frame.f_code, frame.f_lasti, line)
@@ -93,12 +93,11 @@ class SyncCounter:
         else:
             (file, line), function = self.fallback or ("", 0), ""
             column = end_line = end_column = None
-        stack = live_frames(3)
         return {"event": "sync", "file": file, "line": line, "column": column, "end_line": end_line,
                 "end_column": end_column, "function": function, "what": what,
                 "origin": origin_json((origin.f_code.co_filename, origin.f_lineno, origin.f_code.co_name))
                 if origin is not None else None,
-                "scope": scope_of(stack)}
+                "scope": _scope(start)}
 
     def take(self) -> list[dict[str, Any]]:
         """One event per site with the syncs counted there since the last take (and, when they
@@ -111,6 +110,16 @@ class SyncCounter:
             out.append(event)
         self.counts, self.waits = {}, {}
         return out
+
+
+def _scope(frame: Any) -> str | None:
+    """The file of the innermost frame outside torch, the standard library and ptlint (what
+    ptlint.testing's `within` is matched against; paths.scope_of for a running stack)."""
+    while frame is not None:
+        if not is_torch_stdlib_or_ptlint(frame.f_code.co_filename):
+            return frame.f_code.co_filename
+        frame = frame.f_back
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -565,6 +574,8 @@ def _watching() -> list[Sanitizer]:
     if _state.busy or not _active:
         return []
     me = threading.get_ident()
+    if len(_active) == 1:  # the usual case, without building a list
+        return _active if _active[0].owner == me else []
     return [s for s in _active if s.owner == me]
 
 
@@ -727,13 +738,27 @@ def _repeats(sanitizer: Sanitizer, args: tuple, kwargs: dict) -> str | None:
     return None
 
 
-def _target_device(torch: Any, args: tuple, kwargs: dict) -> tuple[bool, Any]:
-    """(whether `.to(...)` names a target device or tensor, that target) from its arguments."""
+def _target_of(torch: Any, args: tuple, kwargs: dict) -> Any:
+    """The device (a name, a torch.device, an ordinal) or tensor `.to(...)` moves to; None when it
+    only changes the dtype or memory format."""
     target = kwargs.get("device")
     for arg in args:
-        if isinstance(arg, (str, torch.device, torch.Tensor)) or (isinstance(arg, int) and not isinstance(arg, bool)):
+        if isinstance(arg, (str, torch.Tensor, torch.device)) or type(arg) is int:
             target = arg
-    return target is not None, target
+    return target
+
+
+def _device_type(torch: Any, target: Any) -> str:
+    if isinstance(target, torch.Tensor):
+        return target.device.type
+    if isinstance(target, torch.device):
+        return target.type
+    if isinstance(target, int):
+        return "cuda"
+    try:
+        return torch.device(target).type
+    except (RuntimeError, TypeError):
+        return ""
 
 
 def _install_placing(torch: Any, replace: Callable) -> None:
@@ -754,7 +779,7 @@ def _install_placing(torch: Any, replace: Callable) -> None:
             sanitizer.placed(out, where)
         return out
 
-    def make_to_same(sanitizers: list[Sanitizer], source: Any, out: Any) -> Any:
+    def keep_place(sanitizers: list[Sanitizer], source: Any, out: Any) -> Any:
         for s in sanitizers:
             if s.shadow is not None and out is not source:
                 s.placed(out, s.on_device(source), follow=False)
@@ -762,27 +787,26 @@ def _install_placing(torch: Any, replace: Callable) -> None:
 
     def make_to(original: Any) -> Callable:
         def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if _state.busy or not _active:
+                return original(self, *args, **kwargs)
             sanitizers = _watching()
             if not sanitizers:
                 return original(self, *args, **kwargs)
             frame = sys._getframe(1)
-            names_device, target = _target_device(torch, args, kwargs)
-            if not names_device:  # a dtype or memory-format change: where it was
-                return make_to_same(sanitizers, self, original(self, *args, **kwargs))
-            if isinstance(target, T):
-                target_cpu = target.device.type == "cpu"
-            else:
-                target_cpu = torch.device(target if not isinstance(target, int) else f"cuda:{target}").type == "cpu"
-            if target_cpu and self.device.type == "cpu" and not isinstance(target, str) and _in_torch(frame) \
-                    and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE:
+            if _in_torch(frame) and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE \
+                    and all(s.shadow is not None for s in sanitizers):
                 # torch's own code (not `model.to(d)`) moving a tensor to a device it computed
                 # (`.to(grads[0].device)`): in a GPU run it is already there, so it stays where it was
-                return make_to_same(sanitizers, self, original(self, *args, **kwargs))
-            if _is_cuda(torch, target) and any(s.hypothetical for s in sanitizers) and not torch.cuda.is_available():
+                return keep_place(sanitizers, self, original(self, *args, **kwargs))
+            target = _target_of(torch, args, kwargs)
+            if target is None:  # a dtype or memory-format change: where it was
+                return keep_place(sanitizers, self, original(self, *args, **kwargs))
+            target_type = _device_type(torch, target)
+            if target_type == "cuda" and not torch.cuda.is_available() and any(s.hypothetical for s in sanitizers):
                 args, kwargs = _on_cpu(torch, args, kwargs)  # the shadow's device is the CPU
             asynchronous = kwargs.get("non_blocking") or any(a is True for a in args)
             where = {s: (s.on_device(target) if isinstance(target, T) else placed_on_device(frame, s.shadow))
-                     if s.shadow is not None else not target_cpu for s in sanitizers}
+                     if s.shadow is not None else target_type != "cpu" for s in sanitizers}
             syncs = [(s, _WHAT["to_cpu"]) for s in sanitizers
                      if not where[s] and not asynchronous and s.on_device(self)]
             out = _run_counted(syncs, frame, original, self, *args, **kwargs)
@@ -833,7 +857,7 @@ def _make_factory(torch: Any, original: Any) -> Callable:
         if not shadows:
             return original(*args, **kwargs)
         frame = sys._getframe(1)
-        if _is_cuda(torch, device) and not torch.cuda.is_available():
+        if device is not None and _device_type(torch, device) == "cuda" and not torch.cuda.is_available():
             kwargs = dict(kwargs, device="cpu")  # the shadow's device is the CPU
         _state.busy += 1
         try:
@@ -847,16 +871,6 @@ def _make_factory(torch: Any, original: Any) -> Callable:
                 sanitizer.placed(out, sanitizer.shadow.default() and not _in_torch(frame), follow=False)
         return out
     return factory
-
-
-def _is_cuda(torch: Any, device: Any) -> bool:
-    """A device argument (a name, a torch.device, an ordinal) that names a CUDA device."""
-    if isinstance(device, int) and not isinstance(device, bool):
-        return True
-    try:
-        return isinstance(device, (str, torch.device)) and torch.device(device).type == "cuda"
-    except (RuntimeError, TypeError):
-        return False
 
 
 def _on_cpu(torch: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
