@@ -177,10 +177,12 @@ class no_recompiles(_Guard):  # noqa: N801
 class no_host_syncs(_Guard):  # noqa: N801
     """Fail when the host waits for the device more than `max` times (PTL452) in the block.
 
-    The block runs under ptlint's sync sanitizer: on CPU it counts what would synchronise on an
-    accelerator (every tensor but those moved to the host with `.cpu()` taken to be on the
-    device); with CUDA available it counts what really synchronises and also turns on
-    `torch.cuda.set_sync_debug_mode("warn")`."""
+    The block runs under ptlint's sync sanitizer (ptlint.dynamic.syncs), which hooks the
+    synchronising calls only, so a step pays at its syncs. With CUDA available it counts what
+    really synchronises and also turns on `torch.cuda.set_sync_debug_mode("warn")`. On the CPU
+    the block stands for a step on the device: every tensor is taken to be on the device except
+    the host ones (what the code puts on the CPU, a DataLoader's batches, what is computed only
+    from those); torch's own data loading, samplers and optimizer step counters do not count."""
 
     name, kind, noun = "no_host_syncs", "sync", "host sync"
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset
 
@@ -142,11 +141,25 @@ def move(tensor, device):
     return tensor.to(device)
 
 
+class Mover:
+    def __init__(self, device):
+        self.device = device
+
+    def move(self, tensor, device):
+        return torch.zeros(2, device=device) + tensor
+
+
 def case_device_chosen_by_the_caller():
     device = device_from_cuda()
     move(torch.ones(2), device).sum().item()  # sync
     move(torch.ones(2), "cpu").sum().item()
     move(torch.ones(2), device=CPU).sum().item()
+    this_module = sys.modules[__name__]
+    this_module.move(torch.ones(2), "cpu").sum().item()  # a function called through its module
+    mover = Mover(device)
+    mover.move(torch.ones(2, device=device), "cpu").sum().item()  # sync
+    mover.move(torch.ones(2), "cpu").sum().item()
+    mover.move(torch.ones(2), device).sum().item()  # sync
 
 
 def case_spelled_as_the_cpu():

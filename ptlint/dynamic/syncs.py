@@ -299,10 +299,12 @@ def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
 
 
 class Param:
-    """A device argument that is a parameter of the running function: its caller spells it."""
+    """A device argument that is a parameter of the running function: its caller spells it.
+    `index` counts the arguments a call passes (a method's `self`/`cls` is the receiver)."""
 
-    def __init__(self, name: str, index: int) -> None:
-        self.name, self.index = name, index
+    def __init__(self, name: str, parameters: tuple[str, ...]) -> None:
+        bound = bool(parameters) and parameters[0] in ("self", "cls")
+        self.name, self.index = name, parameters.index(name) - bound
 
 
 def _spelled(expr: ast.expr, frame: Any, shadow: "Shadow", depth: int = 0) -> bool | Param | None:
@@ -333,7 +335,7 @@ def _spelled(expr: ast.expr, frame: Any, shadow: "Shadow", depth: int = 0) -> bo
             return DEVICE if shadow.on_device(value) else HOST
         parameters = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
         if expr.id in parameters:
-            return Param(expr.id, parameters.index(expr.id))
+            return Param(expr.id, parameters)
         if _in_torch(frame) or depth > 3:
             return None
         values = _assigned_values(code, expr.id)
@@ -353,12 +355,11 @@ def _lookup(frame: Any, name: str) -> Any:
 
 
 def _argument(call: ast.Call, param: Param) -> ast.expr | None:
-    """The expression a call passes for a parameter of the function it calls (methods: `self` is
-    the receiver)."""
+    """The expression a call passes for a parameter of the function it calls."""
     for keyword in call.keywords:
         if keyword.arg == param.name:
             return keyword.value
-    index = param.index - (1 if isinstance(call.func, ast.Attribute) else 0)
+    index = param.index
     if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
         return call.args[index]
     return None
@@ -490,8 +491,8 @@ def _follower_class() -> type:
     return PlacementFollower
 
 
-_PLACED_BY_WRAPPERS: set = set()
-_MODULE_FILE = "nn/modules/module.py"  # nn.Module._apply: `model.to(d)` moves each tensor from here  # the original functions whose wrappers place their results
+_PLACED_BY_WRAPPERS: set = set()  # the original functions whose wrappers place their results
+_MODULE_FILE = "nn/modules/module.py"  # nn.Module._apply: `model.to(d)` moves each tensor from here
 
 
 # -- the sanitizer and its hooks ----------------------------------------------------------------
