@@ -184,3 +184,15 @@ def test_on_cuda_each_site_has_its_wait_and_the_debug_mode_agrees():
         assert wait["total"] > 0 and 0 < wait["share"] < 1
         assert "ms per run" in finding["message"]
     assert "not timed" not in result.stderr
+
+
+def test_code_inductor_generated_is_not_the_users(tmp_path):
+    """A hang inside a compiled kernel's wrapper is placed at the user's line, not in inductor's cache."""
+    from ptlint.dynamic.paths import is_user_file
+
+    generated = tmp_path / "torchinductor_someone" / "ab" / "cabcdef.py"
+    generated.parent.mkdir(parents=True)
+    generated.write_text("def call(args):\n    pass\n")
+    mine = tmp_path / "train.py"
+    mine.write_text("x = 1\n")
+    assert not is_user_file(str(generated)) and is_user_file(str(mine))

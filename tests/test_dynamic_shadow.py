@@ -419,3 +419,18 @@ def test_a_training_script_reports_exactly_its_three_reads():
     assert [f for f in findings if f["code"] != "PTL452"] == []  # nothing compiled, nothing failed
     assert "3 host-sync site(s)" in result.stderr
     assert "note: host syncs are counted, not timed, on cpu" in result.stderr
+
+
+def positions(x):
+    steps = torch.arange(x.shape[0], device=x.device)
+    return torch.where(x > 0, x, steps.float()).sum()
+
+
+def test_a_compiled_function_inside_the_guards_is_traced_as_without_them():
+    """Dynamo traces torch's own functions, not the sanitizer's hooks on them: no graph break."""
+    from ptlint.testing import no_graph_breaks, no_host_syncs
+
+    with no_graph_breaks() as breaks, no_host_syncs(max=1) as syncs:
+        total = torch.compile(positions, backend="eager")(torch.randn(5))
+        total.item()
+    assert (breaks.count, syncs.count) == (0, 1)

@@ -570,9 +570,18 @@ _state = _State()
 _active: list[Sanitizer] = []
 
 
+def _compiling() -> bool:
+    """True while Dynamo traces a hook (torch.compile inside a guarded block): the hook then hands
+    over to the original at once, so that Dynamo traces torch's own function, not ptlint's."""
+    return _is_compiling()
+
+
+_is_compiling: Callable[[], bool] = lambda: False  # noqa: E731 - torch.compiler.is_compiling once torch is in
+
+
 def _watching() -> list[Sanitizer]:
     """The active sanitizers watching this thread, none while a hooked call is already running."""
-    if _state.busy or not _active:
+    if _state.busy or not _active or _compiling():
         return []
     me = threading.get_ident()
     if len(_active) == 1:  # the usual case, without building a list
@@ -628,7 +637,7 @@ def _hook_table(torch: Any) -> tuple[tuple[Any, str, bool, Any, Callable], ...]:
 
         def make(original: Any) -> Callable:
             def hooked(*args: Any, **kwargs: Any) -> Any:
-                if _state.busy or not _active:
+                if _state.busy or not _active or _compiling():
                     return original(*args, **kwargs)
                 frame = sys._getframe(1)
                 if is_item and frame.f_code is counter_read:  # torch.optim's step counter: on the host
@@ -652,7 +661,7 @@ def _hook_table(torch: Any) -> tuple[tuple[Any, str, bool, Any, Callable], ...]:
         tuple (a plain index `x[0]`, `x[:, 1]` passes straight through)."""
         def make(original: Any) -> Callable:
             def hooked(*args: Any, **kwargs: Any) -> Any:
-                if _state.busy or not _active or (tensor_at is not None and len(args) > tensor_at
+                if _state.busy or not _active or _compiling() or (tensor_at is not None and len(args) > tensor_at
                                                   and not isinstance(args[tensor_at], (T, tuple))):
                     return original(*args, **kwargs)
                 sanitizers = _watching()
@@ -788,7 +797,7 @@ def _install_placing(torch: Any, replace: Callable) -> None:
 
     def make_to(original: Any) -> Callable:
         def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if _state.busy or not _active:
+            if _state.busy or not _active or _compiling():
                 return original(self, *args, **kwargs)
             sanitizers = _watching()
             if not sanitizers:
@@ -941,9 +950,10 @@ def sanitizing(counter: SyncCounter, hypothetical: bool | None = None, assume_de
     devices; `timed` measures how long the host waits at each sync (meaningful on CUDA only).
     Restores every hooked function, the CUDA sync debug mode and the warning filters, also when
     the block raises."""
-    global _hooks_undo, _BOOL_DTYPES
+    global _hooks_undo, _BOOL_DTYPES, _is_compiling
     import torch
 
+    _is_compiling = torch.compiler.is_compiling
     cuda = torch.cuda.is_available()
     if hypothetical is None:
         hypothetical = not cuda
