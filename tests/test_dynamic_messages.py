@@ -196,3 +196,33 @@ def test_code_inductor_generated_is_not_the_users(tmp_path):
     mine = tmp_path / "train.py"
     mine.write_text("x = 1\n")
     assert not is_user_file(str(generated)) and is_user_file(str(mine))
+
+
+def test_sync_messages_count_per_call_or_per_run_and_name_each_kind():
+    origin = {"path": str(STANDIN / "standin_lib" / "__init__.py"), "line": 47, "function": "read_peak"}
+    assert sync_message(["`.item()`", "formatting"], origin, 5, 3, "call") == (
+        "host sync: `.item()`; formatting in standin_lib/__init__.py:47 (`read_peak`), reached from this line "
+        "— the host waits for the device (5 in 3 calls).")
+    assert sync_message(["x"], None, 1, 1, "run").endswith("(1 time in the run).")
+    assert sync_message(["x"], None, 3, 1, "block").endswith("(3 times in the block).")
+
+
+def test_waits_are_rounded_and_shown_to_the_hundredth_below_100_ms():
+    from ptlint.dynamic.report import _ms
+
+    assert sync_wait({(0, 0): 1.234567}, 1, 0.5) == {"median": 1.2346, "total": 1.2346, "share": 2.4691}
+    assert [_ms(v) for v in (0.004, 99.994, 100.0, 100.4, 1234.5)] == ["0.00", "99.99", "100", "100", "1234"]
+
+
+def test_a_summary_without_syncs_or_device_says_neither():
+    assert Summary(2, 3, 1, 0, 1, 2.25, None).line("check --dynamic") == (
+        "ptlint check --dynamic: 2 target(s) run, 3 graph(s), 1 graph break(s), 0 recompilation(s), 1 failed, 2.2 s")
+
+
+def test_two_kinds_of_sync_on_one_line_are_one_finding_spanning_both():
+    first = dict(sync_event(29, 1, 0, None), column=5, end_line=29, end_column=12)
+    second = dict(sync_event(29, 2, 0, None, what="formatting"), column=20, end_line=29, end_column=31)
+    (finding,), _ = event_findings([first, second], lambda event: "target")
+    assert (finding.column, finding.end_column) == (5, 31)
+    assert finding.message.startswith("host sync: `.item()`; formatting — ")
+    assert finding.extra["count"] == 1  # 3 syncs in 3 calls

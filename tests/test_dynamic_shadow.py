@@ -434,3 +434,25 @@ def test_a_compiled_function_inside_the_guards_is_traced_as_without_them():
         total = torch.compile(positions, backend="eager")(torch.randn(5))
         total.item()
     assert (breaks.count, syncs.count) == (0, 1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="needs a CUDA device: the host's wait at a sync is measured only there")
+def test_on_cuda_the_wait_at_a_read_is_the_queued_work():
+    """Queue about 20 ms of matmuls (CUDA events say how long), then read one value: the wait
+    recorded at that line is that long, within 25%; a read of a CPU tensor is no sync at all."""
+    x = torch.randn(2048, 2048, device="cuda") / 64
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    counter = SyncCounter(lambda path: is_user_file(path, torch_dirs()))
+    with sanitizing(counter, hypothetical=False, assume_device=False, timed=True):
+        torch.cuda.synchronize()
+        start.record()
+        y = x
+        for _ in range(64):
+            y = torch.tanh(y @ x)
+        end.record()
+        y.sum().item()
+        torch.ones(3).sum().item()
+    events = [e for e in counter.take() if "synchronize" not in e["what"]]
+    assert [e["count"] for e in events] == [1]
+    assert events[0]["wait_ms"] == pytest.approx(start.elapsed_time(end), rel=0.25)

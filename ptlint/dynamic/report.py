@@ -121,7 +121,7 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
     seen: set[tuple] = set()
     breaks_at: dict[tuple, Finding] = {}  # the first break finding at each place
     recompiled: dict[tuple, tuple[dict[str, Any], int]] = {}
-    synced: dict[tuple, list] = {}  # key -> [first event, total count, {index: calls}, sites, {(index, call): ms}]
+    synced: dict[tuple, list] = {}  # key -> [first event, total count, {index: calls}, events, {(index, call): ms}]
     wall = {}  # index -> seconds its timed eager runs took
     for event in events:
         if event["event"] == "timed":
@@ -158,8 +158,7 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
             if event.get("wait_ms") is not None:
                 run = (event.get("index"), event.get("call"))
                 entry[4][run] = entry[4].get(run, 0.0) + event["wait_ms"]
-            if not any(_same_site(event, site) for site in entry[3]):
-                entry[3].append(event)
+            entry[3].append(event)
     for first, count in recompiled.values():
         findings.append(_finding("PTL451", "recompilation", recompile_message(first, count), first.get("file") or None,
                                  first.get("line"), label_of(first), origin=first.get("origin"), count=count))
@@ -174,11 +173,6 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
                                  count=int(per_call) if per_call == int(per_call) else round(per_call, 2),
                                  wait_ms=wait))
     return findings, counts
-
-
-def _same_site(one: dict[str, Any], other: dict[str, Any]) -> bool:
-    """Two sync events of one site (its count of another call): the same place and kind."""
-    return all(one.get(k) == other.get(k) for k in ("what", "column", "end_line", "end_column", "origin"))
 
 
 def sync_wait(waits: dict[tuple, float], calls: int, wall_ms: float) -> dict[str, float]:
