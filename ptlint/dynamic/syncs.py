@@ -464,31 +464,34 @@ def _follower_class() -> type:
     from torch.overrides import TorchFunctionMode
 
     class PlacementFollower(TorchFunctionMode):
-        """Gives each torch call's result the placement of its inputs (any on the device: on the
-        device), of its explicit `device=`, or the default; in-place results keep theirs."""
+        """Places each torch call's result in the shadow (`_follow`)."""
 
         def __init__(self, sanitizer: "Sanitizer") -> None:
             super().__init__()
-            self.sanitizer = sanitizer
             self.shadow = sanitizer.shadow
 
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
-            if func in _PLACED_BY_WRAPPERS or out is None:
-                return out
-            if (args and out is args[0]) or ("out" in kwargs):
-                return out  # in place: a tensor never changes device by it
-            shadow = self.shadow
-            on_device = shadow.inputs_on_device(args, kwargs)
-            if kwargs.get("device") is not None:
-                on_device = placed_on_device(sys._getframe(1), shadow)
-            elif on_device is None:  # made from nothing: default, but torch's own tensors (counters) stay home
-                on_device = shadow.default() and not _in_torch(sys._getframe(1))
-            shadow.place_all(out, on_device)
+            if func not in _PLACED_BY_WRAPPERS and out is not None:
+                _follow(self.shadow, args, kwargs, out, sys._getframe(1))
             return out
 
     return PlacementFollower
+
+
+def _follow(shadow: "Shadow", args: tuple, kwargs: dict, out: Any, frame: Any) -> None:
+    """A torch call's result is on the device when an input is, or as its explicit `device=` is
+    spelled; made from nothing, it takes the default (torch's own, its counters and seeds, stay on
+    the host); an in-place result keeps its place."""
+    if (args and out is args[0]) or "out" in kwargs:
+        return  # in place: a tensor never changes device by it
+    on_device = shadow.inputs_on_device(args, kwargs)
+    if kwargs.get("device") is not None:
+        on_device = placed_on_device(frame, shadow)
+    elif on_device is None:
+        on_device = shadow.default() and not _in_torch(frame)
+    shadow.place_all(out, on_device)
 
 
 _PLACED_BY_WRAPPERS: set = set()  # the original functions whose wrappers place their results
@@ -590,7 +593,9 @@ def _watching() -> list[Sanitizer]:
 
 
 def _run_counted(syncs: list[tuple[Sanitizer, str]], frame: Any, call: Callable, *args: Any, **kwargs: Any) -> Any:
-    """Run a hooked call; record each (sanitizer, what) sync at `frame`, timed when asked."""
+    """Run a hooked call (what it calls inside, a subclass's __torch_function__ calling the hook
+    again included, is that one call); record each (sanitizer, what) sync at `frame`, timed when
+    asked."""
     timed = any(s.timed for s, _ in syncs)
     _state.busy += 1
     started = time.perf_counter_ns() if timed else 0
@@ -608,12 +613,21 @@ def _syncs_on(sanitizers: list[Sanitizer], what: str, tensors: tuple) -> list[tu
     return [(s, what) for s in sanitizers if any(s.on_device(t) for t in tensors)]
 
 
-def _counter_read_code(torch: Any) -> Any:
+def _counter_read_code() -> Any:
     """torch.optim reads its step counter with `.item()` (`_get_value`); the counter lives on the
     CPU on every device unless `capturable`/`fused`, so that read never waits for the device."""
-    from torch.optim import optimizer
-
+    optimizer = sys.modules.get("torch.optim.optimizer")
     return getattr(getattr(optimizer, "_get_value", None), "__code__", None)
+
+
+def _hook(original: Any, body: Callable, *bound: Any) -> Callable:
+    """A function (so that it binds as a method) that runs `original` at once when no sanitizer
+    watches, and otherwise hands the call, with its caller's frame, to `body`."""
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        if _state.busy or not _active or _compiling():
+            return original(*args, **kwargs)
+        return body(original, *bound, sys._getframe(1), args, kwargs)
+    return functools.wraps(original)(hooked)
 
 
 @functools.lru_cache(maxsize=1)
@@ -621,79 +635,63 @@ def _hook_table(torch: Any) -> tuple[tuple[Any, str, bool, Any, Callable], ...]:
     """(owner, name, whether the owner itself defines it, the original, the hook) for every
     synchronising entry point, and, for the shadow, every call that places a tensor. Made once:
     entering a sanitizer only swaps them in."""
+    from torch.utils.data import dataloader
+
     T = torch.Tensor
     table: list[tuple[Any, str, bool, Any, Callable]] = []
 
-    def replace(owner: Any, name: str, make: Callable[[Any], Callable]) -> None:
+    def replace(owner: Any, name: str, body: Callable, *bound: Any) -> None:
         had = name in vars(owner)
         original = vars(owner)[name] if had else getattr(owner, name)
-        table.append((owner, name, had, original, functools.wraps(original)(make(getattr(owner, name)))))
-
-    counter_read = _counter_read_code(torch)
-
-    def direct(what: str) -> Callable[[Any], Callable]:
-        """A sync whenever its first argument (or, for torch.equal, any tensor argument) is on the device."""
-        is_item, any_argument = what == _WHAT["item"], what == _WHAT["equal"]
-
-        def make(original: Any) -> Callable:
-            def hooked(*args: Any, **kwargs: Any) -> Any:
-                if _state.busy or not _active or _compiling():
-                    return original(*args, **kwargs)
-                frame = sys._getframe(1)
-                if is_item and frame.f_code is counter_read:  # torch.optim's step counter: on the host
-                    return original(*args, **kwargs)
-                sanitizers = _watching()
-                if not sanitizers:
-                    return original(*args, **kwargs)
-                tensors = [a for a in args if isinstance(a, T)] if any_argument else args[:1]
-                syncs = _syncs_on(sanitizers, what, tensors)
-                if syncs and _in_data_pipeline(frame):  # torch's own sampling and seeding
-                    syncs = [(s, w) for s, w in syncs if s.shadow is None]
-                if not syncs:
-                    return original(*args, **kwargs)
-                return _run_counted(syncs, frame, original, *args, **kwargs)
-            return hooked
-        return make
-
-    def conditional(check: Callable[[Sanitizer, tuple, dict], str | None],
-                    tensor_at: int | None = None) -> Callable[[Any], Callable]:
-        """A sync when `check` says so; with `tensor_at`, only when that argument is a tensor or a
-        tuple (a plain index `x[0]`, `x[:, 1]` passes straight through)."""
-        def make(original: Any) -> Callable:
-            def hooked(*args: Any, **kwargs: Any) -> Any:
-                if _state.busy or not _active or _compiling() or (tensor_at is not None and len(args) > tensor_at
-                                                  and not isinstance(args[tensor_at], (T, tuple))):
-                    return original(*args, **kwargs)
-                sanitizers = _watching()
-                if not sanitizers:
-                    return original(*args, **kwargs)
-                syncs = [(s, what) for s in sanitizers if (what := check(s, args, kwargs)) is not None]
-                if not syncs:
-                    return original(*args, **kwargs)
-                return _run_counted(syncs, sys._getframe(1), original, *args, **kwargs)
-            return hooked
-        return make
+        table.append((owner, name, had, original, _hook(getattr(owner, name), body, *bound)))
 
     for name, kind in (("item", "item"), ("__bool__", "bool"), ("is_nonzero", "bool"), ("__float__", "float"),
                        ("__int__", "float"), ("__complex__", "float"), ("__index__", "index"),
                        ("__format__", "format"), ("__repr__", "format"), ("tolist", "tolist"), ("numpy", "numpy"),
                        ("__array__", "numpy"), ("equal", "equal"), ("allclose", "equal"),
                        ("__contains__", "equal")):
-        replace(T, name, direct(_WHAT[kind]))
+        replace(T, name, _on_direct, T, _WHAT[kind])
     for name, kind in (("equal", "equal"), ("allclose", "equal"), ("is_nonzero", "bool")):
-        replace(torch, name, direct(_WHAT[kind]))
+        replace(torch, name, _on_direct, T, _WHAT[kind])
     for name in ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"):
-        replace(T, name, direct(_size_op(name)))
-        replace(torch, name, direct(_size_op(f"torch.{name}")))
-    replace(T, "__getitem__", conditional(functools.partial(_masked, T, "x[mask]"), tensor_at=1))
-    replace(T, "__setitem__", conditional(functools.partial(_masked, T, "x[mask] = v"), tensor_at=1))
-    replace(torch, "where", conditional(_where_condition))
-    replace(T, "repeat_interleave", conditional(_repeats))
-    replace(torch, "repeat_interleave", conditional(_repeats))
-    _install_placing(torch, replace)
-    _install_pipeline(torch, replace)
-    replace(torch.cuda, "synchronize", _synchronize)
+        replace(T, name, _on_direct, T, _size_op(name))
+        replace(torch, name, _on_direct, T, _size_op(f"torch.{name}"))
+    replace(T, "__getitem__", _on_conditional, functools.partial(_masked, T, "x[mask]"))
+    replace(T, "__setitem__", _on_conditional, functools.partial(_masked, T, "x[mask] = v"))
+    replace(torch, "where", _on_conditional, _where_condition)
+    replace(T, "repeat_interleave", _on_conditional, _repeats)
+    replace(torch, "repeat_interleave", _on_conditional, _repeats)
+    replace(T, "to", _on_to, torch)
+    replace(T, "cpu", _on_cpu_call)
+    replace(T, "cuda", _on_cuda, torch)
+    _PLACED_BY_WRAPPERS.update({torch._C.TensorBase.to, torch._C.TensorBase.cpu, torch._C.TensorBase.cuda})
+    for name in _FACTORIES:
+        if hasattr(torch, name):
+            _PLACED_BY_WRAPPERS.add(getattr(torch, name))
+            replace(torch, name, _on_factory, torch)
+    replace(dataloader._BaseDataLoaderIter, "__next__", _on_next_batch)
+    replace(torch.cuda, "synchronize", _on_synchronize)
     return tuple(table)
+
+
+def _on_direct(original: Any, T: type, what: str, frame: Any, args: tuple, kwargs: dict) -> Any:
+    """A sync whenever its first argument (or, for torch.equal, any tensor argument) is on the
+    device; not torch.optim's read of its step counter, nor torch's own sampling and seeding."""
+    if what == _WHAT["item"] and frame.f_code is _counter_read_code():
+        return original(*args, **kwargs)
+    sanitizers = _watching()
+    tensors = [a for a in args if isinstance(a, T)] if what == _WHAT["equal"] else args[:1]
+    syncs = _syncs_on(sanitizers, what, tensors)
+    if syncs and _in_data_pipeline(frame):
+        syncs = [(s, w) for s, w in syncs if s.shadow is None]
+    return _run_counted(syncs, frame, original, *args, **kwargs)
+
+
+def _on_conditional(original: Any, check: Callable[[Sanitizer, tuple, dict], str | None], frame: Any,
+                    args: tuple, kwargs: dict) -> Any:
+    """A sync when `check` says so (a plain index, `x[0]`, `x[:, 1]`, is none)."""
+    syncs = [(s, what) for s in _watching() if (what := check(s, args, kwargs)) is not None]
+    return _run_counted(syncs, frame, original, *args, **kwargs)
 
 
 def _install_hooks(torch: Any) -> Callable[[], None]:
@@ -771,86 +769,65 @@ def _device_type(torch: Any, target: Any) -> str:
         return ""
 
 
-def _install_placing(torch: Any, replace: Callable) -> None:
-    """`.to(...)`, `.cpu()`, `.cuda()`: syncs when they copy from the device to the host, and, for
-    the shadow, placements: the result is where the source spells it."""
-    T = torch.Tensor
+def _moved(sanitizers: list[Sanitizer], source: Any, out: Any, frame: Any, to_device: Callable[[Sanitizer], bool]
+           ) -> Any:
+    """Place the result of `.to()`, `.cpu()`, `.cuda()` in each shadow. On the CPU a move to the
+    place it already is returns its source, which on a GPU machine would stay where it was: the
+    result is then a copy (but `model.to(d)` keeps the module's own tensors)."""
+    decided = [(s, to_device(s)) for s in sanitizers if s.shadow is not None]
+    if out is source and any(s.on_device(source) != where for s, where in decided) \
+            and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE:
+        out = out.clone()
+    for sanitizer, where in decided:
+        sanitizer.placed(out, where)
+    return out
 
-    def moved(sanitizers: list[Sanitizer], source: Any, out: Any, frame: Any, to_device: Callable[[Sanitizer], bool]
-              ) -> Any:
-        """Place `out` in each shadow; a no-op move on the CPU returns its source, which on a GPU
-        machine would stay where it was: the result is then a copy (a module keeps its own tensors)."""
-        shadows = [s for s in sanitizers if s.shadow is not None]
-        decided = [(s, to_device(s)) for s in shadows]
-        if out is source and any(s.on_device(source) != where for s, where in decided) \
-                and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE:
-            out = out.clone()
-        for sanitizer, where in decided:
-            sanitizer.placed(out, where)
-        return out
 
-    def keep_place(sanitizers: list[Sanitizer], source: Any, out: Any) -> Any:
-        for s in sanitizers:
-            if s.shadow is not None and out is not source:
-                s.placed(out, s.on_device(source), follow=False)
-        return out
+def _keep_place(sanitizers: list[Sanitizer], source: Any, out: Any) -> Any:
+    """A result that is where its source is (a dtype change; torch's own no-op moves)."""
+    for sanitizer in sanitizers:
+        if sanitizer.shadow is not None and out is not source:
+            sanitizer.placed(out, sanitizer.on_device(source), follow=False)
+    return out
 
-    def make_to(original: Any) -> Callable:
-        def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if _state.busy or not _active or _compiling():
-                return original(self, *args, **kwargs)
-            sanitizers = _watching()
-            if not sanitizers:
-                return original(self, *args, **kwargs)
-            frame = sys._getframe(1)
-            if _in_torch(frame) and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE \
-                    and all(s.shadow is not None for s in sanitizers):
-                # torch's own code (not `model.to(d)`) moving a tensor to a device it computed
-                # (`.to(grads[0].device)`): in a GPU run it is already there, so it stays where it was
-                return keep_place(sanitizers, self, original(self, *args, **kwargs))
-            target = _target_of(torch, args, kwargs)
-            if target is None:  # a dtype or memory-format change: where it was
-                return keep_place(sanitizers, self, original(self, *args, **kwargs))
-            target_type = _device_type(torch, target)
-            if target_type == "cuda" and not torch.cuda.is_available() and any(s.hypothetical for s in sanitizers):
-                args, kwargs = _on_cpu(torch, args, kwargs)  # the shadow's device is the CPU
-            asynchronous = kwargs.get("non_blocking") or any(a is True for a in args)
-            where = {s: (s.on_device(target) if isinstance(target, T) else placed_on_device(frame, s.shadow))
-                     if s.shadow is not None else target_type != "cpu" for s in sanitizers}
-            syncs = [(s, _WHAT["to_cpu"]) for s in sanitizers
-                     if not where[s] and not asynchronous and s.on_device(self)]
-            out = _run_counted(syncs, frame, original, self, *args, **kwargs)
-            return moved(sanitizers, self, out, frame, where.__getitem__)
-        return to
 
-    def make_cpu(original: Any) -> Callable:
-        def cpu(self: Any, *args: Any, **kwargs: Any) -> Any:
-            sanitizers = _watching()
-            if not sanitizers:
-                return original(self, *args, **kwargs)
-            frame = sys._getframe(1)
-            syncs = _syncs_on(sanitizers, _WHAT["cpu"], (self,))
-            out = _run_counted(syncs, frame, original, self, *args, **kwargs)
-            return moved(sanitizers, self, out, frame, lambda s: HOST)
-        return cpu
+def _on_to(original: Any, torch: Any, frame: Any, args: tuple, kwargs: dict) -> Any:
+    """`.to(...)`: a sync when it copies a device tensor to the host (not `non_blocking`); for the
+    shadow, the result is where the source spells the target."""
+    self, args = args[0], args[1:]
+    sanitizers = _watching()
+    if _in_torch(frame) and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE \
+            and all(s.shadow is not None for s in sanitizers):
+        # torch's own code (not `model.to(d)`) moving a tensor to a device it computed
+        # (`.to(grads[0].device)`): in a GPU run it is already there, so it stays where it was
+        return _keep_place(sanitizers, self, _run_counted([], frame, original, self, *args, **kwargs))
+    target = _target_of(torch, args, kwargs)
+    if target is None:  # a dtype or memory-format change
+        return _keep_place(sanitizers, self, _run_counted([], frame, original, self, *args, **kwargs))
+    target_type = _device_type(torch, target)
+    if target_type == "cuda" and not torch.cuda.is_available() and any(s.hypothetical for s in sanitizers):
+        args, kwargs = _on_cpu(torch, args, kwargs)  # the shadow's device is the CPU
+    asynchronous = kwargs.get("non_blocking") or any(a is True for a in args)
+    where = {s: (s.on_device(target) if isinstance(target, torch.Tensor) else placed_on_device(frame, s.shadow))
+             if s.shadow is not None else target_type != "cpu" for s in sanitizers}
+    syncs = [(s, _WHAT["to_cpu"]) for s in sanitizers if not where[s] and not asynchronous and s.on_device(self)]
+    out = _run_counted(syncs, frame, original, self, *args, **kwargs)
+    return _moved(sanitizers, self, out, frame, where.__getitem__)
 
-    def make_cuda(original: Any) -> Callable:
-        def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
-            sanitizers = _watching()
-            if not sanitizers or torch.cuda.is_available() or not any(s.shadow is not None for s in sanitizers):
-                return original(self, *args, **kwargs)
-            # the shadow's device is the CPU: `.cuda()` stays here and is marked as on the device
-            return moved(sanitizers, self, self, sys._getframe(1), lambda s: DEVICE)
-        return cuda
 
-    replace(T, "to", make_to)
-    replace(T, "cpu", make_cpu)
-    replace(T, "cuda", make_cuda)
-    _PLACED_BY_WRAPPERS.update({torch._C.TensorBase.to, torch._C.TensorBase.cpu, torch._C.TensorBase.cuda})
-    for name in _FACTORIES:
-        if hasattr(torch, name):
-            _PLACED_BY_WRAPPERS.add(getattr(torch, name))
-            replace(torch, name, functools.partial(_make_factory, torch))
+def _on_cpu_call(original: Any, frame: Any, args: tuple, kwargs: dict) -> Any:
+    """`.cpu()`: a sync from the device; the result is on the host."""
+    sanitizers = _watching()
+    out = _run_counted(_syncs_on(sanitizers, _WHAT["cpu"], args[:1]), frame, original, *args, **kwargs)
+    return _moved(sanitizers, args[0], out, frame, lambda s: HOST)
+
+
+def _on_cuda(original: Any, torch: Any, frame: Any, args: tuple, kwargs: dict) -> Any:
+    """`.cuda()`: for a shadow on a machine without CUDA, the tensor stays here, marked as on the device."""
+    sanitizers = _watching()
+    if torch.cuda.is_available() or not any(s.shadow is not None for s in sanitizers):
+        return _run_counted([], frame, original, *args, **kwargs)
+    return _moved(sanitizers, args[0], args[0], frame, lambda s: DEVICE)
 
 
 # the functions that make a tensor from no tensor, given a `device=`: hooked so that a block that
@@ -859,28 +836,26 @@ _FACTORIES = ("tensor", "as_tensor", "asarray", "zeros", "ones", "empty", "full"
               "randperm", "arange", "linspace", "logspace", "eye", "empty_strided", "scalar_tensor")
 
 
-def _make_factory(torch: Any, original: Any) -> Callable:
-    def factory(*args: Any, **kwargs: Any) -> Any:
-        sanitizers = _watching()
-        device = kwargs.get("device")
-        shadows = [s for s in sanitizers if s.shadow is not None]
-        if not shadows:
-            return original(*args, **kwargs)
-        frame = sys._getframe(1)
-        if device is not None and _device_type(torch, device) == "cuda" and not torch.cuda.is_available():
-            kwargs = dict(kwargs, device="cpu")  # the shadow's device is the CPU
-        _state.busy += 1
-        try:
-            out = original(*args, **kwargs)
-        finally:
-            _state.busy -= 1
-        for sanitizer in shadows:
-            if device is not None:
-                sanitizer.placed(out, placed_on_device(frame, sanitizer.shadow))
-            else:
-                sanitizer.placed(out, sanitizer.shadow.default() and not _in_torch(frame), follow=False)
-        return out
-    return factory
+def _on_factory(original: Any, torch: Any, frame: Any, args: tuple, kwargs: dict) -> Any:
+    """A tensor made from nothing: where its `device=` is spelled; without one, the default (but
+    torch's own, its counters and seeds, stay on the host)."""
+    shadows = [s for s in _watching() if s.shadow is not None]
+    if not shadows:
+        return original(*args, **kwargs)
+    device = kwargs.get("device")
+    if device is not None and _device_type(torch, device) == "cuda" and not torch.cuda.is_available():
+        kwargs = dict(kwargs, device="cpu")  # the shadow's device is the CPU
+    _state.busy += 1
+    try:
+        out = original(*args, **kwargs)
+    finally:
+        _state.busy -= 1
+    for sanitizer in shadows:
+        if device is not None:
+            sanitizer.placed(out, placed_on_device(frame, sanitizer.shadow))
+        else:
+            sanitizer.placed(out, sanitizer.shadow.default() and not _in_torch(frame), follow=False)
+    return out
 
 
 def _on_cpu(torch: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -892,44 +867,32 @@ def _on_cpu(torch: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return tuple(cpu(a) for a in args), {k: cpu(v) if k == "device" else v for k, v in kwargs.items()}
 
 
-def _install_pipeline(torch: Any, replace: Callable) -> None:
+def _on_next_batch(original: Any, frame: Any, args: tuple, kwargs: dict) -> Any:
     """A DataLoader's batches are made on the host (in a GPU run too): while it makes one, and for
     the tensors it yields, the shadow says host."""
-    from torch.utils.data import dataloader
-
-    def make(original: Any) -> Callable:
-        def __next__(self: Any) -> Any:  # noqa: N807 - the iterator protocol
-            shadows = [s for s in _watching() if s.shadow is not None]
-            for s in shadows:
-                s.shadow.pipeline += 1
-            try:
-                batch = original(self)
-            finally:
-                for s in shadows:
-                    s.shadow.pipeline -= 1
-            for s in shadows:
-                if s.shadow.assume_device:
-                    s.shadow.place_all(batch, HOST)
-                    s.follow()
-            return batch
-        return __next__
-
-    replace(dataloader._BaseDataLoaderIter, "__next__", make)
+    shadows = [s for s in _watching() if s.shadow is not None]
+    for sanitizer in shadows:
+        sanitizer.shadow.pipeline += 1
+    try:
+        batch = original(*args, **kwargs)
+    finally:
+        for sanitizer in shadows:
+            sanitizer.shadow.pipeline -= 1
+    for sanitizer in shadows:
+        if sanitizer.shadow.assume_device:
+            sanitizer.shadow.place_all(batch, HOST)
+            sanitizer.follow()
+    return batch
 
 
-def _synchronize(original: Any) -> Callable:
-    def synchronize(device: Any = None) -> None:
-        sanitizers = _watching()
-        if not sanitizers:
-            return original(device)
-        frame = sys._getframe(1)
-        syncs = [(s, _WHAT["sync"]) for s in sanitizers]
-        if not _cuda_available():  # what would synchronise on a device: there is nothing to wait for here
-            for sanitizer, what in syncs:
-                sanitizer.counter.record(what, frame)
-            return None
-        return _run_counted(syncs, frame, original, device)
-    return synchronize
+def _on_synchronize(original: Any, frame: Any, args: tuple, kwargs: dict) -> Any:
+    """`torch.cuda.synchronize()`: a sync; without CUDA, what would be one (nothing to wait for)."""
+    syncs = [(s, _WHAT["sync"]) for s in _watching()]
+    if not _cuda_available():
+        for sanitizer, what in syncs:
+            sanitizer.counter.record(what, frame)
+        return None
+    return _run_counted(syncs, frame, original, *args, **kwargs)
 
 
 @functools.lru_cache(maxsize=1)
