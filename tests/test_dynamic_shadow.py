@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset
+from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, WeightedRandomSampler
 
 from ptlint.dynamic.paths import is_user_file, torch_dirs
 from ptlint.dynamic.syncs import SyncCounter, sanitizing
@@ -81,6 +81,10 @@ def case_cuda_method():
     x = torch.randn(3).cuda()
     x.sum().item()  # sync
     torch.randn(3).sum().item()  # made without a device: on the host in a GPU run too
+    torch.zeros(2, device="cuda").sum().item()  # sync
+    torch.ones(2).to("cuda").sum().item()  # sync
+    torch.ones(2).to(0).sum().item()  # sync: a CUDA ordinal
+    torch.ones(2, device=0).sum().item()  # sync
 
 
 def case_to_a_device_variable():
@@ -123,6 +127,9 @@ def case_computed_from_device():
     loss = out.pow(2).mean()
     loss.backward()
     print(f"{loss:.3f}")  # sync
+    total = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # torch moves the norms among its devices
+    if total > 10:  # sync
+        pass
     grad_max = max(p.grad.abs().max() for p in model.parameters())  # sync (max() compares the two)
     return grad_max
 
@@ -138,6 +145,10 @@ def case_following_other_tensors():
 
 
 def move(tensor, device):
+    return tensor.to(device)
+
+
+def move_keyword(tensor, *, device):
     return tensor.to(device)
 
 
@@ -160,14 +171,29 @@ def case_device_chosen_by_the_caller():
     mover.move(torch.ones(2, device=device), "cpu").sum().item()  # sync
     mover.move(torch.ones(2), "cpu").sum().item()
     mover.move(torch.ones(2), device).sum().item()  # sync
+    move_keyword(torch.ones(2), device="cpu").sum().item()
+    move_keyword(torch.ones(2), device=device).sum().item()  # sync
 
 
 def case_spelled_as_the_cpu():
-    device = device_from_cuda()
+    from torch import device as make_device  # noqa: F401 - the spelling `device("cpu")` below
+    from torch import device
+
     torch.ones(3, device="cpu").sum().item()
+    torch.ones(3, device="cpu:0").sum().item()
     torch.ones(3, device=torch.device("cpu")).sum().item()
+    torch.ones(3, device=torch.device(type="cpu")).sum().item()
+    torch.ones(3, device=device("cpu")).sum().item()
     torch.ones(3, device=CPU).sum().item()
     torch.ones(3, device=HOST_NAME).sum().item()
+    flag = len(SOURCE) > 0
+    either = "cpu" if flag else torch.device("cpu")
+    torch.ones(3, device=either).sum().item()
+    alias = HOST_NAME
+    torch.ones(3, device=alias).sum().item()
+    device = device_from_cuda()
+    unknown = [device][0]
+    torch.ones(3, device=unknown).sum().item()  # sync: spelled some other way: the device
     cpu = torch.device("cpu")
     torch.ones(3).to(device).to(cpu).sum().item()  # sync: the move itself reads the device
     x = torch.ones(3, device=device)
@@ -175,6 +201,8 @@ def case_spelled_as_the_cpu():
     copy.sum().item()
     float(copy.max())
     x.detach().cpu().numpy()  # sync: one, not two
+    x.to("cpu", non_blocking=True).sum().item()  # an asynchronous copy into host memory: no wait
+    x.to("cpu", None, True).tolist()
 
 
 def case_a_moved_tensor_keeps_its_host_original():
@@ -191,9 +219,19 @@ def case_in_place_keeps_the_place():
     host.add_(1)
     host.copy_(torch.ones(3))
     host.sum().item()
+    torch.add(torch.ones(3, device=device), 1, out=host)
+    host.sum().item()
     x = torch.zeros(3, device=device)
     x.add_(host)
     x.sum().item()  # sync
+
+
+class Records(Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return {"x": torch.full((2,), float(i)), "ids": [torch.tensor(i)]}
 
 
 class Numbers(Dataset):
@@ -248,6 +286,17 @@ def case_optimizer_step_counters():
 def case_size_dependent_ops():
     device = device_from_cuda()
     x = torch.randn(6, device=device)
+    repeats = torch.tensor([1, 2, 1, 2, 1, 2], device=device)
+    x.repeat_interleave(repeats)  # sync
+    torch.repeat_interleave(x, repeats=repeats)  # sync
+    torch.repeat_interleave(x, repeats, output_size=9)  # the size is given: no sync
+    x.repeat_interleave(torch.tensor(2, device=device))  # one count for all: no sync
+    torch.repeat_interleave(x, torch.tensor([1, 2, 1, 2, 1, 2]))
+    y = x.clone()
+    y[y > 0] = torch.zeros((), device=device)  # sync: a device value into a masked place
+    y[y > 0] = torch.ones(6, device=device)[y > 0]  # sync: 2 (the read on the right, the masked write)
+    y[y > 0] = torch.tensor(1.0)  # a host scalar: a masked fill
+    y[y > 0, ...] = 2.0  # sync
     x[x > 0]  # sync
     torch.nonzero(x)  # sync
     x.unique()  # sync
@@ -280,7 +329,9 @@ def test_explain_counts_syncs_on_what_the_program_puts_on_the_device(case):
 
 def test_every_case_marks_what_it_means():
     """The markers are read right: a case with syncs has them, one without has none."""
-    assert marked(case_cuda_method) == {line(case_cuda_method, "x.sum().item()"): 1}
+    assert marked(case_cuda_method)[line(case_cuda_method, "x.sum().item()")] == 1
+    assert line(case_cuda_method, "torch.randn(3).sum().item()") not in marked(case_cuda_method)
+    assert marked(case_size_dependent_ops)[line(case_size_dependent_ops, "torch.ones(6, device=device)[y > 0]")] == 2
     assert marked(case_made_without_a_device_stays_home) == {}
     assert marked(case_data_pipeline) == {line(case_data_pipeline, "values.sum().item()"): 4}
 
@@ -322,6 +373,11 @@ def case_batches_from_a_loader_are_on_the_host():
     for values, ids in loader:
         ids.max().item()
         model(values[:, None].expand(-1, 3)).sum().item()  # sync: 2
+    weights = torch.ones(6)  # a sampler's weights: read by torch's sampler itself
+    records = DataLoader(Records(), batch_size=3, sampler=WeightedRandomSampler(weights, 6))
+    for batch in records:
+        batch["ids"][0].max().item()
+        batch["x"].sum().item()
 
 
 @pytest.mark.parametrize("case", [case_unplaced_tensors_stand_for_device_tensors,

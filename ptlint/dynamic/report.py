@@ -213,7 +213,7 @@ def findings_from(run: RunResult) -> tuple[list[Finding], Summary]:
     failed = {failure.index for failure in run.failures}
     notes = [_compiled_nothing(t) for t in run.targets
              if t["index"] in ran and t["index"] not in failed and not graphs.get(t["index"])]
-    if run.syncs and not any(e["event"] == "timed" for e in run.events):
+    if run.syncs and run.device != "cuda" and not any(e["event"] == "timed" for e in run.events):
         notes.append(f"host syncs are counted, not timed, on {run.device or 'this machine'}: with no accelerator "
                      "the host never waits, so there is no wait to measure; on a CUDA machine (--device cuda) "
                      "each site also shows how long the host waited there")

@@ -330,9 +330,6 @@ def _spelled(expr: ast.expr, frame: Any, shadow: "Shadow", depth: int = 0) -> bo
         return HOST if branches == {HOST} else DEVICE if not _in_torch(frame) else None
     if isinstance(expr, ast.Name):
         code = frame.f_code
-        value = _lookup(frame, expr.id)
-        if shadow.is_tensor(value):  # .to(other_tensor)
-            return DEVICE if shadow.on_device(value) else HOST
         parameters = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
         if expr.id in parameters:
             return Param(expr.id, parameters)
