@@ -63,23 +63,26 @@ class Recorder:
         return gm.forward
 
 
+_real_exit = os._exit
+
+
+def _restore_exit() -> None:
+    os._exit = _real_exit
+
+
+os.register_at_fork(after_in_child=_restore_exit)  # a forked child (a DataLoader worker) exits for real
+
+
 @contextlib.contextmanager
 def exits_raise() -> Iterator[None]:
-    """While a target runs, `os._exit(code)` raises SystemExit(code) (it is `sys.exit`, a builtin,
-    so that Dynamo breaks the graph at the call as on the real one) instead of ending the process,
-    so that its line is known and the other targets still run; a forked child (a DataLoader
-    worker) gets the real one back."""
-    real_exit = os._exit
-
-    def restore() -> None:
-        os._exit = real_exit
-
-    os.register_at_fork(after_in_child=restore)  # registered once per target: each only restores
+    """While a target runs, `os._exit(code)` raises SystemExit(code) instead of ending the process,
+    so that its line is known and the other targets still run. It is `sys.exit`, a builtin, so
+    that Dynamo breaks the graph at the call as it does on the real one."""
     os._exit = sys.exit
     try:
         yield
     finally:
-        restore()
+        _restore_exit()
 
 
 def _location_of(obj: Any) -> tuple[str, int] | None:
