@@ -226,3 +226,15 @@ def test_two_kinds_of_sync_on_one_line_are_one_finding_spanning_both():
     assert (finding.column, finding.end_column) == (5, 31)
     assert finding.message.startswith("host sync: `.item()`; formatting — ")
     assert finding.extra["count"] == 1  # 3 syncs in 3 calls
+
+
+def test_an_exit_is_named_by_the_call_on_its_line():
+    from ptlint.dynamic.worker import _describe
+
+    failing = DYN / "failing.py"
+    os_exit = (str(failing), line_of(failing, "os._exit(0)  # ends"))
+    sys_exit = (str(failing), line_of(failing, "sys.exit(3)"))
+    assert _describe(SystemExit(0), os_exit) == "called os._exit(0)"
+    assert _describe(SystemExit(3), sys_exit) == "called sys.exit(3)"
+    assert _describe(SystemExit(2)) == "called sys.exit(2)"
+    assert _describe(RuntimeError("no checkpoint\nmore")) == "RuntimeError: no checkpoint"
