@@ -238,3 +238,30 @@ def test_an_exit_is_named_by_the_call_on_its_line():
     assert _describe(SystemExit(3), sys_exit) == "called sys.exit(3)"
     assert _describe(SystemExit(2)) == "called sys.exit(2)"
     assert _describe(RuntimeError("no checkpoint\nmore")) == "RuntimeError: no checkpoint"
+
+
+def test_the_summary_counts_graph_events_and_notes_targets_that_compiled_nothing():
+    from ptlint.dynamic.report import findings_from
+    from ptlint.dynamic.runner import Failure, RunResult, parse_target, script_target
+
+    targets = [script_target("fixtures/dynamic/eager_script.py", []), parse_target(f"{FAILING}:make_raises"),
+               parse_target("fixtures/dynamic/breaks.py:make_clean"), parse_target("fixtures/dynamic/breaks.py:make_loop")]
+    for index, target in enumerate(targets):
+        target["index"] = index
+    events = [{"event": "start", "index": i, "location": None} for i in range(4)]
+    events += [{"event": "graph", "index": 2}, {"event": "graph", "index": 2}, {"event": "end", "index": 3}]
+    run = RunResult(targets, events, [Failure(1, "make_raises: the factory failed")], device="cpu", syncs=True)
+    findings, summary = findings_from(run)
+    assert (summary.targets, summary.graphs, summary.failed, summary.syncs) == (4, 2, 1, 0)
+    assert summary.notes == [
+        "fixtures/dynamic/eager_script.py compiled nothing: no `torch.compile`d function or module ran in it, so "
+        "Dynamo had nothing to observe (is the torch.compile call behind a flag?)",
+        "fixtures/dynamic/breaks.py:make_loop: Dynamo compiled no graph (it ran every frame of it eagerly)",
+        "host syncs are counted, not timed, on cpu: with no accelerator the host never waits, so there is no wait "
+        "to measure; on a CUDA machine (--device cuda) each site also shows how long the host waited there"]
+    assert [f.code for f in findings] == ["PTL459"]
+    timed = RunResult(targets[2:3], [{"event": "graph", "index": 0}, {"event": "timed", "index": 0, "seconds": 1.0}],
+                      device="cuda", syncs=True)
+    for target in timed.targets:
+        target["index"] = 0
+    assert findings_from(timed)[1].notes == []
