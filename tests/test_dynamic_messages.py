@@ -245,7 +245,8 @@ def test_the_summary_counts_graph_events_and_notes_targets_that_compiled_nothing
     from ptlint.dynamic.runner import Failure, RunResult, parse_target, script_target
 
     targets = [script_target("fixtures/dynamic/eager_script.py", []), parse_target(f"{FAILING}:make_raises"),
-               parse_target("fixtures/dynamic/breaks.py:make_clean"), parse_target("fixtures/dynamic/breaks.py:make_loop")]
+               parse_target("fixtures/dynamic/breaks.py:make_clean"),
+               parse_target("fixtures/dynamic/breaks.py:make_loop")]
     for index, target in enumerate(targets):
         target["index"] = index
     events = [{"event": "start", "index": i, "location": None} for i in range(4)]
