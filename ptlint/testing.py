@@ -72,8 +72,15 @@ class _Guard(contextlib.ContextDecorator):
         self.within = within
         self.max = max
         self.count = 0  # after the block: the events counted
-        self.findings: list[Any] = []  # after the block: those events as ptlint findings
+        self._found: list[Any] | None = []  # after the block: those events as findings (made when asked)
         self._stack: contextlib.ExitStack | None = None
+
+    @property
+    def findings(self) -> list[Any]:
+        """The events counted, as ptlint findings (made on first use: a passing block need not)."""
+        if self._found is None:
+            self._found = self._findings()[0]
+        return self._found
 
     def _recreate_cm(self) -> "_Guard":  # a decorated function gets a fresh guard per call
         return type(self)(self.within, self.max)
@@ -101,7 +108,7 @@ class _Guard(contextlib.ContextDecorator):
         self._collect()
         if exc_type is not None:
             return False  # the block's own exception goes on, everything already restored
-        self.findings, self.count = self._findings()
+        self._found, self.count = None, self._count()
         if self.count > self.max:
             raise GuardFailure(self._report(), self.findings)
         return False
@@ -137,6 +144,9 @@ class _Guard(contextlib.ContextDecorator):
         count = {"break": counts.breaks, "recompile": counts.recompiles, "sync": counts.syncs}[self.kind]
         return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.code)), count
 
+    def _count(self) -> int:
+        return self._findings()[1]
+
     def _counts(self, event: dict[str, Any]) -> bool:
         scope = event.get("scope")
         if scope is None:
@@ -167,10 +177,12 @@ class no_recompiles(_Guard):  # noqa: N801
 class no_host_syncs(_Guard):  # noqa: N801
     """Fail when the host waits for the device more than `max` times (PTL452) in the block.
 
-    The block runs under ptlint's sync sanitizer: on CPU it counts what would synchronise on an
-    accelerator (every tensor but those moved to the host with `.cpu()` taken to be on the
-    device); with CUDA available it counts what really synchronises and also turns on
-    `torch.cuda.set_sync_debug_mode("warn")`."""
+    The block runs under ptlint's sync sanitizer (ptlint.dynamic.syncs), which hooks the
+    synchronising calls only, so a step pays at its syncs. With CUDA available it counts what
+    really synchronises and also turns on `torch.cuda.set_sync_debug_mode("warn")`. On the CPU
+    the block stands for a step on the device: every tensor is taken to be on the device except
+    the host ones (what the code puts on the CPU, a DataLoader's batches, what is computed only
+    from those); torch's own data loading, samplers and optimizer step counters do not count."""
 
     name, kind, noun = "no_host_syncs", "sync", "host sync"
 
@@ -182,6 +194,9 @@ class no_host_syncs(_Guard):  # noqa: N801
 
     def _collect(self) -> None:
         self._events.extend(self._counter.take())
+
+    def _count(self) -> int:  # event_findings' sync count, without making the findings
+        return sum(e.get("count", 1) for e in self._events if e["event"] == "sync" and self._counts(e))
 
 
 @functools.lru_cache(maxsize=1)

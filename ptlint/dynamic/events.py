@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import linecache
 import logging
 import os
 import re
@@ -44,9 +45,19 @@ _RECOMPILE = re.compile(r"^Recompiling function (?P<func>\S+) in (?P<file>.+):(?
 _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(?P<guard>\S.*)$")
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")
 _TRACE = re.compile(r"^TRACE starts_line (?P<file>.+):(?P<line>\d+) in ")
-GB_UNRESUMABLE = "GB0066"  # a break inside a context manager Dynamo cannot resume in
 # Dynamo's follow-up to a break it could not handle: it gives up on the whole function
 _SKIPS_FRAME = "Skipping the function and falling back to eager"
+
+
+def _block(cut: Frame | None) -> str:
+    """The `with` block at f.py:12 / the `try` block at ... / the statement at ...: what Dynamo
+    could not resume inside, as its source line shows."""
+    if cut is None:
+        return "a block"
+    source = linecache.getline(cut[0], cut[1]).strip()
+    kind = "the `with` block" if source.startswith(("with ", "async with ")) else \
+        "the `try` block" if source.startswith("try:") else "the statement"
+    return f"{kind} at {installed_label(cut[0])}:{cut[1]}"
 
 
 def gb_registry(torch: Any) -> dict[str, Any]:
@@ -87,7 +98,7 @@ class DynamoListener(logging.Handler):
         # they had are handed on, so the user still sees Dynamo's own warnings
         self.hand_on: dict[str, int] = {}
         self.traced: dict[str, set[int]] = {}
-        self._unresumable: str | None = None  # "file:line" of the last break Dynamo could not resume from
+        self._recent: list[list[Frame]] = []  # the stacks of the last breaks, to name what cut a graph short
 
     def emit(self, record: logging.LogRecord) -> None:  # noqa: A003 - logging's name
         level = self.hand_on.get(record.name)
@@ -145,10 +156,7 @@ class DynamoListener(logging.Handler):
         event.update(gb_ids=ids, types=types, explanation=explanation.group(1).strip() if explanation else "",
                      hints=hints, duplicate=bool(suppressed), skips_frame=_SKIPS_FRAME in text,
                      frames=[[f[0], f[1]] for f in frames if self.is_user(f[0])])
-        if GB_UNRESUMABLE in ids or "cannot resume" in text:
-            origin = event["origin"]
-            self._unresumable = f"{installed_label(origin['path'])}:{origin['line']}" if origin else \
-                f"line {event['line']}" if event["file"] else None
+        self._recent = [*self._recent[-15:], frames]
         self.sink(event)
 
     def _recompile(self, text: str) -> None:
@@ -165,21 +173,33 @@ class DynamoListener(logging.Handler):
         self.sink(event)
 
     def _compiling(self, record: logging.LogRecord) -> None:
-        """A graph compiled because Dynamo cannot go on from a break inside a `with`/`try` block:
-        `torch._dynamo.explain` counts it (`step_unsupported`); Dynamo logs no graph break for it."""
+        """A graph compiled because Dynamo cannot go on from a break it cannot resume after (inside
+        a `with` or `try` block, or in the middle of a statement): `torch._dynamo.explain` counts it
+        (`step_unsupported`); Dynamo logs no graph break for it. The break that caused it is the
+        latest one inside the function being cut short, possibly deep in another module."""
         reason = record.args[0] if isinstance(record.args, tuple) and record.args else None
         if getattr(reason, "reason", None) != "step_unsupported":
             return
         stack = [(fs.filename, fs.lineno, fs.name) for fs in getattr(reason, "user_stack", None) or []]
         event = self._placed("break", live_frames(2) + stack)
-        function = fold_name(stack[-1][2]) if stack else "the function"
-        cause = f"The break at {self._unresumable} happened inside it" if self._unresumable else \
-            "A break happened inside it"
-        event.update(gb_ids=[], types=["Dynamo cannot resume inside this `with`/`try` block (step_unsupported)"],
+        cut = stack[-1] if stack else None
+        function = fold_name(cut[2]) if cut else "the function"
+        cause = self._cause(cut)
+        event.update(gb_ids=[], types=["Dynamo cannot resume after a graph break (step_unsupported)"],
                      hints=[], duplicate=False, frames=[],
-                     explanation=f"{cause}, so the graph ends here and the rest of `{function}` runs eagerly")
-        self._unresumable = None
+                     explanation=f"{cause} happened inside {_block(cut)}, where Dynamo cannot resume, so the "
+                                 f"graph ends there and the rest of `{function}` runs eagerly")
         self.sink(event)
+
+    def _cause(self, cut: Frame | None) -> str:
+        """"The graph break at <innermost frame>" of the latest break inside the cut function."""
+        for frames in reversed(self._recent):
+            inside = cut is None or any(os.path.realpath(f[0]) == os.path.realpath(cut[0])
+                                        and fold_name(f[2]) == fold_name(cut[2]) for f in frames)
+            innermost = next((f for f in reversed(frames) if f[0] and not f[0].startswith("<")), None)
+            if inside and innermost is not None:
+                return f"The graph break at {installed_label(innermost[0])}:{innermost[1]} (`{innermost[2]}`)"
+        return "A graph break"
 
     def _placed(self, kind: str, frames: list[Frame]) -> dict[str, Any]:
         location, origin = locate(frames, self.is_user)

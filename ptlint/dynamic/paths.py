@@ -41,8 +41,8 @@ def is_user_file(path: str, extra_excluded: tuple[str, ...] = ()) -> bool:
         return False
     real = os.path.realpath(path)
     parts = real.split(os.sep)
-    if any(d in parts for d in _INSTALLED_DIRS):
-        return False
+    if any(d in parts for d in _INSTALLED_DIRS) or any(p.startswith("torchinductor_") for p in parts):
+        return False  # installed code, or code torch generated (inductor's cache)
     if real.startswith(_STDLIB) or real.startswith(_PTLINT_DIR + os.sep):
         return False
     return not _under(real, extra_excluded)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import linecache
 import os
 import re
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ptlint.dynamic.paths import display_path, installed_label
@@ -60,12 +61,14 @@ class Summary:
     seconds: float
     device: str | None
     syncs: int | None = None  # PTL452 sites, when the sanitizer ran
+    notes: list[str] = field(default_factory=list)  # lines printed under the summary
 
     def line(self, command: str) -> str:
         syncs = f"{self.syncs} host-sync site(s), " if self.syncs is not None else ""
-        return (f"ptlint {command}: {self.targets} target(s) run, {self.graphs} graph(s), "
+        text = (f"ptlint {command}: {self.targets} target(s) run, {self.graphs} graph(s), "
                 f"{self.breaks} graph break(s), {self.recompiles} recompilation(s), {syncs}"
                 f"{self.failed} failed, {self.seconds:.1f} s" + (f" on {self.device}" if self.device else ""))
+        return "\n".join([text, *(f"note: {note}" for note in self.notes)])
 
 
 @dataclass
@@ -118,7 +121,11 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
     seen: set[tuple] = set()
     breaks_at: dict[tuple, Finding] = {}  # the first break finding at each place
     recompiled: dict[tuple, tuple[dict[str, Any], int]] = {}
-    synced: dict[tuple, list] = {}  # key -> [first event, total count, {index: calls}]
+    synced: dict[tuple, list] = {}  # key -> [first event, total count, {index: calls}, events, {(index, call): ms}]
+    wall = {}  # index -> seconds its timed eager runs took
+    for event in events:
+        if event["event"] == "timed":
+            wall[event.get("index")] = wall.get(event.get("index"), 0.0) + event["seconds"]
     for event in events:
         kind = event["event"]
         if kind == "break":
@@ -145,22 +152,36 @@ def event_findings(events: list[dict[str, Any]], label_of: Callable[[dict[str, A
         elif kind == "sync":  # one finding per user line (and library line): all its syncs, counted
             counts.syncs += event.get("count", 1)
             key = (_real(event.get("file")), event.get("line"), _where(event) if event.get("origin") else None)
-            entry = synced.setdefault(key, [event, 0, {}, []])
+            entry = synced.setdefault(key, [event, 0, {}, [], {}])
             entry[1] += event.get("count", 1)
             entry[2][event.get("index")] = event.get("calls") or 1
-            if event not in entry[3]:
-                entry[3].append(event)
+            if event.get("wait_ms") is not None:
+                run = (event.get("index"), event.get("call"))
+                entry[4][run] = entry[4].get(run, 0.0) + event["wait_ms"]
+            entry[3].append(event)
     for first, count in recompiled.values():
         findings.append(_finding("PTL451", "recompilation", recompile_message(first, count), first.get("file") or None,
                                  first.get("line"), label_of(first), origin=first.get("origin"), count=count))
-    for first, total, calls, sites in synced.values():
+    for first, total, calls, sites, waits in synced.values():
         per_call = total / sum(calls.values())
         whats = list(dict.fromkeys(site["what"] for site in sites))
-        message = sync_message(whats, first.get("origin"), total, sum(calls.values()), per(first))
+        wait = sync_wait(waits, sum(calls.values()), sum(wall.get(index, 0.0) for index in calls) * 1000) \
+            if waits else None
+        message = sync_message(whats, first.get("origin"), total, sum(calls.values()), per(first), wait)
         findings.append(_finding("PTL452", "host-sync", message, first.get("file") or None, first.get("line"),
                                  label_of(first), _sync_span(sites), origin=first.get("origin"),
-                                 count=int(per_call) if per_call == int(per_call) else round(per_call, 2)))
+                                 count=int(per_call) if per_call == int(per_call) else round(per_call, 2),
+                                 wait_ms=wait))
     return findings, counts
+
+
+def sync_wait(waits: dict[tuple, float], calls: int, wall_ms: float) -> dict[str, float]:
+    """How long the host waited at a site: the median over the calls (a call without a sync there
+    waited 0 ms), the total over the run, and that total's share of the calls' wall time."""
+    per_call = list(waits.values()) + [0.0] * max(0, calls - len(waits))
+    total = sum(per_call)
+    return {"median": round(statistics.median(per_call), 4), "total": round(total, 4),
+            "share": round(total / wall_ms, 4) if wall_ms > 0 else None}
 
 
 def findings_from(run: RunResult) -> tuple[list[Finding], Summary]:
@@ -172,7 +193,10 @@ def findings_from(run: RunResult) -> tuple[list[Finding], Summary]:
     findings, counts = event_findings(
         run.events, lambda event: labels.get(event.get("index"), "?"),
         lambda event: "run" if kinds.get(event.get("index")) == "script" else "call")
-    graphs = sum(e.get("graphs", 0) for e in run.events if e["event"] == "end")
+    graphs = {index: 0 for index in labels}
+    for event in run.events:
+        if event["event"] == "graph":
+            graphs[event.get("index")] = graphs.get(event.get("index"), 0) + 1
     starts = {e["index"]: e["location"] for e in run.events if e["event"] == "start" and e.get("location")}
     for failure in run.failures:
         # The user's frame; else the factory's definition; else line 1 of the target's file.
@@ -186,8 +210,22 @@ def findings_from(run: RunResult) -> tuple[list[Finding], Summary]:
     ran = {e["index"] for e in run.events if e["event"] in ("start", "end")} | {f.index for f in run.failures}
     findings.sort(key=Finding.sort_key)
     syncs = sum(f.code == "PTL452" for f in findings) if run.syncs else None
-    return findings, Summary(len(ran), graphs, counts.breaks, counts.recompiles, len(run.failures), run.seconds,
-                             run.device, syncs)
+    failed = {failure.index for failure in run.failures}
+    notes = [_compiled_nothing(t) for t in run.targets
+             if t["index"] in ran and t["index"] not in failed and not graphs.get(t["index"])]
+    if run.syncs and run.device != "cuda" and not any(e["event"] == "timed" for e in run.events):
+        notes.append(f"host syncs are counted, not timed, on {run.device or 'this machine'}: with no accelerator "
+                     "the host never waits, so there is no wait to measure; on a CUDA machine (--device cuda) "
+                     "each site also shows how long the host waited there")
+    return findings, Summary(len(ran), sum(graphs.values()), counts.breaks, counts.recompiles, len(run.failures),
+                             run.seconds, run.device, syncs, notes)
+
+
+def _compiled_nothing(target: dict[str, Any]) -> str:
+    if target["kind"] == "script":
+        return (f"{target['label']} compiled nothing: no `torch.compile`d function or module ran in it, "
+                "so Dynamo had nothing to observe (is the torch.compile call behind a flag?)")
+    return f"{target['label']}: Dynamo compiled no graph (it ran every frame of it eagerly)"
 
 
 def break_message(event: dict[str, Any]) -> str:
@@ -277,7 +315,8 @@ def _sync_span(sites: list[dict[str, Any]]) -> tuple[int | None, int | None, int
     return min(s["column"] for s in sites), sites[0]["line"], max(s["end_column"] for s in sites)
 
 
-def sync_message(whats: list[str], origin: dict[str, Any] | None, total: int, calls: int, per: str) -> str:
+def sync_message(whats: list[str], origin: dict[str, Any] | None, total: int, calls: int, per: str,
+                 wait: dict[str, Any] | None = None) -> str:
     text = f"host sync: {'; '.join(whats)}"
     text += _in_library(origin)
     text += " — the host waits for the device"
@@ -285,7 +324,15 @@ def sync_message(whats: list[str], origin: dict[str, Any] | None, total: int, ca
         count = f"{total // calls} per call" if total % calls == 0 else f"{total} in {calls} calls"
     else:
         count = f"{total} time{'s' if total != 1 else ''} in the {per}"
-    return f"{text} ({count})."
+    text += f" ({count})"
+    if wait is not None:
+        share = f", {wait['share'] * 100:.0f}% of the wall time" if wait.get("share") is not None else ""
+        text += f": it waits {_ms(wait['median'])} ms per {per} (median; {_ms(wait['total'])} ms in all{share})"
+    return text + "."
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f}" if value < 100 else f"{value:.0f}"
 
 
 def _real(path: str | None) -> str | None:

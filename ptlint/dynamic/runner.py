@@ -67,7 +67,7 @@ class Failure:
 @dataclass
 class RunResult:
     targets: list[dict[str, Any]]
-    events: list[dict[str, Any]] = field(default_factory=list)  # break, recompile, sync, traced, end, start
+    events: list[dict[str, Any]] = field(default_factory=list)  # start, graph, break, recompile, sync, timed, ...
     failures: list[Failure] = field(default_factory=list)
     fatal: str | None = None  # the whole pass could not run (e.g. no CUDA for --device cuda)
     device: str | None = None
@@ -135,7 +135,7 @@ def _run_worker(pending: list[dict[str, Any]], timeout: float, device: str, sys_
         elif kind == "error":
             result.failures.append(Failure(event["index"], _error_message(event, pending),
                                            event.get("file"), event.get("line")))
-        elif kind in ("break", "recompile", "sync", "traced", "start", "end"):
+        elif kind in ("break", "recompile", "sync", "traced", "start", "end", "graph", "timed"):
             result.events.append(event)
             if kind == "start":
                 state.update(current=event["index"], clock=time.monotonic())
@@ -255,10 +255,11 @@ def _tail(path: str, limit: int = 300) -> str:
             lines = handle.read().decode(errors="replace").splitlines()
     except OSError:
         return ""
-    for line in reversed(lines):
-        line = line.strip()
-        if line and not line.startswith(("File ", "Current thread", "Fatal Python error: Aborted")) \
-                and not line.startswith("  "):
+    for raw in reversed(lines):
+        line = raw.strip()
+        # not a traceback's or a warning's quoted source line (indented), nor faulthandler's frames
+        if line and not raw.startswith((" ", "\t")) and not line.startswith(
+                ("File ", "Current thread", "Fatal Python error: Aborted")):
             return line[:limit]
     return ""
 

@@ -4,24 +4,28 @@
 
 Run by ptlint.dynamic.runner as `python -c ... main(spec_file)`; never imported by the parent.
 Events go to a file of their own (not stdout, which belongs to the user's code):
-  ready {torch, device} · start {index, location} · break {...} · recompile {...} (events.py)
-  sync {..., count, calls} (syncs.py) · traced {index, lines: {file: [line, ...]}}
-  end {index, graphs, calls, seconds} · error {index, stage, message, file, line} · fatal {message}
+  ready {torch, device} · start {index, location} · graph {index} (one per graph compiled, streamed
+  so that a timeout keeps them) · break {...} · recompile {...} (events.py) · sync {..., count,
+  calls, call, wait_ms} (syncs.py) · timed {index, seconds} (an eager run's wall time, on a
+  device) · traced {index, lines: {file: [line, ...]}} · end {index, calls, seconds} ·
+  error {index, stage, message, file, line} · fatal {message}
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import functools
 import inspect
 import json
+import linecache
 import os
 import re
 import signal
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from ptlint.dynamic.events import DynamoListener, gb_registry, listening
 from ptlint.dynamic.paths import is_user_file
@@ -52,14 +56,33 @@ def _sink(event: dict[str, Any]) -> None:
 
 
 class Recorder:
-    """The backend: counts graphs and runs them as traced (no code generation)."""
-
-    def __init__(self) -> None:
-        self.graphs = 0
+    """The backend: reports each graph and runs it as traced (no code generation)."""
 
     def __call__(self, gm: Any, example_inputs: Any) -> Any:
-        self.graphs += 1
+        emit("graph", index=_target_index)
         return gm.forward
+
+
+_real_exit = os._exit
+
+
+def _restore_exit() -> None:
+    os._exit = _real_exit
+
+
+os.register_at_fork(after_in_child=_restore_exit)  # a forked child (a DataLoader worker) exits for real
+
+
+@contextlib.contextmanager
+def exits_raise() -> Iterator[None]:
+    """While a target runs, `os._exit(code)` raises SystemExit(code) instead of ending the process,
+    so that its line is known and the other targets still run. It is `sys.exit`, a builtin, so
+    that Dynamo breaks the graph at the call as it does on the real one."""
+    os._exit = sys.exit
+    try:
+        yield
+    finally:
+        _restore_exit()
 
 
 def _location_of(obj: Any) -> tuple[str, int] | None:
@@ -80,9 +103,11 @@ def _error_location(exc: BaseException) -> tuple[str, int] | None:
     return frames[-1] if frames else None
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, where: tuple[str, int] | None = None) -> str:
     if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r})"
+        line = linecache.getline(*where) if where else ""
+        exit_call = "os._exit" if "_exit(" in line and "sys.exit(" not in line else "sys.exit"  # see exits_raise
+        return f"called {exit_call}({exc.code!r})"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
@@ -142,61 +167,85 @@ def run_target(torch: Any, listener: DynamoListener, recorder: Recorder, target:
     index = _target_index = target["index"]
     listener.fallback = None
     torch._dynamo.reset()  # every target starts with empty caches: its breaks are its own
-    recorder.graphs = 0
     started = time.perf_counter()
     stage, calls = "import", 0
     try:
-        if target["kind"] == "script":
-            emit("start", index=index, location=[target["path"], 1])
-            listener.fallback = (target["path"], 1)
-            stage = "run"
-            _run_script(torch, recorder, target)
-            if syncs:
-                stage = "syncs"
-                _sanitize(torch, listener.fallback, torch.cuda.is_available(), 1,
-                          lambda: _run_script(torch, recorder, target, eager=True))
-        else:
-            factory = _load_factory(target)
-            listener.fallback = _location_of(factory)
-            emit("start", index=index, location=list(listener.fallback) if listener.fallback else None)
-            stage = "factory"
-            result = factory(device=device) if _takes_device(factory) else factory()
-            fn, all_args = _calls(result)
-            listener.fallback = _location_of(fn) or listener.fallback
-            compiled = torch.compile(fn, backend=recorder)
-            stage = "call"
-            for args in all_args:
-                compiled(*args)
-                calls += 1
-            if syncs:
-                stage = "syncs"
-                _sanitize(torch, listener.fallback, device != "cpu", len(all_args),
-                          *(functools.partial(fn, *args) for args in all_args))
+        with exits_raise():
+            if target["kind"] == "script":
+                emit("start", index=index, location=[target["path"], 1])
+                listener.fallback = (target["path"], 1)
+                stage = "run"
+                _run_script(torch, recorder, target)
+                if syncs:
+                    stage = "syncs"
+                    _sanitize(torch, listener.fallback, torch.cuda.is_available(),
+                              lambda: [lambda: _run_script(torch, recorder, target, eager=True)])
+            else:
+                factory = _load_factory(target)
+                listener.fallback = _location_of(factory)
+                emit("start", index=index, location=list(listener.fallback) if listener.fallback else None)
+                stage = "factory"
+
+                def make_calls() -> tuple[Any, list[tuple]]:
+                    return _calls(factory(device=device) if _takes_device(factory) else factory())
+
+                fn, all_args = make_calls()
+                listener.fallback = _location_of(fn) or listener.fallback
+                compiled = torch.compile(fn, backend=recorder)
+                stage = "call"
+                for args in all_args:
+                    compiled(*args)
+                    calls += 1
+                if syncs:
+                    stage = "syncs"
+
+                    def eager_calls() -> list[Any]:
+                        fresh, fresh_args = make_calls()
+                        return [functools.partial(fresh, *args) for args in fresh_args]
+
+                    _sanitize(torch, listener.fallback, device != "cpu", eager_calls)
     except (Exception, SystemExit, KeyboardInterrupt) as exc:
         if not (target["kind"] == "script" and isinstance(exc, SystemExit) and exc.code in (0, None)):
             where = _error_location(exc)
-            emit("error", index=index, stage=stage, message=_describe(exc),
+            emit("error", index=index, stage=stage, message=_describe(exc, where),
                  file=where[0] if where else None, line=where[1] if where else None)
     emit("traced", index=index, lines=listener.take_traced())
-    emit("end", index=index, graphs=recorder.graphs, calls=calls, seconds=round(time.perf_counter() - started, 3))
+    emit("end", index=index, calls=calls, seconds=round(time.perf_counter() - started, 3))
 
 
-def _sanitize(torch: Any, fallback: tuple[str, int] | None, on_device: bool, calls: int, *runs: Any) -> None:
-    """Each run eagerly (every torch.compile off) under the sync sanitizer; the syncs of each run
-    are streamed as soon as it returns, and what a failing run did before it failed is kept."""
+def _sanitize(torch: Any, fallback: tuple[str, int] | None, on_device: bool, make_runs: Callable[[], list]) -> None:
+    """Each run eagerly (every torch.compile off) under the sync sanitizer, set up afresh by
+    `make_runs` inside it so that the device shadow sees where the target puts its tensors (the
+    set-up's own syncs are not counted). The syncs of each run are streamed as soon as it returns,
+    and what a failing run did before it failed is kept. On a device each run is timed, from
+    queued work done to queued work done: `timed {index, seconds}`."""
     counter = SyncCounter(user_file, fallback)
+    calls = run_number = 0
     try:
-        with torch._dynamo.config.patch(disable=True), sanitizing(counter, hypothetical=not on_device):
+        with torch._dynamo.config.patch(disable=True), \
+                sanitizing(counter, hypothetical=not on_device, assume_device=False, timed=on_device) as sanitizer:
+            counter.paused = True
+            try:
+                runs = make_runs()
+            finally:
+                counter.paused = False
+            calls = len(runs)
             for run in runs:
+                sanitizer.settle()
+                started = time.perf_counter()
                 run()
-                _emit_syncs(counter, calls)
+                sanitizer.settle()
+                if sanitizer.timed:
+                    emit("timed", index=_target_index, seconds=time.perf_counter() - started)
+                _emit_syncs(counter, calls, run_number)
+                run_number += 1
     finally:
-        _emit_syncs(counter, calls)
+        _emit_syncs(counter, calls or 1, run_number)
 
 
-def _emit_syncs(counter: SyncCounter, calls: int) -> None:
+def _emit_syncs(counter: SyncCounter, calls: int, call: int) -> None:
     for event in counter.take():
-        _sink(dict(event, calls=calls))
+        _sink(dict(event, calls=calls, call=call))
 
 
 def _run_script(torch: Any, recorder: Recorder, target: dict[str, Any], eager: bool = False) -> None:

@@ -336,8 +336,9 @@ def test_step_unsupported_is_reported_like_explain_does(installed_run):
     assert sorted(f["origin"]["line"] for f in found) == truth
     (cut,) = [f for f in found if f["origin"]["line"] == line_of(STANDIN, "with decoding():")]
     assert "step_unsupported" in cut["message"]
-    sampling = line_of(STANDIN, 'print("sampling")')
-    assert f"The break at standin_lib/__init__.py:{sampling} happened inside it" in cut["message"]
+    sampling, block = line_of(STANDIN, 'print("sampling")'), line_of(STANDIN, "with decoding():")
+    assert (f"The graph break at standin_lib/__init__.py:{sampling} (`_sample`) happened inside the `with` block "
+            f"at standin_lib/__init__.py:{block}, where Dynamo cannot resume") in cut["message"]
 
 
 def test_recompilations_are_dynamos_count(installed_run):
