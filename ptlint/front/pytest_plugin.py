@@ -2,16 +2,39 @@
 
 It adds no fixture, option or marker and changes no test's outcome: a `GuardFailure` is reported
 as the test's line with the `with` (or decorator) followed by the guard's findings, each with its
-`path:line:col` and source line, instead of a traceback through the guard's own code. Nothing here
-imports torch.
+`path:line:col` and source line, instead of a traceback through the guard's own code. And pytest's
+captured log leaves out torch's structured-trace records (logger `torch.__trace`): every compile
+writes dozens of them, each an empty DEBUG line meant for tlparse, which buried a failing guard's
+report. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 import pytest
+
+TORCH_TRACE_LOGGER = "torch.__trace"
+
+
+class _WithoutTorchTrace(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != TORCH_TRACE_LOGGER
+
+
+WITHOUT_TORCH_TRACE = _WithoutTorchTrace()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: Any) -> None:
+    """Keep torch's trace records out of what pytest's logging plugin captures and reports."""
+    plugin = config.pluginmanager.get_plugin("logging-plugin")
+    for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler"):
+        handler = getattr(plugin, name, None)
+        if handler is not None:
+            handler.addFilter(WITHOUT_TORCH_TRACE)
 
 
 @pytest.hookimpl(hookwrapper=True)

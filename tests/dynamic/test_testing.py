@@ -297,6 +297,38 @@ def test_the_fixture_projects_guard_tests_pass_and_their_failing_variant_names_t
     assert "site-packages/ptlint" not in out and "testing.py" not in out  # no traceback through the guard
 
 
+GUARDED_TEST = """import logging
+
+import torch
+from ptlint.testing import no_graph_breaks
+
+
+def shout(x):
+    print("hi")
+    return x + 1
+
+
+def test_compiles_whole():
+    logging.getLogger("user").warning("a record of the test itself")
+    with no_graph_breaks():
+        torch.compile(shout, backend="eager")(torch.ones(3))
+"""
+
+
+def test_a_failing_guard_is_not_buried_under_torch_trace_records(tmp_path):
+    """With pytest's logging plugin on (the default), a failing guard's report carries no
+    `torch.__trace` records (each compile writes dozens), while the test's own records still show."""
+    (tmp_path / "test_guarded.py").write_text(GUARDED_TEST)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_guarded.py"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = result.stdout
+    assert result.returncode == 1 and "1 failed" in out, out
+    assert "no_graph_breaks: 1 graph break" in out
+    assert "WARNING  user:test_guarded.py:13 a record of the test itself" in out
+    assert "torch.__trace" not in out
+
+
 def test_the_readme_example_is_a_complete_passing_test_file(tmp_path):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- ptlint-testing-example -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
