@@ -190,7 +190,7 @@ class Run:
     """What `check` and `fix` share: the files with their settings, their findings, the errors."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from ptlint.run.check import Job, discover
+        from ptlint.run.discover import Job, discover
 
         self.args = args
         self.resolver = _resolver(args)

@@ -16,7 +16,7 @@ from ptlint.engine.source import (
     read_bytes,
 )
 from ptlint.engine.finding import applicable
-from ptlint.run.check import Job
+from ptlint.run.discover import Job
 
 
 @dataclass
