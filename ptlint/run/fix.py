@@ -14,6 +14,7 @@ from ptlint.engine.source import (
     encode_source,
     is_notebook,
     read_bytes,
+    split_lines,
 )
 from ptlint.engine.finding import applicable
 from ptlint.run.discover import Job
@@ -47,11 +48,13 @@ class FixOutcome:
 
 
 def unified_diff(label: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+    lines = difflib.unified_diff(split_lines(before), split_lines(after),
                                  fromfile=f"a/{label}", tofile=f"b/{label}")
     out = []
     for line in lines:
-        out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
+        if line.endswith("\r"):  # a line that ends in a lone carriage return: the next starts below it
+            line += "\n"
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
