@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Callable, TextIO
 
 from ptlint.engine.finding import SAFE, UNSAFE, Finding, applicable
+from ptlint.engine.registry import help_for
 from ptlint.report.sources import Sources
 
 FORMATS = ("full", "concise", "json", "sarif", "github")
@@ -101,14 +102,15 @@ def format_concise(findings: list[Finding], unsafe_fixes: bool = False, style: S
 
 def format_full(findings: list[Finding], unsafe_fixes: bool = False, style: Style = PLAIN,
                 sources: Sources | None = None) -> str:
-    """ruff/rustc style: the location, the message, the source line and carets under the span."""
+    """ruff/rustc style: the location, the message, the source line and carets under the span,
+    then what to change (`help:`) and the fix, when there is one."""
     sources = sources or Sources()
     out: list[str] = []
     for finding in findings:
         out.append(_headline(finding, unsafe_fixes, style))
         lines = sources.lines(finding.path, finding.cell)
         if lines is None or not (1 <= finding.line <= len(lines)):
-            out.append("\n")
+            out.append(_notes(finding, "", style) + "\n")
             continue
         text = lines[finding.line - 1].expandtabs(1)
         start = finding.column - 1
@@ -118,18 +120,27 @@ def format_full(findings: list[Finding], unsafe_fixes: bool = False, style: Styl
         bar = style.gutter("|")
         caret = " " * start + style.caret("^" * max(1, end - start) + " " + finding.code)
         out.append(f"{gutter} {bar}\n{style.gutter(str(finding.line))} {bar} {text}\n{gutter} {bar} {caret}\n")
-        if finding.fix:
-            label = "Safe fix" if finding.fix.applicability == SAFE else "Unsafe fix"
-            out.append(f"{gutter} {style.gutter('=')} {style.help('help')}: {finding.fix.message} ({label})\n")
-        out.append("\n")
+        out.append(_notes(finding, gutter + " ", style) + "\n")
     return "".join(out)
+
+
+def _notes(finding: Finding, indent: str, style: Style) -> str:
+    """`= help: what to change`, and `= fix: ... (Safe fix)` when the finding has a fix."""
+    out = ""
+    help_text = help_for(finding)
+    if help_text:
+        out += f"{indent}{style.gutter('=')} {style.help('help')}: {help_text}\n"
+    if finding.fix:
+        label = "Safe fix" if finding.fix.applicability == SAFE else "Unsafe fix"
+        out += f"{indent}{style.gutter('=')} {style.help('fix')}: {finding.fix.message} ({label})\n"
+    return out
 
 
 def format_json(findings: list[Finding], unsafe_fixes: bool = False, style: Style = PLAIN,
                 sources: Sources | None = None) -> str:
     import json
 
-    return json.dumps([f.to_json() for f in findings], indent=2) + "\n"
+    return json.dumps([{**f.to_json(), "help": help_for(f)} for f in findings], indent=2) + "\n"
 
 
 def summary(findings: list[Finding], unsafe_fixes: bool, style: Style = PLAIN) -> str:

@@ -61,12 +61,12 @@ def check_file(job: Job, caches=None) -> FileResult:
         if notebook:
             from ptlint.run.notebook import check_notebook, read_notebook
 
-            findings = check_notebook(read_notebook(data, path), rule_classes_for(codes), test_code)
+            findings = check_notebook(read_notebook(data, path), rule_classes_for(codes), test_code, codes)
         else:
             from ptlint.engine.traversal import lint_source
 
             # only the rules that can fire in this text are imported (registry.rule_index)
-            findings = lint_source(source, rule_classes_for(codes, source.text), test_code, settings.root)
+            findings = lint_source(source, rule_classes_for(codes, source.text), test_code, settings.root, codes)
     except SourceError as exc:
         return FileResult(path, error=f"{path}: {exc}")
     except RecursionError:

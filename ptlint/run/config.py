@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ptlint.engine.registry import DYNAMIC_CODES, known_codes, rule_index
+from ptlint.engine.registry import DYNAMIC_CODES, default_codes, known_codes
 
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules", ".ipynb_checkpoints")
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
@@ -215,7 +215,7 @@ def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None
 
     In each layer `select` replaces the set, `extend-select` adds, `ignore` removes.
     """
-    enabled = {code for code, info in rule_index().items() if info.default} | set(DYNAMIC_CODES)
+    enabled = set(default_codes()) | set(DYNAMIC_CODES)
     for select, extend, ignore, label in ((file_select, file_extend, file_ignore, config_label),
                                           (cli_select, cli_extend, cli_ignore, "--select/--ignore")):
         if select is not None:

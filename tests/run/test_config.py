@@ -59,7 +59,7 @@ from ptlint.run.config import (  # noqa: E402
     validate,
 )
 
-DEFAULTS = tuple(sorted({c for c, i in rule_index().items() if i.default} | set(DYNAMIC_CODES)))
+DEFAULTS = tuple(sorted({c for c, i in rule_index().items() if i.default} | {"PTL002"} | set(DYNAMIC_CODES)))
 
 
 @pytest.mark.parametrize("text, expected", [
