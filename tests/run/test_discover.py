@@ -127,3 +127,146 @@ def test_a_folder_whose_type_cannot_be_read_is_treated_as_a_file(tmp_path, monke
     monkeypatch.setattr(walker.os, "scandir", lambda path: [Entry(e) for e in real_scandir(path)])
     names, _ = found(tmp_path, "")
     assert names == ["odd.py", "pkg/a.py"]  # listed as a file: checking it gives its own error
+
+
+# -- what git ignores ------------------------------------------------------------------------------
+
+def repository(tmp_path: Path) -> Path:
+    """A work tree with a .git folder (its contents as git makes them matter only for info/exclude)."""
+    root = tmp_path / "repo"
+    (root / ".git" / "info").mkdir(parents=True)
+    return root
+
+
+def listed(root: Path, *paths: str, **resolver) -> list[str]:
+    """The paths a discovery from `root` finds (as the command line names them, from there)."""
+    before = os.getcwd()
+    os.chdir(root)
+    try:
+        return [job.path for job in discover(list(paths) or ["."], Resolver(**resolver)).jobs]
+    finally:
+        os.chdir(before)
+
+
+def test_gitignore_files_from_the_root_down_decide_and_the_last_match_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    root = repository(tmp_path)
+    for name in ("a.py", "gen_pb2.py", "keep_pb2.py", "out/x.py", "pkg/b.py", "pkg/c_pb2.py", "pkg/sub/d.py",
+                 "pkg/sub/tmp.py", "notes.txt", "pkg/out/y.py"):
+        write(root / name)
+    # anchored `/out/` is the root's folder only; `sub/tmp.py` is relative to pkg/, where it is written
+    write(root / ".gitignore", "# generated\n*_pb2.py\n!keep_pb2.py\n/out/\n")
+    write(root / "pkg" / ".gitignore", "!c_pb2.py\nsub/tmp.py\n")
+    monkeypatch.chdir(root)
+    assert listed(root) == ["a.py", "keep_pb2.py", "pkg/b.py", "pkg/c_pb2.py", "pkg/out/y.py", "pkg/sub/d.py"]
+    assert listed(root, respect_gitignore=False) == [
+        "a.py", "gen_pb2.py", "keep_pb2.py", "out/x.py", "pkg/b.py", "pkg/c_pb2.py", "pkg/out/y.py",
+        "pkg/sub/d.py", "pkg/sub/tmp.py"]
+
+
+def test_info_exclude_global_excludes_and_ignore_files(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    root = repository(tmp_path)
+    for name in ("a.py", "local/x.py", "mine.py", "theirs.py", "scratch/y.py"):
+        write(root / name)
+    write(root / ".git" / "info" / "exclude", "local/\n")
+    write(home / ".config" / "git" / "ignore", "mine.py\n")  # git's default global excludes file
+    write(root / ".ignore", "scratch/\n")
+    assert listed(root) == ["a.py", "theirs.py"]
+    # core.excludesFile in ~/.gitconfig replaces the default file; the repository's config wins over it
+    write(home / ".gitconfig", '[user]\n\tname = x\n[core]\n\texcludesFile = "~/my-excludes"  # mine\n')
+    write(home / "my-excludes", "theirs.py\n")
+    assert listed(root) == ["a.py", "mine.py"]
+    write(root / ".git" / "config", "[core]\n\tbare = false\n\texcludesfile = " + str(home / "repo-excludes") + "\n")
+    write(home / "repo-excludes", "a.py\n")
+    assert listed(root) == ["mine.py", "theirs.py"]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    write(tmp_path / "xdg" / "git" / "config", "[core]\nexcludesfile = " + str(home / "xdg-excludes") + "\n")
+    (root / ".git" / "config").unlink()
+    write(home / "xdg-excludes", "mine.py\n")
+    assert listed(root) == ["a.py", "theirs.py"]
+
+
+def test_outside_a_repository_only_ignore_files_count(tmp_path, monkeypatch):
+    root = tmp_path / "plain"
+    for name in ("a.py", "b.py", "c.py"):
+        write(root / name)
+    write(root / ".gitignore", "a.py\n")
+    write(root / ".ignore", "b.py\n")
+    assert listed(root) == ["a.py", "c.py"]
+
+
+def test_a_worktree_or_submodule_git_file_marks_a_repository_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    main = tmp_path / "main"
+    write(main / ".git" / "worktrees" / "wt" / "commondir", "../..\n")
+    write(main / ".git" / "info" / "exclude", "excluded.py\n")
+    tree = tmp_path / "wt"
+    write(tree / ".git", f"gitdir: {main / '.git' / 'worktrees' / 'wt'}\n")
+    for name in ("a.py", "excluded.py", "ignored.py"):
+        write(tree / name)
+    write(tree / ".gitignore", "ignored.py\n")
+    assert listed(tree) == ["a.py"]
+    write(tree / ".git", "not a gitdir line\n")  # a broken .git file: no repository here
+    assert listed(tree) == ["a.py", "excluded.py", "ignored.py"]
+
+
+def test_a_nested_repository_does_not_inherit_the_outer_gitignore(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = repository(tmp_path)
+    write(root / ".gitignore", "*_gen.py\n")
+    write(root / "a_gen.py")
+    (root / "vendor" / ".git").mkdir(parents=True)
+    write(root / "vendor" / "b_gen.py")
+    assert listed(root) == ["vendor/b_gen.py"]
+
+
+def test_named_paths_are_checked_even_when_ignored(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = repository(tmp_path)
+    write(root / ".gitignore", "out/\n*_pb2.py\nskip.py\n")
+    for name in ("out/a.py", "out/b_pb2.py", "out/deep/c.py", "skip.py", "x_pb2.py"):
+        write(root / name)
+    assert listed(root, "out", "skip.py") == ["out/a.py", "out/deep/c.py", "skip.py"]
+    assert listed(root, "out/deep") == ["out/deep/c.py"]
+    assert listed(root, ".") == []
+
+
+def test_each_folders_config_says_whether_git_is_respected(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = repository(tmp_path)
+    write(root / ".gitignore", "*_gen.py\n")
+    write(root / "a_gen.py")
+    write(root / "legacy" / "b_gen.py")
+    write(root / "legacy" / "pyproject.toml", "[tool.ptlint]\nrespect-gitignore = false\n")
+    assert listed(root) == ["legacy/b_gen.py"]  # the root's config (none) respects git, legacy/'s does not
+    assert listed(root, respect_gitignore=True) == []  # the command line wins over every config
+    assert listed(root, respect_gitignore=False) == ["a_gen.py", "legacy/b_gen.py"]
+
+
+def test_an_ignore_file_is_read_again_when_it_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = repository(tmp_path)
+    write(root / "a.py")
+    write(root / ".gitignore", "a.py\n")
+    assert listed(root) == []
+    write(root / ".gitignore", "# nothing now\n\n")
+    os.utime(root / ".gitignore", ns=(1, 1))
+    assert listed(root) == ["a.py"]
+
+
+def test_ignored_matches_folders_with_a_slash_and_negations_in_order():
+    import pathspec
+
+    rules = (("/r", tuple(pathspec.GitIgnoreSpec.from_lines(["data/", "*.py", "!keep.py"]).patterns)),)
+    assert walker.ignored(rules, "/r/data", True) and not walker.ignored(rules, "/r/data", False)
+    assert walker.ignored(rules, "/r/x.py", False) and not walker.ignored(rules, "/r/keep.py", False)
+    assert not walker.ignored(rules, "/r/x.txt", False)
+    deeper = rules + (("/r/sub", tuple(pathspec.GitIgnoreSpec.from_lines(["!y.py"]).patterns)),)
+    assert not walker.ignored(deeper, "/r/sub/y.py", False) and walker.ignored(deeper, "/r/sub/z.py", False)
+    assert not walker.ignored((), "/r/x.py", False)
