@@ -1,9 +1,10 @@
 """`# noqa`, `# noqa: PTL101,PTL102` on the reported line, and file-wide `# ptlint: noqa`.
 
 A code may be a prefix, as in flake8: `# noqa: PTL2` silences PTL201 and PTL202 (the flake8
-plugin and `ptlint check` count the same findings). A file-wide comment may name its tool as
-ptlint, ruff or flake8 (`# ruff: noqa`, `# flake8: noqa: PTL101`): one comment keeps every linter
-of a project out of a generated file, in `ptlint check` and in the flake8 plugin alike.
+plugin and `ptlint check` count the same findings). A file-wide comment may also be ruff's
+(`# ruff: noqa`, `# ruff: noqa: PTL101`) or flake8's (`# flake8: noqa` on a line of its own, which
+flake8 reads as "skip this file" whatever follows it): one comment keeps every linter of a project
+out of a generated file, in `ptlint check` and in the flake8 plugin alike.
 
 Only real comments count: `"# noqa"` inside a string suppresses nothing. Comments are found
 with the tokenizer, but only in files whose text mentions `noqa` at all.
@@ -25,8 +26,11 @@ from ptlint.engine.registry import BUILTIN_CODES, CODE_HELP
 from ptlint.engine.source import SourceFile
 
 LINE_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-_FILE_NOQA = re.compile(r"^#\s*(?:ptlint|ruff|flake8)\s*[:=]\s*noqa"
+_FILE_NOQA = re.compile(r"^#\s*(?:ptlint|ruff)\s*:\s*noqa"
                         r"(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$", re.IGNORECASE)
+# flake8's own test (defaults.NOQA_FILE, matched at the start of a line): it skips the whole file,
+# whatever follows, codes included; `ptlint check` does the same, so both count alike.
+_FLAKE8_FILE = re.compile(r"# flake8[:=]\s*noqa", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 OWN_PREFIX = "PTL"  # the codes this linter owns; any other code belongs to another linter
 ALL = None  # a bare noqa: every code
@@ -109,6 +113,9 @@ class Suppressions:
         if "noqa" not in source.text and "NOQA" not in source.text.upper():
             return found
         for line, column, comment in source.comments:
+            if _FLAKE8_FILE.match(comment) and not source.line(line)[:column].strip():
+                found.file_codes = ALL
+                continue
             file_match = _FILE_NOQA.match(comment)
             if file_match:
                 found.file_codes = _merge(found.file_codes, file_match.group("codes"))
@@ -179,9 +186,9 @@ def _removal(directive: Directive, stale: list[re.Match]) -> Edit:
         start, end = match.start("codes"), match.end("codes")
         return Edit(line, directive.column + start + 1, line, directive.column + end + 1, ", ".join(kept))
     before, after = comment[:match.start()].rstrip(), comment[match.end():].strip()
-    if before:  # `# why  # noqa: PTL101` -> `# why`
+    if before:  # words before the directive stay, those after it follow them
         replacement = before + (" " + after if after else "")
-    elif after:  # `# noqa: PTL101 # why` -> `# why`; `# noqa: PTL101 why` -> `# why`
+    elif after:  # only words after it: they become the comment
         replacement = after if after.startswith("#") else "# " + after
     else:  # the comment is the directive: it goes with the blanks before it
         start = directive.column - directive.space_before

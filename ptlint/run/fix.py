@@ -28,7 +28,7 @@ class FileOutcome:
     original: bytes
     fixed: bytes
     diff: str
-    applied: int
+    applied: list[Finding]  # the findings whose fixes it holds
     remaining: list[Finding]
     messages: list[str]
 
@@ -42,6 +42,7 @@ class FixOutcome:
     diff: str = ""
     changed: list[str] = field(default_factory=list)
     fixed: int = 0
+    applied: list[Finding] = field(default_factory=list)  # the fixed findings (`--show-fixes`)
     remaining: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
@@ -85,7 +86,7 @@ def fix_file(job: Job, data: bytes, cache=None) -> FileOutcome:
         result = fix_source(source, codes, unsafe, test_code, cache=cache, project_root=settings.root)
         fixed = encode_source(source, result.fixed) if result.changed else data
         diff = unified_diff(path, result.original, result.fixed) if result.changed else ""
-    return FileOutcome(path, data, fixed, diff, len(result.applied), list(result.remaining), list(result.messages))
+    return FileOutcome(path, data, fixed, diff, list(result.applied), list(result.remaining), list(result.messages))
 
 
 def fix_jobs(jobs: list[Job], findings: list[Finding], write: bool, caches=None) -> FixOutcome:
@@ -129,7 +130,8 @@ def fix_jobs(jobs: list[Job], findings: list[Finding], write: bool, caches=None)
                 outcome.remaining.extend(file_findings)
                 continue
         outcome.diff += result.diff
-        outcome.fixed += result.applied
+        outcome.fixed += len(result.applied)
+        outcome.applied.extend(result.applied)
         outcome.changed.append(job.path)
         outcome.remaining.extend(result.remaining)
     for rest in by_path.values():  # findings of no job (the dynamic pass's): passed through

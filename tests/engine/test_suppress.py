@@ -124,11 +124,17 @@ def test_check_text_applies_the_comments():
     ("# flake8: noqa", ALL),
     ("# flake8=noqa", ALL),  # flake8's other spelling
     ("# Ruff: NOQA: ptl101", {"PTL101"}),
-    ("# flake8: noqa: PTL101, E501", {"PTL101", "E501"}),
+    ("# flake8: noqa: PTL101, E501", ALL),  # flake8 skips the file whatever follows: so does ptlint
+    ("# FLAKE8: NOQA because generated", ALL),
 ])
 def test_ruff_and_flake8_file_noqa_silence_the_file(comment, codes):
     scanned = Suppressions.scan(f"{comment}\nimport torch\n")
     assert scanned.file_codes == codes and scanned.lines == {}
+
+
+def test_flake8_file_noqa_only_on_a_line_of_its_own():
+    scanned = Suppressions.scan("x = 1  # flake8: noqa\n#flake8: noqa\n")
+    assert scanned.file_codes == set()  # after code, or without flake8's one space: flake8 ignores it too
 
 
 def test_ruff_file_noqa_in_check_text():

@@ -182,7 +182,7 @@ def test_config_select_ignore_per_file_ignores(tmp_path):
 @pytest.mark.parametrize("config,needle", [
     ('[tool.ptlint]\nselect = ["PTL101"\n', "invalid TOML"),
     ('[tool.ptlint]\nslect = ["PTL101"]\n', "unknown key"),
-    ('[tool.ptlint]\nselect = ["XYZ9"]\n', "unknown rule code"),
+    ('[tool.ptlint]\nselect = ["PTL9X"]\n', "unknown rule code"),
     ('[tool.ptlint]\nselect = "PTL101"\n', "list of strings"),
     ('[tool.ptlint.dynamic]\ntimeout = -1\n', "timeout"),
 ])
