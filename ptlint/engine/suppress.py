@@ -32,6 +32,7 @@ _FILE_NOQA = re.compile(r"^#\s*(?:ptlint|ruff)\s*:\s*noqa"
 # whatever follows, codes included; `ptlint check` does the same, so both count alike.
 _FLAKE8_FILE = re.compile(r"# flake8[:=]\s*noqa", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+_MENTIONED = re.compile("noqa", re.IGNORECASE)  # files that never say it are not tokenized
 OWN_PREFIX = "PTL"  # the codes this linter owns; any other code belongs to another linter
 ALL = None  # a bare noqa: every code
 UNUSED_NOQA = "PTL002"
@@ -78,6 +79,8 @@ directive when no code is left; other words of the comment stay (`# noqa: PTL101
   it suppressed any of its rules' findings. File-wide `# ptlint: noqa` comments are not judged.
 - `# noqa: PTL002` on the line keeps its stale codes; `ptlint check --select PTL002` finds only
   these; `--ignore PTL002` (or `ignore = ["PTL002"]`) turns it off.
+- `ptlint check`, `ptlint fix` and `check --fix` report and fix it; the flake8 plugin does not
+  (there flake8 itself owns `# noqa`).
 """
 
 
@@ -110,7 +113,7 @@ class Suppressions:
     def scan(cls, source: SourceFile | str) -> "Suppressions":
         found = cls()
         source = source if isinstance(source, SourceFile) else SourceFile("", source)
-        if "noqa" not in source.text and "NOQA" not in source.text.upper():
+        if not _MENTIONED.search(source.text):
             return found
         for line, column, comment in source.comments:
             if _FLAKE8_FILE.match(comment) and not source.line(line)[:column].strip():
@@ -122,7 +125,7 @@ class Suppressions:
                 continue
             match = LINE_NOQA.search(comment)
             if match:
-                found.lines[line] = _merge(found.lines.get(line, set()), match.group("codes"))
+                found.lines[line] = _merge(set(), match.group("codes"))  # one comment a line
                 before = source.line(line)[:column]
                 found.directives[line] = Directive(line, column, comment, match, len(before) - len(before.rstrip()))
         return found

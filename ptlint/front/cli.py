@@ -613,7 +613,10 @@ def command_explain(argv: list[str]) -> int:
     add("--syncs", action="store_true", default=None,
         help="Also run each target eagerly under a sanitizer that reports host-device syncs (PTL452).")
     add("--quiet", "-q", action="store_true", help="Print findings only, no summary.")
-    args = parser.parse_args(argv)
+    # options may come between targets; everything after `--` is a target (a script's arguments)
+    rest = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_intermixed_args(argv[:rest])
+    args.targets += argv[rest + 1:]
     if args.config_file is not None and not os.path.isfile(args.config_file):
         raise Failure(f"{args.config_file}: config file not found")
     if args.script is not None and not os.path.isfile(args.script):

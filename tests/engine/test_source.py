@@ -73,6 +73,7 @@ def test_where_a_comment_can_end_a_line(text, line, ok):
     ("x = 1   ", ["PTL102", "PTL101", "PTL101"], "x = 1  # noqa: PTL101, PTL102"),
     ("x = 1  # why", ["PTL101"], "x = 1  # why  # noqa: PTL101"),
     ("x = 1  # noqa: E501", ["PTL101"], "x = 1  # noqa: E501, PTL101"),
+    ("x = 1  # noqa: E501", ["PTL201", "PTL101"], "x = 1  # noqa: E501, PTL101, PTL201"),
     ("x = 1  # noqa:E501 because", ["PTL101"], "x = 1  # noqa:E501, PTL101 because"),
     ("x = 1  # noqa: PTL1", ["PTL101", "PTL201"], "x = 1  # noqa: PTL1, PTL201"),
     ("x = 1  # noqa", ["PTL101"], None),  # a bare noqa covers it

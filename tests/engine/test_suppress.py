@@ -182,8 +182,11 @@ def test_several_stale_codes_make_one_finding_spanning_the_directive():
     scanned = Suppressions.scan(text)
     [found] = scanned.unused("a.py", ENABLED, KNOWN)
     assert found.message == "unused `noqa` directive (unused: `PTL101`; unknown: `PTL999`)"
-    assert (found.code, found.name, found.line, found.column, found.end_column) == ("PTL002", "unused-noqa", 1, 15, 37)
+    assert (found.code, found.name, found.line, found.column, found.end_line, found.end_column) == (
+        "PTL002", "unused-noqa", 1, 15, 1, 37)
     assert found.fix.applicability == "safe" and found.fix.message == "Remove the unused codes"
+    [one] = Suppressions.scan("x = 1  # noqa: PTL101\n").unused("a.py", ENABLED, KNOWN)
+    assert one.fix.message == "Remove the unused code" and (one.line, one.end_line) == (1, 1)
     assert found.help.startswith("Remove the stale code")
 
 

@@ -270,3 +270,80 @@ def test_ignored_matches_folders_with_a_slash_and_negations_in_order():
     deeper = rules + (("/r/sub", tuple(pathspec.GitIgnoreSpec.from_lines(["!y.py"]).patterns)),)
     assert not walker.ignored(deeper, "/r/sub/y.py", False) and walker.ignored(deeper, "/r/sub/z.py", False)
     assert not walker.ignored((), "/r/x.py", False)
+
+
+def test_links_to_folders_walked_once_and_a_broken_one_costs_only_itself(tmp_path):
+    write(tmp_path / "shared" / "s.py")
+    (tmp_path / "a_link").symlink_to(tmp_path / "shared", target_is_directory=True)  # not a loop: walked
+    (tmp_path / "b_link").symlink_to(tmp_path / "shared", target_is_directory=True)  # the same folder again
+    (tmp_path / "m_gone.py").symlink_to(tmp_path / "nowhere.py")
+    write(tmp_path / "z.py")  # after the broken link: still found
+    names, result = found(tmp_path, "")
+    assert names == ["z.py", "a_link/s.py"]
+    assert sorted(result.warnings) == [f"{tmp_path / 'b_link'}: symbolic link loop, skipped",
+                                       f"{tmp_path / 'm_gone.py'}: broken symbolic link",
+                                       f"{tmp_path / 'shared'}: symbolic link loop, skipped"]
+
+
+def test_a_folder_git_ignores_hides_what_a_negation_inside_it_names(tmp_path, monkeypatch):
+    """git cannot re-include a file whose folder it ignores: neither does the walk."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = repository(tmp_path)
+    write(root / ".gitignore", "gen/\n!gen/keep.py\n")
+    write(root / "gen" / "keep.py")
+    write(root / "gen.py")  # a file may share the folder pattern's name: `gen/` is for folders
+    assert listed(root) == ["gen.py"]
+    rules = walker.GitIgnores().rules(str(root))
+    assert walker.ignored(rules, str(root / "gen"), True) is True
+    assert walker.ignored(rules, str(root / "gen.py"), False) is False
+
+
+def test_a_named_folder_keeps_its_own_and_its_subfolders_ignore_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = repository(tmp_path)
+    write(root / ".gitignore", "out/\n")
+    write(root / "out" / ".gitignore", "junk.py\n")
+    write(root / "out" / "deep" / ".gitignore", "tmp_*.py\n")
+    for name in ("a.py", "junk.py", "deep/b.py", "deep/tmp_c.py"):
+        write(root / "out" / name)
+    assert listed(root, "out") == ["out/a.py", "out/deep/b.py"]
+    assert listed(root, "out/deep") == ["out/deep/b.py"]
+    assert listed(root, "out/a.py", "out/junk.py") == ["out/a.py", "out/junk.py"]
+
+
+def test_the_git_configs_that_name_the_global_excludes(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    config = tmp_path / "config"
+    for text, value in [
+        ('[core]\n\texcludesFile = "~/x"  ; why\n', "~/x"),
+        ("[core]\nexcludesfile=/a=b/x # why\n", "/a=b/x"),
+        ("[user]\nexcludesfile = /wrong\n[core]\nbare = false\n", None),  # another section's key
+        ("[core]\nexcludesfile = /first\n[core]\nexcludesfile = /second\n", "/second"),
+        ("[core \"x\"]\nexcludesfile = /sub\n", None),
+        ("[broken\nexcludesfile = /x\n", None),
+        ("excludesfile = /no-section\n", None),
+        ('[CORE]\nExcludesFile = "/upper"\n', "/upper"),
+    ]:
+        config.write_text(text)
+        assert walker._core_excludes_file(str(config)) == value, text
+    assert walker._core_excludes_file(str(tmp_path / "missing")) is None
+    write(tmp_path / "elsewhere.gitconfig", "[core]\nexcludesfile = /from-env\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "elsewhere.gitconfig"))
+    assert walker._global_excludes(str(tmp_path / "no-repo-config")) == "/from-env"
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+    assert walker._global_excludes(str(tmp_path / "no-repo-config")) == str(home / ".config" / "git" / "ignore")
+
+
+def test_a_relative_gitdir_and_an_unreadable_ignore_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write(tmp_path / "store" / "info" / "exclude", "excluded.py\n")
+    tree = tmp_path / "tree"
+    write(tree / ".git", "gitdir: ../store\n")
+    write(tree / "a.py")
+    write(tree / "excluded.py")
+    (tree / ".gitignore").write_bytes(b"# caf\xe9 (latin-1, not UTF-8)\nb.py\n")
+    write(tree / "b.py")
+    assert listed(tree) == ["a.py"]
