@@ -8,28 +8,12 @@ import os
 import pty
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-from helpers import REPO, run_ptlint
+from helpers import REPO, THREE_FINDINGS, THREE_FINDINGS_SAFE_FIXED, run_ptlint
 
-# PTL302 (safe fix) on line 7, PTL103 (unsafe fix) on line 10, PTL101 (no fix) on line 11
-SOURCE = textwrap.dedent("""\
-    import torch
-    import torch.nn.functional as F
-
-
-    def train(model, loader):
-        losses = []
-        logp = torch.log(F.softmax(model.head, dim=-1))
-        for x in loader:
-            loss = model(x).mean()
-            loss.backward()
-            losses.append(loss)
-            print(loss.item())
-        return losses, logp
-""")
-FIXED_SAFE = SOURCE.replace("torch.log(F.softmax(model.head, dim=-1))", "F.log_softmax(model.head, dim=-1)")
+SOURCE = THREE_FINDINGS
+FIXED_SAFE = THREE_FINDINGS_SAFE_FIXED
 
 
 def codes(stdout: str) -> list[tuple[str, int, str]]:
@@ -423,7 +407,7 @@ def test_unused_noqa_in_a_notebook_cell(tmp_path: Path):
 
 
 def test_ruff_and_flake8_file_noqa_count_the_same_in_check_and_flake8(tmp_path: Path):
-    # flake8 skips a file with `# flake8: noqa` on a line of its own, codes or not; ptlint too
+    # flake8 skips a file whose line of its own starts with its file-wide noqa, codes or not; ptlint too
     for head, left in (("# ruff: noqa\n", []), ("# flake8: noqa: PTL101\n", []), ("# FLAKE8=NOQA\n", []),
                        ("x = 1  # flake8: noqa\n", ["PTL302", "PTL103", "PTL101"]),
                        ("# ruff: noqa: PTL1\n", ["PTL302"])):

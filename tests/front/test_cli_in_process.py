@@ -6,31 +6,15 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
+from helpers import THREE_FINDINGS, THREE_FINDINGS_SAFE_FIXED
 
 from ptlint.front import cli
 
-SOURCE = textwrap.dedent("""\
-    import torch
-    import torch.nn.functional as F
-
-
-    def train(model, loader):
-        losses = []
-        logp = torch.log(F.softmax(model.head, dim=-1))
-        for x in loader:
-            loss = model(x).mean()
-            loss.backward()
-            losses.append(loss)
-            print(loss.item())
-        return losses, logp
-""")
-SAFE = SOURCE.replace("torch.log(F.softmax(model.head, dim=-1))", "F.log_softmax(model.head, dim=-1)")
+SOURCE = THREE_FINDINGS
+SAFE = THREE_FINDINGS_SAFE_FIXED
 BOTH = SAFE.replace("losses.append(loss)", "losses.append(loss.detach())")
 
 

@@ -9,11 +9,10 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import REPO, run_ptlint
+from helpers import KEPT_LOSS, REPO, SYNC_LOSS_ITEM, run_ptlint
 
 RUFF = [sys.executable, "-m", "ruff"]  # pinned by the test extra
 
@@ -32,29 +31,8 @@ TOOLS = {
     },
     "ptlint": {
         "fixable": "import torch\nimport torch.nn.functional as F\nlogp = torch.log(F.softmax(logits, dim=-1))\n",
-        "unfixable": textwrap.dedent("""\
-            import torch
-
-
-            def train(model, loader):
-                total = 0.0
-                for x in loader:
-                    loss = model(x).mean()
-                    total += loss.item()
-                return total
-        """),
-        "unsafe": textwrap.dedent("""\
-            import torch
-
-
-            def train(model, loader):
-                losses = []
-                for x in loader:
-                    loss = model(x).mean()
-                    loss.backward()
-                    losses.append(loss)
-                return losses
-        """),
+        "unfixable": SYNC_LOSS_ITEM,
+        "unsafe": KEPT_LOSS,
         "select": [],
         "fixable_code": "PTL302", "fixable_name": "log-of-softmax", "unfixable_code": "PTL101",
         "config": "[tool.ptlint]\n{key} = {value}\n",
