@@ -27,6 +27,7 @@ from ptlint.report.formats import (
     OutputError,
     Output,
     emit,
+    fixes_summary,
     formatter,
 )
 from ptlint.run.config import ConfigError, Resolver
@@ -399,7 +400,7 @@ def _check_and_fix(run: Run, findings: list[Finding], out: Output) -> int:
             out.write(f"\nWould fix {outcome.fixed} {noun}.\n")
         code = EXIT_FINDINGS if outcome.changed else EXIT_CLEAN
     elif args.fix_only:
-        out.write(_fixes_listed(fixed, out.style) if args.show_fixes else "")
+        out.write(fixes_summary(fixed, out.style) if args.show_fixes else "")
         if outcome.fixed and not args.quiet:
             out.write(f"Fixed {outcome.fixed} {noun}.\n")
         code = EXIT_FINDINGS if args.exit_non_zero_on_fix and outcome.fixed else EXIT_CLEAN
@@ -411,12 +412,6 @@ def _check_and_fix(run: Run, findings: list[Finding], out: Output) -> int:
             else EXIT_CLEAN
     out.close()
     return EXIT_ERROR if failed else code
-
-
-def _fixes_listed(fixed: list[Finding], style: Style) -> str:
-    from ptlint.report.formats import fixes_summary
-
-    return fixes_summary(fixed, style)
 
 
 def _show_files(run: Run) -> int:

@@ -326,6 +326,7 @@ def test_the_git_configs_that_name_the_global_excludes(tmp_path, monkeypatch):
         ("[broken\nexcludesfile = /x\n", None),
         ("excludesfile = /no-section\n", None),
         ('[CORE]\nExcludesFile = "/upper"\n', "/upper"),
+        ("[core]  ; the section's own comment\nexcludesfile = /a b/x ; why\n", "/a b/x"),
     ]:
         config.write_text(text)
         assert walker._core_excludes_file(str(config)) == value, text
@@ -347,3 +348,4 @@ def test_a_relative_gitdir_and_an_unreadable_ignore_file(tmp_path, monkeypatch):
     (tree / ".gitignore").write_bytes(b"# caf\xe9 (latin-1, not UTF-8)\nb.py\n")
     write(tree / "b.py")
     assert listed(tree) == ["a.py"]
+    assert listed(tmp_path, "tree") == ["tree/a.py"]  # the gitdir is relative to the .git file, not to here
