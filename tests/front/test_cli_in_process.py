@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import THREE_FINDINGS, THREE_FINDINGS_SAFE_FIXED
@@ -306,3 +308,211 @@ def test_watch_is_handed_the_paths_and_a_check_that_survives_errors(here, capsys
     assert err.endswith("pyproject.toml: [tool.ptlint] select must be a list of strings\n")
     code, _, _ = ptlint(capsys, "check", "-w")
     assert calls[-1] == ["."]
+
+
+# -- the help of every command, as it stands (a change to an option shows up here) ---------------
+
+HELP_FILE = Path(__file__).with_name("cli_help.txt")
+
+
+def help_texts(capsys, monkeypatch) -> str:
+    monkeypatch.setenv("COLUMNS", "102")
+    parts = []
+    for argv in ([], *[[command, "--help"] for command in cli.COMMANDS]):
+        try:
+            cli.run(argv)
+        except SystemExit:
+            pass
+        parts.append(f"$ ptlint {' '.join(argv)}\n{capsys.readouterr().out}")
+    return "\n".join(parts)
+
+
+def test_the_help_of_every_command(capsys, monkeypatch):
+    """Regenerate after changing an option: PTLINT_WRITE_HELP=1 python -m pytest -k help_of_every."""
+    text = help_texts(capsys, monkeypatch)
+    if os.environ.get("PTLINT_WRITE_HELP"):
+        HELP_FILE.write_text(text, encoding="utf-8")
+    assert text == HELP_FILE.read_text(encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", "not a number")  # then the terminal's width (none here), else 80 columns
+    assert cli._Formatter("p")._width == 78
+    assert cli._Formatter("p", width=50)._width == 50
+
+
+# -- what more the options do --------------------------------------------------------------------
+
+def test_check_fix_errors_counts_and_formats(here, capsys):
+    (here / "two.py").write_text(SOURCE.replace("losses.append(loss)", "losses.append(loss)\n"
+                                                "        other = torch.log(F.softmax(x, dim=-1))"))
+    code, out, _ = ptlint(capsys, "check", "-n", "--diff", "two.py")
+    assert code == 1 and out.endswith("\nWould fix 2 findings.\n")
+    code, out, _ = ptlint(capsys, "check", "-n", "--fix-only", "two.py")
+    assert code == 0 and out == "Fixed 2 findings.\n"
+    (here / "train.py").chmod(0o444)
+    try:
+        code, out, err = ptlint(capsys, "check", "-n", "--fix", "--output-format", "concise", "train.py", "gone.py")
+    finally:
+        (here / "train.py").chmod(0o644)
+    assert code == 2 and err.splitlines() == ["ptlint: gone.py: no such file or directory",
+                                              "ptlint: train.py: cannot write: file is read-only"]
+    assert "train.py:7:12: PTL302 [*] " in out and out.endswith("Found 3 findings.\n[*] 1 fixable with `ptlint fix "
+                                                               "--apply`.\n[-] 1 more fixable with `ptlint fix "
+                                                               "--apply --unsafe-fixes`.\n")
+    code, out, _ = ptlint(capsys, "check", "-n", "--fix", "--statistics", "--unsafe-fixes", "train.py")
+    assert code == 1 and out.split() == ["1", "PTL101", "sync-in-loop"]
+    (here / "train.py").write_text(SOURCE)
+    code, out, _ = ptlint(capsys, "check", "-n", "--fix", "-q", "train.py")
+    assert code == 1 and "Found" not in out and "\n9 |         loss = model(x).mean()\n" not in out
+    assert "12 |         print(loss.item())\n" in out  # the full format shows the fixed file's lines
+    (here / "train.py").write_text(SOURCE)
+    code, out, _ = ptlint(capsys, "check", "-n", "--fix", "--output-format", "json", "--unsafe-fixes", "train.py")
+    assert codes(out) == [(12, "PTL101")]
+    code, out, _ = ptlint(capsys, "check", "-n", "--fix", "gone.py")
+    assert code == 2 and out == "No findings in the files that were checked; 1 path(s) could not be checked.\n"
+
+
+def test_dynamic_findings_join_the_static_ones(here, capsys, monkeypatch):
+    import ptlint.dynamic.merge as merge
+    from ptlint.engine.finding import Finding
+
+    asked = []
+
+    def targets(settings, findings):
+        asked.append((settings.config_path, [f.code for f in findings]))
+        return [Finding("PTL450", "graph-break", "a break", "train.py", 1, 1, 1, 2)], ["a target failed"]
+
+    monkeypatch.setattr(merge, "run_configured_targets", targets)
+    (here / "pyproject.toml").write_text('[tool.ptlint.dynamic]\ntargets = ["train.py:make"]\n')
+    (here / "sub").mkdir()
+    (here / "sub" / "pyproject.toml").write_text("[tool.ptlint]\n")
+    code, out, err = ptlint(capsys, "check", "-n", "--dynamic", "--output-format", "json", "train.py", "sub")
+    assert code == 2 and err == "ptlint: a target failed\n"
+    assert codes(out) == [(1, "PTL450"), (7, "PTL302"), (11, "PTL103"), (12, "PTL101")]
+    assert asked == [(str(here / "pyproject.toml"), ["PTL302", "PTL103", "PTL101"])]  # only configs with targets
+    (here / "pyproject.toml").write_text("[tool.ptlint]\n")
+    asked.clear()
+    ptlint(capsys, "check", "-n", "--dynamic", "sub", "train.py")
+    assert asked == [(str(here / "pyproject.toml"), ["PTL302", "PTL103", "PTL101"])]  # none has: the first config
+
+
+def test_fix_reads_standard_input_and_writes_it_back(here, capsys, monkeypatch):
+    code, out, err = ptlint(capsys, "fix", "--stdin-filename", "t.py", "-", stdin=SOURCE, monkeypatch=monkeypatch)
+    assert code == 1 and out == SAFE
+    assert [line.split()[1] for line in err.splitlines()] == ["PTL103", "PTL101"]
+    assert "PTL103 [-] " in err
+    code, out, err = ptlint(capsys, "fix", "--unsafe-fixes", "-q", "-o", "fixed.py", "-", stdin=SOURCE,
+                            monkeypatch=monkeypatch)
+    assert (code, out, err) == (1, "", "") and "losses.append(loss.detach())" in (here / "fixed.py").read_text()
+    code, _, err = ptlint(capsys, "fix", "-s", "-e", "-", stdin=SOURCE, monkeypatch=monkeypatch)
+    assert (code, err) == (0, "")
+    assert ptlint(capsys, "fix", "-", stdin="x = 1\n", monkeypatch=monkeypatch) == (0, "x = 1\n", "")
+    code, out, err = ptlint(capsys, "fix", "--stdin-filename", "t.py", "-", stdin="def f(:\n", monkeypatch=monkeypatch)
+    assert (code, out) == (1, "def f(:\n") and "PTL001" in err
+    with pytest.raises(cli.Failure, match="cannot write the output file"):
+        ptlint(capsys, "fix", "-o", "train.py/x", "-", stdin=SOURCE, monkeypatch=monkeypatch)
+    bad = SOURCE.replace("import torch\n", "# -*- coding: ascii -*-\nimport torch\n") \
+        .replace("model.head", "model.tête")
+    code, _, err = ptlint(capsys, "fix", "--stdin-filename", "t.py", "-", stdin=bad, monkeypatch=monkeypatch)
+    assert code == 2 and err.startswith("ptlint: t.py: ")
+
+
+def test_fix_apply_errors_and_what_remains(here, capsys):
+    code, out, err = ptlint(capsys, "fix", "-n", "--apply", "--diff", "--unsafe-fixes", "train.py")
+    assert code == 1 and out.startswith("--- a/train.py") and (here / "train.py").read_text() == \
+        SAFE.replace("losses.append(loss)", "losses.append(loss.detach())")
+    assert "train.py:12:15: PTL101 " in out and err == "Fixed 2 finding(s) in 1 file(s); 1 remaining.\n"
+    (here / "train.py").write_text(SOURCE)
+    code, out, _ = ptlint(capsys, "fix", "-n", "--apply", "-q", "-e", "train.py")
+    assert code == 0 and out == ""
+    (here / "train.py").write_text(SOURCE)
+    code, out, _ = ptlint(capsys, "fix", "-n", "--apply", "--output-format", "json", "train.py")
+    assert codes(out) == [(11, "PTL103"), (12, "PTL101")]
+    (here / "train.py").write_text(SOURCE)
+    (here / "train.py").chmod(0o444)
+    try:
+        code, _, err = ptlint(capsys, "fix", "-n", "--apply", "train.py")
+    finally:
+        (here / "train.py").chmod(0o644)
+    assert code == 2 and err.startswith("ptlint: train.py: cannot write: file is read-only\n")
+    code, out, err = ptlint(capsys, "fix", "-n", "gone.py")
+    assert (code, out, err) == (2, "", "ptlint: gone.py: no such file or directory\n")
+    code, out, err = ptlint(capsys, "fix", "-n", "--apply", "gone.py")
+    assert (code, err) == (2, "ptlint: gone.py: no such file or directory\n")
+
+
+def test_colour_when_asked(here, capsys):
+    code, out, _ = ptlint(capsys, "fix", "-n", "--color", "always", "train.py")
+    assert "\x1b[1m--- a/train.py\x1b[0m\n" in out and "\x1b[31m-    logp = torch.log(" in out
+    assert "\x1b[32m+    logp = F.log_softmax(" in out and "\x1b[36m@@ -4,7 +4,7 @@\x1b[0m\n" in out
+    assert "\n     for x in loader:\n" in out  # context lines stay plain
+    code, out, _ = ptlint(capsys, "check", "-n", "--color", "always", "--diff", "train.py")
+    assert "\x1b[31m-" in out
+    assert "\x1b[" not in ptlint(capsys, "fix", "-n", "--color", "never", "train.py")[1]
+
+
+def test_add_noqa_counts_one_and_fails_on_what_it_cannot_write(here, capsys):
+    (here / "one.py").write_text("import torch\nimport torch.nn.functional as F\ny = torch.log(F.softmax(x, -1))\n")
+    assert ptlint(capsys, "check", "-n", "--add-noqa", "one.py") == (0, "", "Added 1 noqa directive.\n")
+    (here / "train.py").chmod(0o444)
+    try:
+        code, _, err = ptlint(capsys, "check", "-n", "--add-noqa", "train.py", "gone.py")
+    finally:
+        (here / "train.py").chmod(0o644)
+    assert code == 2 and err.splitlines() == ["ptlint: gone.py: no such file or directory",
+                                              "ptlint: train.py: cannot add noqa: file is read-only",
+                                              "Added 0 noqa directives."]
+
+
+def test_run_details(here, capsys, monkeypatch):
+    (here / "pyproject.toml").write_text('[tool.ptlint]\nexclude = ["gen"]\n')
+    code, out, _ = ptlint(capsys, "check", "--force-exclude", "--stdin-filename", "gen/a.py", "-", stdin=SOURCE,
+                          monkeypatch=monkeypatch)
+    assert (code, out) == (0, "All checks passed!\n")
+    (here / "sub").mkdir()
+    (here / "sub" / "pyproject.toml").write_text("[tool.ptlint]\nselect = 1\n")
+    with pytest.raises(cli.Failure, match="select must be a list of strings"):
+        ptlint(capsys, "check", "--stdin-filename", "sub/a.py", "-", stdin=SOURCE, monkeypatch=monkeypatch)
+    (here / "binary.py").write_bytes(b"\x00\x01")
+    code, out, err = ptlint(capsys, "check", "--cache-dir", "cached", "-j", "1", "binary.py", "train.py")
+    assert code == 2 and err == "ptlint: binary.py: binary content (NUL bytes), not Python source\n"
+    assert (here / "cached").is_dir() and not (here / ".ptlint_cache").exists()
+    assert "Found 3 findings." in out
+    code, out, _ = ptlint(capsys, "check", "--cache-dir", "cached", "--output-format", "json", "train.py")
+    assert len(codes(out)) == 3  # from the cache, the same
+    for bad, message in (("0", "0 is smaller than 1"), ("x", "'x' is not a whole number")):
+        with pytest.raises(SystemExit):
+            ptlint(capsys, "check", "-j", bad, "train.py")
+        assert capsys.readouterr().err.endswith(f"ptlint: error: argument --jobs/-j: {message}\n")
+
+
+def test_main_reads_sys_argv_and_reports_an_interruption(here, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["ptlint", "version"])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 0 and capsys.readouterr().out.startswith("ptlint ")
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run", interrupted)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["check"])
+    assert exit_.value.code == 130 and capsys.readouterr().err == "ptlint: interrupted\n"
+
+
+def test_a_closed_pipe_sends_standard_output_to_nothing(tmp_path, monkeypatch):
+    with open(tmp_path / "out.txt", "w") as stream:
+        monkeypatch.setattr(sys, "stdout", stream)
+        assert cli._closed_pipe() == 0
+        os.write(stream.fileno(), b"lost")
+    assert (tmp_path / "out.txt").read_text() == ""
+
+
+def test_rule_listing_and_the_language_server_without_pygls(here, capsys, monkeypatch):
+    code, out, _ = ptlint(capsys, "rule", "--all")
+    assert code == 0 and out.splitlines()[0].split() == ["code", "name", "default", "fix", "summary"]
+    assert json.loads(ptlint(capsys, "rule", "--all", "--output-format", "json")[1])[1]["code"] == "PTL002"
+    monkeypatch.setitem(sys.modules, "ptlint.front.lsp", None)  # as if pygls were not installed
+    with pytest.raises(cli.Failure, match=r'^the language server needs pygls: pip install "ptlint\[lsp\]" \('):
+        ptlint(capsys, "server")
+    with pytest.raises(cli.Failure, match="needs pygls"):
+        ptlint(capsys, "lsp")
