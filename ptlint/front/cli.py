@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_ERROR
     except BrokenPipeError:
         code = _closed_pipe()
-    except KeyboardInterrupt:  # pragma: no cover
+    except KeyboardInterrupt:
         print("ptlint: interrupted", file=sys.stderr)
         code = 130
     sys.exit(code)

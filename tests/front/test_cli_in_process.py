@@ -516,3 +516,68 @@ def test_rule_listing_and_the_language_server_without_pygls(here, capsys, monkey
         ptlint(capsys, "server")
     with pytest.raises(cli.Failure, match="needs pygls"):
         ptlint(capsys, "lsp")
+
+
+def test_the_options_reach_the_settings(here, capsys, monkeypatch):
+    (here / "pyproject.toml").write_text('[tool.ptlint]\nignore = ["PTL1"]\nrespect-gitignore = false\n')
+    (here / "elsewhere.toml").write_text('[tool.ptlint]\nselect = ["PTL103"]\n')
+
+    def settings(*argv: str) -> dict:
+        code, out, _ = ptlint(capsys, "check", "--show-settings", *argv, "train.py")
+        assert code == 0
+        return {line.split(" = ", 1)[0]: json.loads(line.split(" = ", 1)[1]) for line in out.splitlines()[1:]}
+
+    configured = settings()
+    assert configured["config"] == str(here / "pyproject.toml") and configured["respect-gitignore"] is False
+    assert "PTL101" not in configured["enabled"] and configured["exclude"] == [] and configured["cache-dir"] is None
+    isolated = settings("--isolated")
+    assert isolated["config"] is None and "PTL101" in isolated["enabled"] and isolated["respect-gitignore"] is True
+    assert settings("--config", "elsewhere.toml")["enabled"] == ["PTL103"]
+    overridden = settings("--config", "ignore = []", "--config", "exclude = ['gen']", "--config",
+                          "per-file-ignores = { 'a.py' = ['PTL3'] }", "--config", "cache-dir = 'c'",
+                          "--config", "test-code = []", "--config", "dynamic.timeout = 3", "--unsafe-fixes",
+                          "--force-exclude", "--respect-gitignore", "--extend-select", "PTL203")
+    assert "PTL101" in overridden["enabled"] and "PTL203" in overridden["enabled"]
+    assert overridden["exclude"] == ["gen"] and overridden["per-file-ignores"] == {"a.py": ["PTL3"]}
+    assert overridden["cache-dir"] == "c" and overridden["test-code"] == [] and overridden["dynamic"] == {"timeout": 3}
+    assert overridden["unsafe-fixes"] is True and overridden["force-exclude"] is True
+    assert overridden["respect-gitignore"] is True
+    assert settings("--no-unsafe-fixes")["unsafe-fixes"] is False
+    (here / "pyproject.toml").write_text("[tool.ptlint]\nselect = 1\n")
+    with pytest.raises(cli.Failure, match=r"^.*pyproject.toml: \[tool.ptlint\] select must be a list of strings$"):
+        ptlint(capsys, "check", "--show-settings", "nothing-here")
+
+
+def test_option_spellings_are_exact(here, capsys, monkeypatch):
+    for argv, message in ((["--sel", "PTL1"], "unrecognized arguments: --sel"),  # no abbreviations
+                          (["--color", "AUTO"], "argument --color: invalid choice: 'AUTO'")):
+        with pytest.raises(SystemExit):
+            ptlint(capsys, "check", *argv, "train.py")
+        assert capsys.readouterr().err.splitlines()[-1].startswith(f"ptlint: error: {message}")
+    seen = {}
+
+    import ptlint.dynamic.command as command
+
+    def explain(targets, **options):
+        seen.update(options)
+        return 0
+
+    monkeypatch.setattr(command, "explain", explain)
+    assert ptlint(capsys, "explain", "--timeout", "0.5", "a.py:f")[0] == 0
+    assert seen["timeout"] == 0.5
+    for value, message in (("0", "0 is not more than 0"), ("-2", "-2 is not more than 0"),
+                           ("soon", "'soon' is not a number of seconds")):
+        with pytest.raises(SystemExit):
+            ptlint(capsys, "explain", "--timeout", value, "a.py:f")
+        assert capsys.readouterr().err.splitlines()[-1] == f"ptlint: error: argument --timeout: {message}"
+
+
+def test_a_watched_check_that_fails_says_so_and_goes_on(here, capsys, monkeypatch):
+    import ptlint.front.watch as watch
+
+    def failing(args):
+        raise cli.Failure("the config broke")
+
+    monkeypatch.setattr(cli, "_check_once", failing)
+    monkeypatch.setattr(watch, "watch", lambda paths, check: check() or check() or 0)
+    assert ptlint(capsys, "check", "--watch", ".") == (0, "", "ptlint: error: the config broke\n" * 2)
