@@ -414,11 +414,9 @@ def _extended(path: str) -> list[tuple[dict[str, Any], str, str]]:
 
 def _merge_layer(table: dict[str, Any], part: dict[str, Any], replace_all: bool = False) -> None:
     """A later layer's keys win; `extend-exclude` adds up and `dynamic` merges key by key (ruff's
-    `extend`). Selectors are layers of their own (enabled_codes), unless `replace_all` (an
-    override replaces every key it names, selectors too)."""
+    `extend`), unless `replace_all` (an override replaces every key it names). The selectors
+    merged here are not read: each config's are a layer of their own (enabled_codes)."""
     for key, value in part.items():
-        if key in ("select", "extend-select", "ignore", "extend") and not replace_all:
-            continue
         if key == "extend-exclude" and not replace_all:
             table[key] = list(table.get(key, [])) + list(value)
         elif key == "dynamic":

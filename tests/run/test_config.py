@@ -75,7 +75,7 @@ def test_expand_prefixes_all_and_case():
     every = known_codes()
     assert expand(["PTL"], "x") == every == expand(["ALL"], "x") == expand(["all"], "x")
     assert expand(["ptl10"], "x") == {c for c in every if c.startswith("PTL10")}
-    assert expand([" PTL101 ", ""], "x") == {"PTL101"}
+    assert expand([" PTL101 ", ""], "x") == {"PTL101"} == expand(["", "PTL101"], "x")
     assert expand([], "x") == set()
     with pytest.raises(ConfigError) as error:
         expand(["PTL101", "PTL999"], "the place")
@@ -274,10 +274,12 @@ def test_build_settings_takes_the_first_path(tmp_path, monkeypatch):
 def test_extend_layers_the_base_first_and_rebases_its_paths(tmp_path):
     base = tmp_path / "pyproject.toml"
     base.write_text('[tool.ptlint]\nselect = ["PTL1", "PTL3"]\nignore = ["PTL101"]\n'
-                    'exclude = ["proj/gen", "vendor"]\nextend-exclude = ["big/*.py"]\n'
+                    'exclude = ["proj/gen", "vendor", "proj/data/", "**/x/y", "docs/**", "proj/a/**"]\n'
+                    'extend-exclude = ["big/*.py"]\n'
                     'per-file-ignores = { "proj/tests/*" = ["PTL3"] }\ntest-code = ["proj/checks/**"]\n'
                     'cache-dir = "cache"\nunsafe-fixes = true\n'
-                    '[tool.ptlint.dynamic]\ntargets = ["proj/probe.py:make", "pkg.mod:make"]\ntimeout = 9\n')
+                    '[tool.ptlint.dynamic]\ntargets = ["proj/probe.py:make", "pkg.mod:make", "c:/x.py:f:g"]\n'
+                    'timeout = 9\n')
     (tmp_path / "proj").mkdir()
     child = tmp_path / "proj" / "pyproject.toml"
     child.write_text('[tool.ptlint]\nextend = "../pyproject.toml"\nextend-select = ["PTL101"]\n'
@@ -287,11 +289,12 @@ def test_extend_layers_the_base_first_and_rebases_its_paths(tmp_path):
     every = known_codes()
     assert set(settings.enabled) == {c for c in every if c.startswith(("PTL1", "PTL3")) and c != "PTL102"}
     # the base's patterns were relative to its folder; a name without a slash matches anywhere
-    assert settings.exclude == ("gen", "vendor", "../big/*.py", "local")
+    assert settings.exclude == ("gen", "vendor", "data/", "**/x/y", "docs/**", "a/**", "../big/*.py", "local")
     assert settings.per_file_ignores == (("tests/*", ("PTL3",)),)
     assert settings.test_code == ("checks/**",)
     assert settings.cache_dir == str(tmp_path / "cache") and settings.unsafe_fixes is True
-    assert settings.dynamic == {"targets": ["probe.py:make", "pkg.mod:make"], "timeout": 9, "device": "cpu"}
+    assert settings.dynamic == {"targets": ["probe.py:make", "pkg.mod:make", "c:/x.py:f:g"], "timeout": 9,
+                                "device": "cpu"}
     assert settings.matches_exclude(str(tmp_path / "proj" / "gen" / "x.py"))
     assert settings.codes_for(str(tmp_path / "proj" / "tests" / "t.py")) == tuple(
         c for c in settings.enabled if not c.startswith("PTL3"))
@@ -337,9 +340,14 @@ def test_overrides_replace_the_configs_keys_and_flags_win(tmp_path):
     assert Resolver(overrides=[parse_override("select = ['PTL3']")]).settings_for(str(tmp_path / "x")).enabled \
         == tuple(sorted(c for c in known_codes() if c.startswith("PTL3")))
     for text, message in [("nope = 1", "unknown key"), ("select = 'PTL1'", "must be a list of strings"),
-                          ("select = ", "neither a config file nor a TOML"), ("extend = 'x.toml'", "belongs in a")]:
+                          ("extend = 'x.toml'", "belongs in a")]:
         with pytest.raises(ConfigError, match=message):
             parse_override(text)
+    for text, reason in [("select = ", "Invalid value (at end of document)"), ("x = '\udcff'", "not UTF-8")]:
+        with pytest.raises(ConfigError) as error:
+            parse_override(text)
+        assert str(error.value) == f"--config {text!r}: neither a config file nor a TOML `key = value` pair " \
+                                   f"({reason})"
 
 
 def test_isolated_reads_no_config(tmp_path):
