@@ -32,6 +32,35 @@ def train(model, loader):
         total += model(x).mean().item()
     return total
 """
+# PTL302 (safe fix) on line 7, PTL103 (unsafe fix) on line 11, PTL101 (no fix) on line 12: one
+# finding of each kind of fix, used by the command-line tests.
+THREE_FINDINGS = """import torch
+import torch.nn.functional as F
+
+
+def train(model, loader):
+    losses = []
+    logp = torch.log(F.softmax(model.head, dim=-1))
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        losses.append(loss)
+        print(loss.item())
+    return losses, logp
+"""
+THREE_FINDINGS_SAFE_FIXED = THREE_FINDINGS.replace("torch.log(F.softmax(model.head, dim=-1))",
+                                                   "F.log_softmax(model.head, dim=-1)")
+# A PTL103 finding (an unsafe fix only) on line 8: the losses list keeps every graph.
+KEPT_LOSS = """import torch
+
+def train(model, loader):
+    losses = []
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        losses.append(loss)
+    return losses
+"""
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>PTL\d{3}(?:\s*,\s*PTL\d{3})*)")
 
 

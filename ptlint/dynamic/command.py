@@ -1,4 +1,5 @@
-"""`ptlint explain TARGET...` and `ptlint explain --script train.py -- ARGS...`.
+"""`ptlint explain TARGET...` and `ptlint explain --script train.py -- ARGS...`: the dynamic pass
+behind the command line (ptlint.front.cli parses the options and calls `explain`).
 
 Exit codes (DESIGN.md): 0 no graph break or recompilation (nor host sync with --syncs), 1 some,
 2 error (torch missing, a bad target, a target that failed to import, raised, crashed or timed out).
@@ -7,8 +8,6 @@ Exit codes (DESIGN.md): 0 no graph break or recompilation (nor host sync with --
 from __future__ import annotations
 
 import sys
-
-import click
 
 from ptlint.dynamic.runner import (
     DEFAULT_TIMEOUT,
@@ -19,35 +18,16 @@ from ptlint.dynamic.runner import (
     script_target,
     torch_available,
 )
-from ptlint.report.formats import FORMATS
+
+class ExplainError(Exception):
+    """A usage, config or target error: one line for the user, exit 2."""
 
 
-def _fail(message: str) -> None:
-    click.echo(f"ptlint: error: {message}", err=True)
-    sys.exit(2)
-
-
-@click.command(context_settings={"ignore_unknown_options": False})
-@click.argument("targets", nargs=-1)
-@click.option("--script", "script", type=click.Path(dir_okay=False),
-              help="Run this whole script (arguments after `--`), observing every region it compiles.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help=f"Seconds each target may run before it is killed (default {DEFAULT_TIMEOUT:g}, or the config's).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None,
-              help="Passed to factories that take a `device` argument (auto: cuda when available).")
-@click.option("--output-format", type=click.Choice(FORMATS), default="full", help="How findings are printed.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="Read [tool.ptlint.dynamic] from this pyproject.toml.")
-@click.option("--syncs", is_flag=True, default=None,
-              help="Also run each target eagerly under a sanitizer that reports host-device syncs (PTL452).")
-@click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary.")
-def explain(targets, script, timeout, device, output_format, config_file, syncs, quiet) -> None:
-    """Run entry points under TorchDynamo and report graph breaks and recompilations.
-
-    TARGET is path/to/file.py:factory or package.module:factory. The factory takes no arguments
-    (or an optional `device`) and returns (fn_or_module, args) or (fn_or_module, [args, ...]).
-    Without TARGETs, runs the targets of [tool.ptlint.dynamic].
-    """
+def explain(targets: list[str], script: str | None = None, timeout: float | None = None, device: str | None = None,
+            output_format: str = "full", config_file: str | None = None, syncs: bool | None = None,
+            quiet: bool = False) -> int:
+    """Run the targets (or the script, with `targets` as its arguments) under TorchDynamo, print
+    the findings and a summary; the exit code."""
     from ptlint.dynamic.report import findings_from
     from ptlint.report.formats import emit
     from ptlint.run.config import ConfigError, build_settings
@@ -55,7 +35,7 @@ def explain(targets, script, timeout, device, output_format, config_file, syncs,
     try:
         settings = build_settings(["."], config_file=config_file)
     except ConfigError as exc:
-        _fail(str(exc))
+        raise ExplainError(str(exc)) from None
     table = settings.dynamic
     timeout = timeout or float(table.get("timeout", DEFAULT_TIMEOUT))
     device = device or table.get("device", "auto")
@@ -68,20 +48,20 @@ def explain(targets, script, timeout, device, output_format, config_file, syncs,
         elif table.get("targets"):
             parsed = [parse_target(text, settings.root) for text in table["targets"]]
         else:
-            _fail("give TARGETs (file.py:factory or package.module:factory), --script FILE, "
-                  "or configure [tool.ptlint.dynamic] targets")
+            raise ExplainError("give TARGETs (file.py:factory or package.module:factory), --script FILE, "
+                               "or configure [tool.ptlint.dynamic] targets")
     except TargetError as exc:
-        _fail(str(exc))
+        raise ExplainError(str(exc)) from None
     if not torch_available():
-        _fail(INSTALL_HINT)
+        raise ExplainError(INSTALL_HINT)
     run = run_targets(parsed, timeout=timeout, device=device, sys_path=[settings.root] if not targets else [],
                       syncs=syncs)
     if run.fatal:
-        _fail(f"dynamic pass: {run.fatal}")
+        raise ExplainError(f"dynamic pass: {run.fatal}")
     findings, summary = findings_from(run)
     emit(findings, output_format, False, False, quiet=True)
     if not quiet:
-        click.echo(summary.line("explain"), err=True)
+        print(summary.line("explain"), file=sys.stderr)
     if summary.failed:
-        sys.exit(2)
-    sys.exit(1 if findings else 0)
+        return 2
+    return 1 if findings else 0

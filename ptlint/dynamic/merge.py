@@ -5,9 +5,8 @@ without a break."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
-
-import click
 
 from ptlint.dynamic.report import findings_from
 from ptlint.dynamic.runner import (
@@ -45,7 +44,7 @@ def run_configured_targets(settings: Settings, static_findings: list[Finding]) -
     findings, summary = findings_from(run)
     findings = [f for f in findings if f.code in settings.enabled]  # --select / --ignore apply here too
     mark_static(static_findings, run.events)
-    click.echo(summary.line("check --dynamic"), err=True)
+    print(summary.line("check --dynamic"), file=sys.stderr)
     errors = [f"dynamic pass: {summary.failed} target(s) failed (PTL459)"] if summary.failed else []
     return findings, errors
 

@@ -12,8 +12,14 @@ from __future__ import annotations
 import json
 import os
 
-from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
+from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, SELECTABLE_BUILTIN, all_rules
+from ptlint.engine.suppress import UNUSED_NOQA, UNUSED_NOQA_DOCS
 from ptlint.engine.traversal import SILENT_IN_TESTS
+
+# The pages of the engine's own codes that say more than their one line (BUILTIN_CODES), and the
+# fixes they carry.
+BUILTIN_DOCS = {UNUSED_NOQA: UNUSED_NOQA_DOCS}
+BUILTIN_FIXES = {UNUSED_NOQA: "safe"}
 
 DOCS_DIR = os.path.join("docs", "rules")
 # Where SARIF's helpUri and the language server's codeDescription point: the generated page.
@@ -28,6 +34,10 @@ def rule_page(code: str) -> str | None:
         head = (f"# {cls.code} {cls.name}\n\n"
                 f"Default: {'on' if cls.default else 'off'} · Fix: {fix}\n\n")
         return head + cls.docs.strip() + "\n"
+    if code in BUILTIN_DOCS:
+        name, _ = BUILTIN_CODES[code]
+        return (f"# {code} {name}\n\nDefault: on · Fix: {BUILTIN_FIXES.get(code, 'no')} · reported by the engine\n\n"
+                + BUILTIN_DOCS[code].strip() + "\n")
     for table, kind in ((BUILTIN_CODES, "reported by the engine"), (DYNAMIC_CODES, "reported by the dynamic pass")):
         if code in table:
             name, what = table[code]
@@ -43,7 +53,7 @@ def catalogue_rows() -> list[tuple[str, str, str, str, str]]:
     """(code, name, default, fix, summary) for every code, static rules and the built-in ones."""
     rows = []
     for code, (name, what) in BUILTIN_CODES.items():
-        rows.append((code, name, "always", "—", what))
+        rows.append((code, name, "on" if code in SELECTABLE_BUILTIN else "always", BUILTIN_FIXES.get(code, "—"), what))
     for code, cls in all_rules().items():
         rows.append((code, cls.name, "on" if cls.default else "off", cls.fixable or "—", cls.summary()))
     for code, (name, what) in DYNAMIC_CODES.items():

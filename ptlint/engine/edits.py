@@ -14,8 +14,6 @@ node, its span, whether a comment lies inside it, how this module spells `torch.
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 from typing import TYPE_CHECKING
 
 from ptlint.engine.finding import Edit
@@ -80,16 +78,9 @@ class Edits:
         return any(first <= line <= last for line, _ in self.comments())
 
     def comments(self) -> list[tuple[int, int]]:
+        """(line, 1-based character column) of every comment."""
         if self._comments is None:
-            self._comments = []
-            if "#" in self.source.text:
-                try:
-                    tokens = tokenize.generate_tokens(io.StringIO(self.source.text).readline)
-                    self._comments = [(t.start[0], self.source.char_column(t.start[0], t.start[1]) + 1)
-                                      for t in tokens if t.type == tokenize.COMMENT]
-                except (tokenize.TokenError, SyntaxError):  # parsed already: not expected
-                    self._comments = [(n, 1) for n, line in enumerate(self.source.text.splitlines(), 1)
-                                      if "#" in line]
+            self._comments = [(line, column + 1) for line, column, _ in self.source.comments]
         return self._comments
 
     # -- edits -------------------------------------------------------------------------------

@@ -44,7 +44,8 @@ class FileContext(FileFacts):
         return self.model.where(node)
 
     # -- reporting ---------------------------------------------------------------------------
-    def add_finding(self, rule, node: ast.AST, end_node: ast.AST, message: str, fix: Fix | None) -> None:
+    def add_finding(self, rule, node: ast.AST, end_node: ast.AST, message: str, fix: Fix | None,
+                    help: str | None = None) -> None:
         line = node.lineno
         end_line = end_node.end_lineno or line
         column = self.source.char_column(line, node.col_offset)
@@ -52,7 +53,7 @@ class FileContext(FileFacts):
         finding = Finding(
             code=rule.code, name=rule.name, message=message, path=self.path,
             line=line, column=column + 1, end_line=end_line, end_column=end_column + 1,
-            severity=rule.severity, fix=fix,
+            severity=rule.severity, fix=fix, help=help,
         )
         self._reported.append((finding, rule, node))
 

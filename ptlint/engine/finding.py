@@ -61,6 +61,7 @@ class Finding:
     source: str = "static"
     context: str | None = None  # where the reported code runs (static findings)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the dynamic pass's "confirmed"
+    help: str | None = None  # what to change (the rule's `help`, or one for this finding)
 
     @property
     def cell(self) -> int | None:
@@ -84,6 +85,7 @@ class Finding:
             "severity": self.severity,
             "fix": self.fix.to_json() if self.fix else None,
             "source": self.source,
+            "help": self.help,
         }
         if self.context is not None:
             out["context"] = self.context
@@ -104,6 +106,7 @@ class Finding:
             end_column=data["end_column"], severity=data["severity"],
             fix=Fix.from_json(fix) if fix else None,
             source=data["source"], context=data.get("context"), extra=data.get("extra", {}),
+            help=data.get("help"),
         )
 
 

@@ -12,9 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
-from ptlint.engine.source import SourceError
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
+from ptlint.engine.source import SourceError, line_starts, split_lines
 
 
 class NotebookError(SourceError):
@@ -70,7 +68,7 @@ class Notebook:
 
         if old.startswith('"'):
             return dump(source)
-        lines = source.splitlines(keepends=True)  # as nbformat splits lines
+        lines = split_lines(source)
         if not lines:
             return "[]"
         if cell.pieces:
@@ -89,7 +87,7 @@ class Notebook:
         """The 1-based (line, column) in the .ipynb file of a cell's 1-based line and column:
         where code scanning and review annotations show the file."""
         cell = self.cells[number - 1]
-        starts = [0] + [m.end() for m in _LINE_END.finditer(cell.source)]
+        starts = line_starts(cell.source)
         index = min(max(line, 1), len(starts)) - 1
         offset = min(starts[index] + max(column, 1) - 1, len(cell.source))
         raw = cell.span[0]

@@ -126,7 +126,11 @@ def rule_classes_for(codes: Iterable[str], text: str | None = None) -> list[type
 # Codes the engine itself reports (no rule module: they are not findings of a traversal).
 BUILTIN_CODES = {
     "PTL001": ("syntax-error", "The file does not parse as Python."),
+    "PTL002": ("unused-noqa", "A `# noqa` comment names a ptlint code that suppresses nothing on its line, "
+                              "or no ptlint rule at all."),
 }
+# The engine's checks that are selected and ignored like rules, on by default (PTL001 always runs).
+SELECTABLE_BUILTIN = ("PTL002",)
 
 # Codes the dynamic pass reports (documented in ptlint/dynamic/).
 DYNAMIC_CODES = {
@@ -135,6 +139,32 @@ DYNAMIC_CODES = {
     "PTL452": ("host-sync", "A device-to-host synchronisation that really happened (explain --syncs), with its count."),
     "PTL459": ("dynamic-target-failed", "A dynamic target failed to import, raised, or timed out."),
 }
+
+
+# What to change, for the codes that have no rule class (a rule's own is its `help`).
+CODE_HELP = {
+    "PTL001": "Fix the syntax error: the rest of the file was not checked.",
+    "PTL002": "Remove the stale code from the `# noqa` comment, or the comment itself (`ptlint fix` does it).",
+    "PTL450": "Move what breaks the graph (the message names it) out of the compiled code, or write it with "
+              "torch operations; the static rule the message names shows how.",
+    "PTL451": "Keep what the failed guard checks stable between calls (dtype, device, Python numbers), or "
+              "compile with `torch.compile(dynamic=True)` when sizes vary.",
+    "PTL452": "Keep the value on the device (accumulate tensors, read them every N steps or after the loop) "
+              "instead of reading it on every call.",
+    "PTL459": "Fix what the message shows: the import path, a factory returning `(fn, args)`, or a longer "
+              "`--timeout`.",
+}
+
+
+def default_codes() -> tuple[str, ...]:
+    """The codes on when nothing selects others: the rules on by default and the engine's
+    selectable checks (not the dynamic pass's: `check --dynamic` and `explain` add those)."""
+    return tuple(sorted({code for code, info in rule_index().items() if info.default} | set(SELECTABLE_BUILTIN)))
+
+
+def help_for(finding) -> str:
+    """What to change for a finding: its own help, else its code's."""
+    return finding.help or CODE_HELP.get(finding.code) or ""
 
 
 def known_codes() -> set[str]:

@@ -35,6 +35,10 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]  # the default message of a finding
+    # What to change, in one line that names public APIs: shown under every finding (`help:` in
+    # the full format, "help" in JSON and SARIF), also when there is no automatic fix. Every rule
+    # of the catalogue has one (tests/rules/test_rule_examples.py).
+    help: ClassVar[str] = ""
     default: ClassVar[bool] = True  # on unless the user deselects it
     severity: ClassVar[str] = "warning"
     fixable: ClassVar[str | None] = None  # None, SAFE, UNSAFE or "sometimes" (catalogue column)
@@ -63,10 +67,11 @@ class Rule:
         self.ctx = ctx
 
     def report(self, node: ast.AST, message: str | None = None, fix: Fix | None = None,
-               end_node: ast.AST | None = None) -> None:
-        """Report a finding spanning `node` (to the end of `end_node` when given). The engine
-        keeps it only if `node` runs in one of the rule's `contexts`."""
-        self.ctx.add_finding(self, node, end_node or node, message or self.message, fix)
+               end_node: ast.AST | None = None, help: str | None = None) -> None:
+        """Report a finding spanning `node` (to the end of `end_node` when given); `help`: what to
+        change for this one, when the rule's `help` does not say it well enough. The engine keeps
+        it only if `node` runs in one of the rule's `contexts`."""
+        self.ctx.add_finding(self, node, end_node or node, message or self.message, fix, help or self.help or None)
 
     def end_file(self) -> None:
         """Called after the traversal: rules that need the whole module report here."""

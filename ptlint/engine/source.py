@@ -1,4 +1,9 @@
-"""Reading Python source exactly as the interpreter would: encoding cookie, BOM, any line ending."""
+"""Reading Python source exactly as the interpreter would: encoding cookie, BOM, any line ending.
+
+The one home of two facts every layer needs: where lines end (`line_starts`, `split_lines`: at
+`\\r\\n`, `\\r` or `\\n` only, as Python's tokenizer and LSP count them) and where comments are
+(`comments`: the tokenizer's, so that a `#` inside a string is none).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,52 @@ import tokenize
 from dataclasses import dataclass, field
 
 # Python's tokenizer ends lines at \r\n, \r or \n only (str.splitlines also splits on \x0c etc.).
-_LINE_END = re.compile(r"\r\n|\r|\n")
+LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset where each line of `text` starts (the first is 0; a final line end starts an
+    empty last line)."""
+    return [0, *(match.end() for match in LINE_END.finditer(text))]
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text`, each with its line end (the last may have none); "" has no lines."""
+    out, start = [], 0
+    for match in LINE_END.finditer(text):
+        out.append(text[start:match.end()])
+        start = match.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def comments(text: str) -> list[tuple[int, int, str]]:
+    """Every comment: (1-based line, 0-based character column, its text from `#`). Past a point
+    the tokenizer cannot read (not expected in a file that parses), the first `#` of each later
+    line counts."""
+    return _tokens(text)[0]
+
+
+def _tokens(text: str) -> tuple[list[tuple[int, int, str]], set[int]]:
+    """The comments, and the lines that end inside a token (a string spanning lines)."""
+    found: list[tuple[int, int, str]] = []
+    inside: set[int] = set()
+    done = 0  # lines the tokenizer finished
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                found.append((token.start[0], token.start[1], token.string))
+            elif token.end[0] > token.start[0] and token.type not in (tokenize.NEWLINE, tokenize.NL):
+                inside.update(range(token.start[0], token.end[0]))
+            done = max(done, token.end[0] - 1)
+    except (tokenize.TokenError, SyntaxError):
+        seen = {line for line, _, _ in found}
+        for number, line in enumerate(split_lines(text)[done:], done + 1):
+            line = line.rstrip("\r\n")
+            if "#" in line and number not in seen:
+                found.append((number, line.index("#"), line[line.index("#"):]))
+    return found, inside
 
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -33,14 +83,29 @@ class SourceFile:
     encoding: str = "utf-8"
     bom: bool = False
     _line_starts: list[int] | None = field(default=None, repr=False)
+    _comments: list[tuple[int, int, str]] | None = field(default=None, repr=False)
 
     @property
     def line_starts(self) -> list[int]:
         if self._line_starts is None:
-            starts = [0]
-            starts.extend(m.end() for m in _LINE_END.finditer(self.text))
-            self._line_starts = starts
+            self._line_starts = line_starts(self.text)
         return self._line_starts
+
+    @property
+    def comments(self) -> list[tuple[int, int, str]]:
+        """`comments(self.text)`, computed once."""
+        if self._comments is None:
+            self._comments = comments(self.text) if "#" in self.text else []
+        return self._comments
+
+    def can_end_with_comment(self, lineno: int) -> bool:
+        """Whether a comment added at the end of a 1-based line would be one: not when the line
+        ends inside a string that spans lines, or with a backslash that continues it."""
+        if lineno < 1 or lineno > len(self.line_starts):
+            return False
+        if self.line(lineno).endswith("\\") and not any(line == lineno for line, _, _ in self.comments):
+            return False
+        return lineno not in _tokens(self.text)[1]
 
     def line(self, lineno: int) -> str:
         """The text of a 1-based line, without its line ending."""

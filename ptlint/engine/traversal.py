@@ -11,14 +11,14 @@ import ast
 import bisect
 import sys
 import warnings
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 from ptlint.engine.file_context import FileContext
 from ptlint.engine.finding import Finding
-from ptlint.engine.registry import BUILTIN_CODES
+from ptlint.engine.registry import BUILTIN_CODES, CODE_HELP, DYNAMIC_CODES, known_codes
 from ptlint.engine.rule import Rule, triggered
 from ptlint.engine.source import SourceFile
-from ptlint.engine.suppress import Suppressions
+from ptlint.engine.suppress import UNUSED_NOQA, Suppressions
 from ptlint.semantics.where import forget_execution_model
 
 # Deeply nested expressions: ast.parse itself copes with a few thousand levels; so must we.
@@ -239,7 +239,8 @@ def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
         end_line, end_column = line, column + 1
     name, _ = BUILTIN_CODES["PTL001"]
     message = f"SyntaxError: {exc.msg}"
-    return Finding("PTL001", name, message, source.path, line, column, end_line, end_column, severity="error")
+    return Finding("PTL001", name, message, source.path, line, column, end_line, end_column, severity="error",
+                   help=CODE_HELP["PTL001"])
 
 
 # Rule families that stay silent in test code (DESIGN.md): performance and compile rules.
@@ -248,10 +249,12 @@ SILENT_IN_TESTS = ("PTL1", "PTL2", "PTL4", "PTL5", "PTL6")
 
 
 def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
-                project_root: str | None = None) -> list[Finding]:
+                project_root: str | None = None, enabled: Collection[str] | None = None) -> list[Finding]:
     """All findings for one decoded file: suppressions applied, sorted, deduplicated.
     `test_code`: the file is test code (Settings.is_test_code); `project_root`: the folder of
-    the configuration, where rules that read imported project modules resolve them."""
+    the configuration, where rules that read imported project modules resolve them; `enabled`:
+    every code enabled for the file (also rules whose triggers are absent), for PTL002
+    unused-noqa, which runs only when it is among them."""
     text = source.text
     active = [cls for cls in rule_classes if triggered(cls.triggers, text)
               and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
@@ -261,14 +264,14 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
         return [syntax_error_finding(source, exc)]
     except (RecursionError, MemoryError):
         return [Finding("PTL001", "syntax-error", "the expression nesting is too deep for Python's parser",
-                        source.path, 1, 1, 1, 2, severity="error")]
+                        source.path, 1, 1, 1, 2, severity="error", help=CODE_HELP["PTL001"])]
     except UnicodeEncodeError as exc:  # a lone surrogate (an editor can send one; no file decodes to it)
         line = bisect.bisect_right(source.line_starts, exc.start)
         column = exc.start - source.line_starts[line - 1] + 1
         return [Finding("PTL001", "syntax-error", f"a character Python cannot read ({exc.reason})",
-                        source.path, line, column, line, column + 1, severity="error")]
+                        source.path, line, column, line, column + 1, severity="error", help=CODE_HELP["PTL001"])]
     if not active:
-        return []
+        return finalize(source, [], enabled)
     ctx = FileContext(source, tree, test_code, project_root)
     rules = [cls(ctx) for cls in active]
     limit = sys.getrecursionlimit()
@@ -283,14 +286,16 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
         findings = ctx.finish()
     finally:
         sys.setrecursionlimit(limit)
-    return finalize(source, findings)
+    return finalize(source, findings, enabled)
 
 
-def finalize(source: SourceFile, findings: list[Finding]) -> list[Finding]:
-    """Drop suppressed and duplicate findings; sort by position."""
-    if not findings:
+def finalize(source: SourceFile, findings: list[Finding], enabled: Collection[str] | None = None) -> list[Finding]:
+    """Drop suppressed and duplicate findings, add PTL002 for the `noqa` codes that suppressed
+    nothing (when enabled); sort by position."""
+    unused_noqa = enabled is not None and UNUSED_NOQA in enabled
+    if not findings and not unused_noqa:
         return findings
-    suppressions = Suppressions.scan(source.text)
+    suppressions = Suppressions.scan(source)
     seen: set[tuple] = set()
     out: list[Finding] = []
     for finding in sorted(findings, key=Finding.sort_key):
@@ -299,4 +304,7 @@ def finalize(source: SourceFile, findings: list[Finding]) -> list[Finding]:
             continue
         seen.add(key)
         out.append(finding)
+    if unused_noqa and suppressions.directives:
+        static = [code for code in enabled if code not in DYNAMIC_CODES]  # the dynamic pass is not here to judge
+        out = sorted(out + suppressions.unused(source.path, static, known_codes()), key=Finding.sort_key)
     return out

@@ -4,7 +4,8 @@ flake8 finds the class through the `flake8.extension` entry point `PTL`. The rul
 the ones ptlint itself would run on the file: the defaults, or `[tool.ptlint]` select/ignore and
 per-file-ignores when the project configures them. An off-by-default rule also runs when flake8's
 own `--select`/`--extend-select` names its full code (e.g. `--select PTL503`). flake8 handles
-`# noqa` itself; ptlint's `# ptlint: noqa` still applies.
+`# noqa` and `# flake8: noqa` itself; ptlint's `# ptlint: noqa` and ruff's `# ruff: noqa` still
+apply, as in `ptlint check` (engine/suppress.py).
 """
 
 from __future__ import annotations

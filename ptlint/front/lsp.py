@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import io
 import logging
 import os
-import re
-import tokenize
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +31,9 @@ from ptlint import __version__
 from ptlint.engine.catalogue import DOCS_URL
 from ptlint.engine.finding import SAFE, Finding
 from ptlint.engine.registry import all_rules
-from ptlint.engine.source import SourceFile
-from ptlint.engine.suppress import LINE_NOQA
+from ptlint.engine.source import SourceFile, line_starts, split_lines
+from ptlint.engine.edits import apply_edits
+from ptlint.engine.suppress import noqa_edit
 from ptlint.engine.traversal import lint_source
 from ptlint.front.api import default_codes
 from ptlint.run.config import ConfigError, Resolver, Settings
@@ -47,7 +45,6 @@ logger = logging.getLogger(__name__)
 # Seconds of quiet after a change before linting: typing does not lint on every key.
 DEBOUNCE = float(os.environ.get("PTLINT_LSP_DEBOUNCE", "0.25"))
 FIX_ALL_KIND = "source.fixAll.ptlint"
-_LINE_END = re.compile(r"\r\n|\r|\n")
 _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
              "info": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
 
@@ -69,7 +66,7 @@ class Positions:
     def __init__(self, text: str, encoding: str = types.PositionEncodingKind.Utf16) -> None:
         self.text = text
         self.encoding = encoding
-        self.starts = [0] + [match.end() for match in _LINE_END.finditer(text)]
+        self.starts = line_starts(text)
 
     def line_text(self, index: int) -> str:
         """0-based line `index` without its line end."""
@@ -120,8 +117,8 @@ def _bisect(starts: list[int], offset: int) -> int:
 def text_edits(old: str, new: str, encoding: str = types.PositionEncodingKind.Utf16) -> list[types.TextEdit]:
     """Line-granular edits that turn `old` into `new` (non-overlapping, against `old`)."""
     positions = Positions(old, encoding)
-    old_lines = _split_lines(old)
-    new_lines = _split_lines(new)
+    old_lines = split_lines(old)
+    new_lines = split_lines(new)
     old_starts = positions.starts + [len(old)]
     edits = []
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
@@ -134,17 +131,6 @@ def text_edits(old: str, new: str, encoding: str = types.PositionEncodingKind.Ut
             range=types.Range(start=positions.from_offset(start), end=positions.from_offset(end)),
             new_text="".join(new_lines[j1:j2])))
     return edits
-
-
-def _split_lines(text: str) -> list[str]:
-    """Lines with their ends, split only at `\\r\\n`, `\\r`, `\\n`."""
-    out, start = [], 0
-    for match in _LINE_END.finditer(text):
-        out.append(text[start:match.end()])
-        start = match.end()
-    if start < len(text):
-        out.append(text[start:])
-    return out
 
 
 def fix_one(text: str, path: str, finding: Finding) -> str | None:
@@ -166,28 +152,11 @@ def add_noqa(text: str, path: str, finding: Finding) -> str | None:
     or None when no comment there would suppress it (e.g. the line ends inside a string)."""
     if finding.code == "PTL001":
         return None
-    positions = Positions(text)
-    index = finding.line - 1
-    if index >= len(positions.starts):
+    source = SourceFile(path, text)
+    edit = noqa_edit(source, finding.line, [finding.code])
+    if edit is None:
         return None
-    line = positions.line_text(index)
-    line_start = positions.starts[index]
-    comment = _comment_on_line(text, finding.line)
-    if comment is not None:
-        column, comment_text = comment
-        match = LINE_NOQA.search(comment_text)
-        if match and match.group("codes") is None:
-            return None  # a bare noqa already covers every code
-        if match:
-            at = line_start + column + match.end("codes")
-            new_text = text[:at] + f", {finding.code}" + text[at:]
-        else:
-            at = line_start + column + len(comment_text)
-            new_text = text[:at] + f"  # noqa: {finding.code}" + text[at:]
-    else:
-        content = line.rstrip()
-        at = line_start + len(content)
-        new_text = text[:at] + f"  # noqa: {finding.code}" + text[line_start + len(line):]
+    new_text = apply_edits(source, [edit])
     # Check it really suppresses the finding and keeps the file parsing.
     rule = all_rules().get(finding.code)
     if rule is None:
@@ -196,19 +165,6 @@ def add_noqa(text: str, path: str, finding: Finding) -> str | None:
     if any(f.code == "PTL001" or (f.code == finding.code and f.line == finding.line) for f in after):
         return None
     return new_text
-
-
-def _comment_on_line(text: str, line: int) -> tuple[int, str] | None:
-    """(character column, text) of the comment token on a 1-based line, if any."""
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.start[0] > line:
-                break
-            if token.type == tokenize.COMMENT and token.start[0] == line:
-                return token.start[1], token.string
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    return None
 
 
 # -- the server --------------------------------------------------------------------------------

@@ -12,10 +12,12 @@ from collections import Counter
 from typing import Callable, TextIO
 
 from ptlint.engine.finding import SAFE, UNSAFE, Finding, applicable
+from ptlint.engine.registry import help_for
 from ptlint.report.sources import Sources
 
 FORMATS = ("full", "concise", "json", "sarif", "github")
 HUMAN_FORMATS = ("full", "concise")
+STATISTICS_FORMATS = (*HUMAN_FORMATS, "json")  # --statistics as text, or as JSON (ruff's shape)
 COLOR_CHOICES = ("auto", "always", "never")
 
 
@@ -101,14 +103,15 @@ def format_concise(findings: list[Finding], unsafe_fixes: bool = False, style: S
 
 def format_full(findings: list[Finding], unsafe_fixes: bool = False, style: Style = PLAIN,
                 sources: Sources | None = None) -> str:
-    """ruff/rustc style: the location, the message, the source line and carets under the span."""
+    """ruff/rustc style: the location, the message, the source line and carets under the span,
+    then what to change (`help:`) and the fix, when there is one."""
     sources = sources or Sources()
     out: list[str] = []
     for finding in findings:
         out.append(_headline(finding, unsafe_fixes, style))
         lines = sources.lines(finding.path, finding.cell)
         if lines is None or not (1 <= finding.line <= len(lines)):
-            out.append("\n")
+            out.append(_notes(finding, "", style) + "\n")
             continue
         text = lines[finding.line - 1].expandtabs(1)
         start = finding.column - 1
@@ -118,28 +121,39 @@ def format_full(findings: list[Finding], unsafe_fixes: bool = False, style: Styl
         bar = style.gutter("|")
         caret = " " * start + style.caret("^" * max(1, end - start) + " " + finding.code)
         out.append(f"{gutter} {bar}\n{style.gutter(str(finding.line))} {bar} {text}\n{gutter} {bar} {caret}\n")
-        if finding.fix:
-            label = "Safe fix" if finding.fix.applicability == SAFE else "Unsafe fix"
-            out.append(f"{gutter} {style.gutter('=')} {style.help('help')}: {finding.fix.message} ({label})\n")
-        out.append("\n")
+        out.append(_notes(finding, gutter + " ", style) + "\n")
     return "".join(out)
+
+
+def _notes(finding: Finding, indent: str, style: Style) -> str:
+    """`= help: what to change`, and `= fix: ... (Safe fix)` when the finding has a fix."""
+    out = ""
+    help_text = help_for(finding)
+    if help_text:
+        out += f"{indent}{style.gutter('=')} {style.help('help')}: {help_text}\n"
+    if finding.fix:
+        label = "Safe fix" if finding.fix.applicability == SAFE else "Unsafe fix"
+        out += f"{indent}{style.gutter('=')} {style.help('fix')}: {finding.fix.message} ({label})\n"
+    return out
 
 
 def format_json(findings: list[Finding], unsafe_fixes: bool = False, style: Style = PLAIN,
                 sources: Sources | None = None) -> str:
     import json
 
-    return json.dumps([f.to_json() for f in findings], indent=2) + "\n"
+    return json.dumps([{**f.to_json(), "help": help_for(f)} for f in findings], indent=2) + "\n"
 
 
-def summary(findings: list[Finding], unsafe_fixes: bool, style: Style = PLAIN) -> str:
-    """`Found 3 findings. 1 fixable with `ptlint fix --apply` (1 more with --unsafe-fixes).`"""
-    if not findings:
+def summary(findings: list[Finding], unsafe_fixes: bool, style: Style = PLAIN, fixed: int = 0) -> str:
+    """`Found 3 findings. 1 fixable with `ptlint fix --apply` (1 more with --unsafe-fixes).`;
+    after `check --fix`, `Found 3 findings (2 fixed, 1 remaining).`"""
+    if not findings and not fixed:
         return "All checks passed!\n"
     safe = sum(1 for f in findings if applicable(f, unsafe_fixes))
     unsafe_only = sum(1 for f in findings if f.fix and f.fix.applicability == UNSAFE and not applicable(f, unsafe_fixes))
-    noun = "finding" if len(findings) == 1 else "findings"
-    text = f"Found {len(findings)} {noun}."
+    total = len(findings) + fixed
+    noun = "finding" if total == 1 else "findings"
+    text = f"Found {total} {noun}" + (f" ({fixed} fixed, {len(findings)} remaining)." if fixed else ".")
     if safe:
         flag = " --unsafe-fixes" if unsafe_fixes is True else ""
         text += f"\n{style.marker('[*]')} {safe} fixable with `ptlint fix --apply{flag}`."
@@ -148,18 +162,54 @@ def summary(findings: list[Finding], unsafe_fixes: bool, style: Style = PLAIN) -
     return text + "\n"
 
 
+def fixes_summary(fixed: list[Finding], style: Style = PLAIN) -> str:
+    """ruff's `--show-fixes`: what was fixed, per file and rule."""
+    if not fixed:
+        return ""
+    counts: dict[str, Counter] = {}
+    names = {}
+    for finding in fixed:
+        counts.setdefault(finding.path, Counter())[finding.code] += 1
+        names[finding.code] = finding.name
+    noun = "finding" if len(fixed) == 1 else "findings"
+    lines = [f"\nFixed {len(fixed)} {noun}:"]
+    for path in sorted(counts):
+        lines.append(f"- {style.path(path)}:")
+        for code, count in sorted(counts[path].items()):
+            lines.append(f"    {count} × {style.code(code)} ({names[code]})")
+    return "\n".join(lines) + "\n\n"
+
+
 def statistics(findings: list[Finding], unsafe_fixes: bool = False, style: Style = PLAIN) -> str:
     """A count per rule, marked like the findings: [*] some fixable now, [-] only with --unsafe-fixes."""
+    lines = []
+    for code, name, count, marker, _ in _counts(findings, unsafe_fixes):
+        lines.append(f"{count:>6}  {style.code(code)}  {style.marker(marker)} {name}\n")
+    return "".join(lines)
+
+
+def statistics_json(findings: list[Finding], unsafe_fixes: bool = False) -> str:
+    """`--statistics --output-format json`, in ruff's shape."""
+    import json
+
+    return json.dumps([{"code": code, "name": name, "count": count, "fixable": fixable > 0, "fixable_count": fixable}
+                       for code, name, count, _, fixable in _counts(findings, unsafe_fixes)], indent=2) + "\n"
+
+
+def _counts(findings: list[Finding], unsafe_fixes: bool) -> list[tuple[str, str, int, str, int]]:
+    """(code, name, count, marker, fixable count) per rule, the most frequent first."""
     counts = Counter((f.code, f.name) for f in findings)
     markers: dict[str, set[str]] = {}
+    fixable: Counter = Counter()
     for finding in findings:
         markers.setdefault(finding.code, set()).add(fix_marker(finding, unsafe_fixes))
-    lines = []
+        fixable[finding.code] += applicable(finding, unsafe_fixes)
+    rows = []
     for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         seen = markers[code]
         marker = "[*]" if "[*]" in seen else "[-]" if "[-]" in seen else "   "
-        lines.append(f"{count:>6}  {style.code(code)}  {style.marker(marker)} {name}\n")
-    return "".join(lines)
+        rows.append((code, name, count, marker, fixable[code]))
+    return rows
 
 
 def formatter(name: str) -> Callable[..., str]:
@@ -177,15 +227,17 @@ class OutputError(Exception):
 
 
 class Output:
-    """Standard output or --output-file (written once, at the end), and whether to colour it."""
+    """Standard output or --output-file (written once, at the end), and whether to colour it;
+    `silent`: nothing at all (`--silent`)."""
 
-    def __init__(self, path: str | None, color: str) -> None:
+    def __init__(self, path: str | None, color: str, silent: bool = False) -> None:
         self.path = path
+        self.silent = silent
         self.parts: list[str] = []
         self.style = Style(use_color(color, sys.stdout) if path is None else color == "always")
 
     def write(self, text: str) -> None:
-        if not text:
+        if not text or self.silent:
             return
         if self.path is None:
             sys.stdout.write(text)
@@ -194,7 +246,7 @@ class Output:
             self.parts.append(text)
 
     def close(self) -> None:
-        if self.path is None:
+        if self.path is None or self.silent:
             return
         try:
             folder = os.path.dirname(os.path.abspath(self.path))
@@ -206,19 +258,26 @@ class Output:
 
 
 def emit(findings: list[Finding], output_format: str, show_statistics: bool, unsafe_fixes: bool | dict,
-         quiet: bool = False, unchecked: int = 0, out: Output | TextIO | None = None, sources: Sources | None = None
-         ) -> None:
+         quiet: bool = False, unchecked: int = 0, out: Output | TextIO | None = None, sources: Sources | None = None,
+         fixed: list[Finding] | None = None, show_fixes: bool = False) -> None:
     """Print findings in the chosen format; the summary goes with the human formats only.
-    `unsafe_fixes`: a bool, or per path (files under different configs may differ)."""
+    `unsafe_fixes`: a bool, or per path (files under different configs may differ). `fixed`:
+    what `check --fix` fixed (counted in the summary; listed with `show_fixes`)."""
     stream = out if out is not None else Output(None, "auto")
     style = getattr(stream, "style", PLAIN)
     unsafe = unsafe_fixes
-    if show_statistics and output_format in HUMAN_FORMATS:
-        stream.write(statistics(findings, unsafe, style))
+    if show_statistics:
+        if output_format not in STATISTICS_FORMATS:
+            raise OutputError(f"--statistics prints text or JSON, not {output_format}")
+        stream.write(statistics_json(findings, unsafe) if output_format == "json" else statistics(findings, unsafe, style))
         return
     stream.write(formatter(output_format)(findings, unsafe, style=style, sources=sources))
-    if output_format in HUMAN_FORMATS and not quiet:
+    if output_format not in HUMAN_FORMATS:
+        return
+    if show_fixes:
+        stream.write(fixes_summary(fixed or [], style))
+    if not quiet:
         if unchecked and not findings:
             stream.write(f"No findings in the files that were checked; {unchecked} path(s) could not be checked.\n")
         else:
-            stream.write(summary(findings, unsafe, style))
+            stream.write(summary(findings, unsafe, style, len(fixed or [])))

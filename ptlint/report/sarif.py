@@ -10,7 +10,7 @@ from urllib.parse import quote
 from ptlint import __version__
 from ptlint.engine.catalogue import DOCS_URL
 from ptlint.engine.finding import Finding
-from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
+from ptlint.engine.registry import BUILTIN_CODES, CODE_HELP, DYNAMIC_CODES, all_rules, help_for
 from ptlint.engine.rule import doc_section
 from ptlint.engine.finding import applicable
 from ptlint.report.sources import Sources
@@ -55,18 +55,23 @@ def _rule_descriptors() -> list[dict[str, Any]]:
     """Every code ptlint can report: the engine's, the static rules', the dynamic pass's."""
     descriptors = []
     for code, (name, what) in BUILTIN_CODES.items():
-        descriptors.append(_descriptor(code, name, what, what, f"## What it does\n{what}\n", "error", True))
+        descriptors.append(_descriptor(code, name, what, what, f"## What it does\n{what}\n", CODE_HELP[code],
+                                       "error" if code == "PTL001" else "warning", True))
     for code, cls in all_rules().items():
         full = " ".join(doc_section(cls.docs, "What it does").split()) or cls.summary()
-        descriptors.append(_descriptor(code, cls.name, cls.summary(), full, cls.docs.strip() + "\n",
+        descriptors.append(_descriptor(code, cls.name, cls.summary(), full, cls.docs.strip() + "\n", cls.help,
                                        cls.severity, cls.default))
     for code, (name, what) in DYNAMIC_CODES.items():
-        descriptors.append(_descriptor(code, name, what, what, f"## What it does\n{what}\n", "warning", True))
+        descriptors.append(_descriptor(code, name, what, what, f"## What it does\n{what}\n", CODE_HELP[code],
+                                       "warning", True))
     return sorted(descriptors, key=lambda d: d["id"])
 
 
-def _descriptor(code: str, name: str, short: str, full: str, markdown: str, severity: str,
+def _descriptor(code: str, name: str, short: str, full: str, markdown: str, help_text: str, severity: str,
                 enabled: bool) -> dict[str, Any]:
+    """A rule for SARIF viewers; its `help` (what code scanning shows under an alert) opens with
+    what to change, then the rule's page."""
+    markdown = f"**help:** {help_text}\n\n{markdown}"
     return {
         "id": code,
         "name": name,
@@ -118,10 +123,13 @@ def format_sarif(findings: list[Finding], unsafe_fixes: bool = False, style=None
     results = []
     for finding in findings:
         line, column, end_line, end_column = _region(finding, sources)
+        help_text = help_for(finding)
         result: dict[str, Any] = {
             "ruleId": finding.code,
             "level": _SARIF_LEVEL.get(finding.severity, "warning"),
-            "message": {"text": finding.message},
+            # viewers show the text; those that render markdown (messages are markdown already:
+            # code in backticks) get what to change below it
+            "message": {"text": finding.message, "markdown": f"{finding.message}\n\n**help:** {help_text}"},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _artifact_location(finding.path, root),
@@ -136,7 +144,7 @@ def format_sarif(findings: list[Finding], unsafe_fixes: bool = False, style=None
         }
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
-        properties: dict[str, Any] = {"name": finding.name, "source": finding.source}
+        properties: dict[str, Any] = {"name": finding.name, "source": finding.source, "help": help_text}
         if finding.cell is not None:  # the position in the notebook's own terms
             properties.update(cell=finding.cell, cellLine=finding.line, cellColumn=finding.column)
         if finding.fix:

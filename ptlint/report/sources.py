@@ -4,7 +4,7 @@ format and SARIF snippets, notebook cells included."""
 from __future__ import annotations
 
 from ptlint.engine.notebook import read_notebook
-from ptlint.engine.source import SourceError, SourceFile, decode_source, is_notebook, read_bytes
+from ptlint.engine.source import SourceError, decode_source, is_notebook, read_bytes, split_lines
 
 
 class Sources:
@@ -47,10 +47,5 @@ class Sources:
                     text = decode_source(data, path).text if data is not None else None
                 except SourceError:
                     text = None
-            self._lines[key] = _split(text) if text is not None else None
+            self._lines[key] = [line.rstrip("\r\n") for line in split_lines(text)] if text is not None else None
         return self._lines[key]
-
-
-def _split(text: str) -> list[str]:
-    source = SourceFile("", text)
-    return [source.line(number) for number in range(1, len(source.line_starts) + 1)]

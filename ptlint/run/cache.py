@@ -15,6 +15,7 @@ from ptlint import __version__
 from ptlint.engine.finding import Finding
 
 DEFAULT_DIR = ".ptlint_cache"
+CACHE_MARKER = "# created by ptlint\n*\n"  # the cache folder's .gitignore: git skips it, `ptlint clean` knows it
 
 
 @lru_cache(maxsize=None)
@@ -117,7 +118,7 @@ def _ensure_gitignore(directory: str) -> None:
     if not os.path.exists(marker):
         try:
             with open(marker, "w") as handle:
-                handle.write("# created by ptlint\n*\n")
+                handle.write(CACHE_MARKER)
         except OSError:
             pass
 

@@ -1,18 +1,25 @@
-"""`[tool.ptlint]` in the nearest pyproject.toml, merged with the command line (which wins)."""
+"""`[tool.ptlint]` in the nearest pyproject.toml, merged with the command line (which wins).
+
+Layers, as in ruff: the defaults, the file a config `extend`s (recursively), the config itself,
+`--config "key = value"` overrides, then the command line's flags. Codes of other linters in a
+selector (`E501`, `RUF`) are skipped with a warning: a config or command line shared with ruff or
+flake8 stays usable.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ptlint.engine.registry import DYNAMIC_CODES, known_codes, rule_index
+from ptlint.engine.registry import DYNAMIC_CODES, default_codes, known_codes
 
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules", ".ipynb_checkpoints")
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-              "force-exclude", "unsafe-fixes", "dynamic", "cache-dir", "test-code"}
+              "force-exclude", "unsafe-fixes", "dynamic", "cache-dir", "test-code", "extend", "respect-gitignore"}
 # Files where performance and compile rules stay silent (DESIGN.md, "Where code runs"). A pattern
 # `dir/**` whose dir has no slash matches a folder of that name anywhere, like `tests/` in git.
 DEFAULT_TEST_CODE = ("tests/**", "test_*.py", "*_test.py", "conftest.py",
@@ -39,6 +46,7 @@ class Settings:
     cache_dir: str | None = None
     test_code: tuple[str, ...] = DEFAULT_TEST_CODE
     force_exclude: bool = False  # `exclude` also applies to paths named on the command line
+    respect_gitignore: bool = True  # folder walks skip what git ignores (ptlint.run.discover)
 
     def cache_key(self) -> str:
         return repr((self.enabled, self.per_file_ignores, self.test_code))
@@ -84,8 +92,13 @@ def _matches(relative: str, pattern: str) -> bool:
     return False
 
 
-def expand(selectors: list[str] | tuple[str, ...], source: str) -> set[str]:
-    """`PTL1` -> every code starting with it; `PTL` -> all. An unknown selector is an error."""
+OWN_PREFIX = "PTL"
+_FOREIGN = re.compile(r"[A-Z]+[0-9]*")  # a code or prefix of another linter: `E501`, `RUF`, `B9`
+
+
+def expand(selectors: list[str] | tuple[str, ...], source: str, warnings: list[str] | None = None) -> set[str]:
+    """`PTL1` -> every code starting with it; `PTL` -> all. An unknown ptlint code is an error;
+    a code of another linter is skipped (with a warning in `warnings`, when given)."""
     codes = known_codes()
     out: set[str] = set()
     for raw in selectors:
@@ -93,8 +106,13 @@ def expand(selectors: list[str] | tuple[str, ...], source: str) -> set[str]:
         if not selector:
             continue
         if selector == "ALL":
-            selector = "PTL"
+            selector = OWN_PREFIX
         matched = {code for code in codes if code.startswith(selector)}
+        if not matched and not selector.startswith(OWN_PREFIX) and _FOREIGN.fullmatch(selector):
+            if warnings is not None and (message := f"{source}: {raw.strip()!r} is not a ptlint code "
+                                                    "(another linter's?); ignored") not in warnings:
+                warnings.append(message)
+            continue
         if not matched:
             raise ConfigError(f"{source}: unknown rule code or prefix {raw.strip()!r} "
                               f"(see `ptlint rule --all`)")
@@ -172,7 +190,7 @@ def _str_list(table: dict, key: str, path: str) -> list[str] | None:
     return value
 
 
-def validate(table: dict[str, Any], path: str) -> None:
+def validate(table: dict[str, Any], path: str, warnings: list[str] | None = None) -> None:
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [tool.ptlint]: {', '.join(unknown)} "
@@ -184,12 +202,13 @@ def validate(table: dict[str, Any], path: str) -> None:
             isinstance(v, list) and all(isinstance(c, str) for c in v) for v in pfi.values()):
         raise ConfigError(f"{path}: [tool.ptlint] per-file-ignores must map patterns to lists of codes")
     for pattern, codes in pfi.items():
-        expand(codes, source=f"{path}: per-file-ignores[{pattern!r}]")
-    for key in ("unsafe-fixes", "force-exclude"):
+        expand(codes, source=f"{path}: per-file-ignores[{pattern!r}]", warnings=warnings)
+    for key in ("unsafe-fixes", "force-exclude", "respect-gitignore"):
         if key in table and not isinstance(table[key], bool):
             raise ConfigError(f"{path}: [tool.ptlint] {key} must be true or false")
-    if "cache-dir" in table and not isinstance(table["cache-dir"], str):
-        raise ConfigError(f"{path}: [tool.ptlint] cache-dir must be a string")
+    for key in ("cache-dir", "extend"):
+        if key in table and not isinstance(table[key], str):
+            raise ConfigError(f"{path}: [tool.ptlint] {key} must be a string")
     dynamic = table.get("dynamic", {})
     if not isinstance(dynamic, dict):
         raise ConfigError(f"{path}: [tool.ptlint.dynamic] must be a table")
@@ -208,6 +227,9 @@ def validate(table: dict[str, Any], path: str) -> None:
         raise ConfigError(f"{path}: [tool.ptlint.dynamic] syncs must be true or false")
 
 
+Layer = tuple[list[str] | None, list[str] | None, list[str] | None, str]  # select, extend-select, ignore, label
+
+
 def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None, file_ignore: list[str] | None,
                     cli_select: list[str] | None, cli_extend: list[str] | None, cli_ignore: list[str] | None,
                     config_label: str = "config") -> tuple[str, ...]:
@@ -215,34 +237,72 @@ def resolve_enabled(file_select: list[str] | None, file_extend: list[str] | None
 
     In each layer `select` replaces the set, `extend-select` adds, `ignore` removes.
     """
-    enabled = {code for code, info in rule_index().items() if info.default} | set(DYNAMIC_CODES)
-    for select, extend, ignore, label in ((file_select, file_extend, file_ignore, config_label),
-                                          (cli_select, cli_extend, cli_ignore, "--select/--ignore")):
+    return enabled_codes([(file_select, file_extend, file_ignore, config_label),
+                          (cli_select, cli_extend, cli_ignore, COMMAND_LINE)])
+
+
+COMMAND_LINE = "the command line"  # a layer's label: its messages name the option instead
+
+
+def _source(label: str, option: str) -> str:
+    return f"--{option}" if label == COMMAND_LINE else label
+
+
+def enabled_codes(layers: list[Layer], warnings: list[str] | None = None) -> tuple[str, ...]:
+    """The codes that run after each layer in turn (the defaults first)."""
+    enabled = set(default_codes()) | set(DYNAMIC_CODES)
+    for select, extend, ignore, label in layers:
         if select is not None:
-            enabled = expand(select, label)
+            enabled = expand(select, _source(label, "select"), warnings)
         if extend:
-            enabled |= expand(extend, label)
+            enabled |= expand(extend, _source(label, "extend-select"), warnings)
         if ignore:
-            enabled -= expand(ignore, label)
+            enabled -= expand(ignore, _source(label, "ignore"), warnings)
     # The engine runs only the traversal rules; `check --dynamic` keeps the enabled dynamic codes.
     return tuple(sorted(enabled))
 
 
+def parse_override(text: str) -> dict[str, Any]:
+    """`--config "select = ['PTL1']"`: one TOML `key = value` pair of [tool.ptlint] (dotted keys
+    reach into tables: `dynamic.timeout = 30`; a leading `tool.ptlint.` is allowed)."""
+    try:
+        data = _parse_toml(text.encode("utf-8"), "--config")
+    except UnicodeEncodeError:
+        data = ConfigError("--config: not UTF-8")
+    if isinstance(data, ConfigError):
+        raise ConfigError(f"--config {text!r}: neither a config file nor a TOML `key = value` pair "
+                          f"({str(data).split(': ', 2)[-1]})")
+    tool = data.get("tool")
+    if list(data) == ["tool"] and isinstance(tool, dict) and list(tool) == ["ptlint"] \
+            and isinstance(tool["ptlint"], dict):
+        data = tool["ptlint"]
+    validate(data, f"--config {text!r}")
+    if "extend" in data:
+        raise ConfigError(f"--config {text!r}: `extend` belongs in a config file")
+    return data
+
+
 class Resolver:
     """Settings per file, like ruff: the nearest pyproject.toml with a [tool.ptlint] table above
-    the file, or one `--config` file for everything. The command line's options apply on top of
-    each. Answers are memoised per folder and per config file, so the order in which files are
-    asked for never changes an answer."""
+    the file, or one `--config` file for everything (`isolated`: none at all). The `overrides`
+    (`--config "key = value"`) and the command line's options apply on top of each. Answers are
+    memoised per folder and per config file, so the order in which files are asked for never
+    changes an answer. `warnings`: one line each, for the caller to print (other linters' codes)."""
 
     def __init__(self, config_file: str | None = None, select: str | None = None, ignore: str | None = None,
                  extend_select: str | None = None, unsafe_fixes: bool | None = None,
-                 force_exclude: bool | None = None) -> None:
+                 force_exclude: bool | None = None, respect_gitignore: bool | None = None,
+                 isolated: bool = False, overrides: list[dict[str, Any]] | None = None) -> None:
+        self.warnings: list[str] = []
         self.cli = (split_codes(select), split_codes(extend_select), split_codes(ignore))
-        for codes in self.cli:  # a bad selector on the command line is an error before any file
-            if codes:
-                expand(codes, "--select/--ignore")
+        for codes, option in zip(self.cli, ("select", "extend-select", "ignore")):
+            if codes:  # a bad selector on the command line is an error before any file
+                expand(codes, f"--{option}", self.warnings)
         self.unsafe_fixes = unsafe_fixes
         self.force_exclude = force_exclude
+        self.respect_gitignore = respect_gitignore
+        self.isolated = isolated
+        self.overrides = list(overrides or [])
         self.config_file = config_file
         self._nearest: dict[str, str | None] = {}  # folder -> its config file
         self._settings: dict[str | None, Settings | ConfigError] = {}
@@ -253,7 +313,7 @@ class Resolver:
 
     def config_for(self, path: str) -> str | None:
         """The config file that applies to `path` (a folder: the folder itself; a file: its folder)."""
-        if self.config_file is not None:
+        if self.config_file is not None or self.isolated:
             return self.config_file
         absolute = os.path.abspath(path)
         folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
@@ -291,22 +351,112 @@ class Resolver:
         return answer
 
     def _build(self, path: str | None) -> Settings:
-        table = load_config(path) if path else {}
-        label = path or "config"
-        validate(table, label)
-        enabled = resolve_enabled(
-            _str_list(table, "select", label), _str_list(table, "extend-select", label),
-            _str_list(table, "ignore", label), *self.cli, config_label=label)
         root = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+        layers: list[Layer] = []
+        table: dict[str, Any] = {}
+        chain = _extended(path) if path else []
+        if self.overrides:  # they replace keys of the config itself, as ruff's do
+            table_of, folder_of, label_of = chain.pop() if chain else ({}, root, "config")
+            overridden = dict(table_of)
+            for override in self.overrides:
+                _merge_layer(overridden, override, replace_all=True)
+            chain.append((overridden, folder_of, f"{label_of} (with --config)"))
+        for part, folder, label in chain:
+            validate(part, label, self.warnings)
+            layers.append((_str_list(part, "select", label), _str_list(part, "extend-select", label),
+                           _str_list(part, "ignore", label), label))
+            _merge_layer(table, _rebased(part, folder, root))
+        layers.append((*self.cli, COMMAND_LINE))
+        enabled = enabled_codes(layers, self.warnings)
         pfi = tuple((pattern, tuple(codes)) for pattern, codes in table.get("per-file-ignores", {}).items())
         exclude = tuple((table.get("exclude") or []) + (table.get("extend-exclude") or []))
-        unsafe = bool(table.get("unsafe-fixes", False)) if self.unsafe_fixes is None else self.unsafe_fixes
-        force = bool(table.get("force-exclude", False)) if self.force_exclude is None else self.force_exclude
+
+        def flag(key: str, cli: bool | None, default: bool) -> bool:
+            return bool(table.get(key, default)) if cli is None else cli
+
         return Settings(
             enabled=enabled, root=root, config_path=path, exclude=exclude, per_file_ignores=pfi,
-            unsafe_fixes=unsafe, dynamic=dict(table.get("dynamic", {})), cache_dir=table.get("cache-dir"),
-            test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)), force_exclude=force,
+            unsafe_fixes=flag("unsafe-fixes", self.unsafe_fixes, False), dynamic=dict(table.get("dynamic", {})),
+            cache_dir=table.get("cache-dir"), test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)),
+            force_exclude=flag("force-exclude", self.force_exclude, False),
+            respect_gitignore=flag("respect-gitignore", self.respect_gitignore, True),
         )
+
+
+def _extended(path: str) -> list[tuple[dict[str, Any], str, str]]:
+    """(table, its folder, label) of `path` and of the configs it `extend`s, the farthest first.
+    `extend` is a path relative to the config's folder (`~` and `$VARS` expanded), to a
+    pyproject.toml with a [tool.ptlint] table."""
+    chain: list[tuple[dict[str, Any], str, str]] = []
+    seen: list[str] = []
+    current: str | None = path
+    while current is not None:
+        real = os.path.realpath(current)
+        if real in seen:
+            raise ConfigError(f"{current}: `extend` goes round in a circle: {' -> '.join(seen + [real])}")
+        seen.append(real)
+        table = load_config(current)
+        chain.append((table, os.path.dirname(os.path.abspath(current)), current))
+        target = table.get("extend")
+        if target is None:
+            break
+        if not isinstance(target, str):
+            raise ConfigError(f"{current}: [tool.ptlint] extend must be a string")
+        base = os.path.join(os.path.dirname(os.path.abspath(current)),
+                            os.path.expandvars(os.path.expanduser(target)))
+        if not os.path.isfile(base):
+            raise ConfigError(f"{current}: extend = {target!r}: no such file")
+        if not _has_ptlint_table(base):
+            raise ConfigError(f"{current}: extend = {target!r}: {base} has no [tool.ptlint] table")
+        current = base
+    return list(reversed(chain))
+
+
+def _merge_layer(table: dict[str, Any], part: dict[str, Any], replace_all: bool = False) -> None:
+    """A later layer's keys win; `extend-exclude` adds up and `dynamic` merges key by key (ruff's
+    `extend`), unless `replace_all` (an override replaces every key it names). The selectors
+    merged here are not read: each config's are a layer of their own (enabled_codes)."""
+    for key, value in part.items():
+        if key == "extend-exclude" and not replace_all:
+            table[key] = list(table.get(key, [])) + list(value)
+        elif key == "dynamic":
+            table[key] = {**table.get(key, {}), **value}
+        else:
+            table[key] = value
+
+
+def _rebased(table: dict[str, Any], folder: str, root: str) -> dict[str, Any]:
+    """A config's paths, written relative to its own folder, made relative to `root` (the folder
+    of the config that extends it): exclude, per-file-ignores and test-code patterns, cache-dir,
+    and file targets of the dynamic pass."""
+    if os.path.abspath(folder) == os.path.abspath(root):
+        return table
+    out = dict(table)
+
+    def pattern(text: str) -> str:
+        body = text.rstrip("/")
+        body = body[:-3] if body.endswith("/**") else body
+        if "/" not in body or text.startswith("**/"):
+            return text  # matches a name anywhere: the same from every folder
+        return _relative(os.path.normpath(os.path.join(folder, text)), root) + ("/" if text.endswith("/") else "")
+
+    for key in ("exclude", "extend-exclude", "test-code"):
+        if isinstance(table.get(key), list):
+            out[key] = [pattern(item) for item in table[key]]
+    if isinstance(table.get("per-file-ignores"), dict):
+        out["per-file-ignores"] = {pattern(key): codes for key, codes in table["per-file-ignores"].items()}
+    if isinstance(table.get("cache-dir"), str) and not os.path.isabs(table["cache-dir"]):
+        out["cache-dir"] = os.path.normpath(os.path.join(folder, table["cache-dir"]))
+    dynamic = table.get("dynamic")
+    if isinstance(dynamic, dict) and isinstance(dynamic.get("targets"), list):
+        targets = []
+        for target in dynamic["targets"]:
+            file, sep, factory = target.rpartition(":") if isinstance(target, str) else ("", "", "")
+            if sep and file.endswith(".py") and not os.path.isabs(file):
+                target = _relative(os.path.join(folder, file), root) + ":" + factory
+            targets.append(target)
+        out["dynamic"] = {**dynamic, "targets": targets}
+    return out
 
 
 def build_settings(paths: list[str], config_file: str | None = None, select: str | None = None,

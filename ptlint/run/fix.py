@@ -14,9 +14,10 @@ from ptlint.engine.source import (
     encode_source,
     is_notebook,
     read_bytes,
+    split_lines,
 )
 from ptlint.engine.finding import applicable
-from ptlint.run.check import Job
+from ptlint.run.discover import Job
 
 
 @dataclass
@@ -27,7 +28,7 @@ class FileOutcome:
     original: bytes
     fixed: bytes
     diff: str
-    applied: int
+    applied: list[Finding]  # the findings whose fixes it holds
     remaining: list[Finding]
     messages: list[str]
 
@@ -41,17 +42,20 @@ class FixOutcome:
     diff: str = ""
     changed: list[str] = field(default_factory=list)
     fixed: int = 0
+    applied: list[Finding] = field(default_factory=list)  # the fixed findings (`--show-fixes`)
     remaining: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
 
 
 def unified_diff(label: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+    lines = difflib.unified_diff(split_lines(before), split_lines(after),
                                  fromfile=f"a/{label}", tofile=f"b/{label}")
     out = []
     for line in lines:
-        out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
+        if line.endswith("\r"):  # a line that ends in a lone carriage return: the next starts below it
+            line += "\n"
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
@@ -82,7 +86,7 @@ def fix_file(job: Job, data: bytes, cache=None) -> FileOutcome:
         result = fix_source(source, codes, unsafe, test_code, cache=cache, project_root=settings.root)
         fixed = encode_source(source, result.fixed) if result.changed else data
         diff = unified_diff(path, result.original, result.fixed) if result.changed else ""
-    return FileOutcome(path, data, fixed, diff, len(result.applied), list(result.remaining), list(result.messages))
+    return FileOutcome(path, data, fixed, diff, list(result.applied), list(result.remaining), list(result.messages))
 
 
 def fix_jobs(jobs: list[Job], findings: list[Finding], write: bool, caches=None) -> FixOutcome:
@@ -126,7 +130,8 @@ def fix_jobs(jobs: list[Job], findings: list[Finding], write: bool, caches=None)
                 outcome.remaining.extend(file_findings)
                 continue
         outcome.diff += result.diff
-        outcome.fixed += result.applied
+        outcome.fixed += len(result.applied)
+        outcome.applied.extend(result.applied)
         outcome.changed.append(job.path)
         outcome.remaining.extend(result.remaining)
     for rest in by_path.values():  # findings of no job (the dynamic pass's): passed through

@@ -124,7 +124,7 @@ def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_co
         cached = cache.get(key, current.path) if cache else None
         if cached is not None:
             return cached
-        found = lint_source(current, rule_classes, test_code, project_root)
+        found = lint_source(current, rule_classes, test_code, project_root, codes)
         if cache:
             cache.put(key, found)
         return found

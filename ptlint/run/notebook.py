@@ -24,7 +24,7 @@ from typing import Iterable
 
 from ptlint.engine.finding import Finding
 from ptlint.engine.notebook import Cell, Notebook, NotebookError, read_notebook  # noqa: F401 - read here, used by callers
-from ptlint.engine.source import SourceFile
+from ptlint.engine.source import SourceFile, split_lines
 
 _MARKER = "# ptlint-notebook-cell: {number}"
 _MARKER_LINE = re.compile(r"^# ptlint-notebook-cell: (\d+)$")
@@ -38,7 +38,6 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _ESCAPES = ("%", "!", "?", "/", ",", ";")
 _HELP_END = re.compile(r"^\s*%{0,2}[\w*.\[\]-]+\?{1,2}\s*$")  # obj?  obj.attr??  x[0]?  (IPython's own pattern)
 _ASSIGN_ESCAPE = re.compile(r"^\s*[\w.\[\], ]+=\s*[!%]")  # files = !ls   t = %timeit -o f()
-_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 # -- the module the code cells make ------------------------------------------------------------
@@ -60,7 +59,7 @@ def build_module(notebook: Notebook, blank: Iterable[int] = ()) -> Module:
     parts: list[str] = []
     module = Module("", [])
     for cell in notebook.code_cells:
-        lines = _split_lines(cell.source)
+        lines = split_lines(cell.source)
         replaced = _python_lines(lines, module, cell.number)
         if replaced is None:  # %%bash and the like: not Python, left alone
             continue
@@ -75,16 +74,6 @@ def build_module(notebook: Notebook, blank: Iterable[int] = ()) -> Module:
         parts.append(body)
     module.text = "".join(parts)
     return module
-
-
-def _split_lines(text: str) -> list[str]:
-    out, start = [], 0
-    for match in _LINE_END.finditer(text):
-        out.append(text[start:match.end()])
-        start = match.end()
-    if start < len(text):
-        out.append(text[start:])
-    return out
 
 
 def _python_lines(lines: list[str], module: Module, number: int) -> list[str] | None:
@@ -187,7 +176,7 @@ def split_module(module: Module, text: str) -> dict[int, str] | None:
     order: list[int] = []
     prefix: list[str] = []
     current: list[str] | None = None
-    for line in _split_lines(text):
+    for line in split_lines(text):
         match = _MARKER_LINE.match(line.rstrip("\r\n"))
         if match:
             number = int(match.group(1))
@@ -234,7 +223,7 @@ def restore_endings(notebook: Notebook, sources: dict[int, str]) -> dict[int, st
 def locate(module_text: str, path: str, findings: list[Finding]) -> list[Finding]:
     """Findings on the module, moved to their cells: `"cell"`, and lines counted in the cell."""
     markers: list[tuple[int, int]] = []  # (module line of the marker, cell number)
-    for index, line in enumerate(_split_lines(module_text), 1):
+    for index, line in enumerate(split_lines(module_text), 1):
         match = _MARKER_LINE.match(line.rstrip("\r\n"))
         if match:
             markers.append((index, int(match.group(1))))
@@ -256,21 +245,24 @@ def locate(module_text: str, path: str, findings: list[Finding]) -> list[Finding
 
 # -- check and fix ----------------------------------------------------------------------------
 
-def check_notebook(notebook: Notebook, rule_classes: list, test_code: bool) -> list[Finding]:
-    findings, _ = _check(notebook, rule_classes, test_code)
+def check_notebook(notebook: Notebook, rule_classes: list, test_code: bool,
+                   enabled: tuple[str, ...] | None = None) -> list[Finding]:
+    findings, _ = _check(notebook, rule_classes, test_code, enabled)
     return findings
 
 
-def _check(notebook: Notebook, rule_classes: list, test_code: bool) -> tuple[list[Finding], set[int]]:
+def _check(notebook: Notebook, rule_classes: list, test_code: bool,
+           enabled: tuple[str, ...] | None = None) -> tuple[list[Finding], set[int]]:
     """Findings, and the cells that do not parse: each gets its PTL001 and is left out, so one
-    broken cell does not hide the findings of the others."""
+    broken cell does not hide the findings of the others. `enabled`: as for lint_source."""
     from ptlint.engine.traversal import lint_source
 
     broken: dict[int, Finding] = {}
     while True:
         module = build_module(notebook, broken)
         findings = locate(module.text, notebook.path,
-                          lint_source(SourceFile(notebook.path, module.text), rule_classes, test_code))
+                          lint_source(SourceFile(notebook.path, module.text), rule_classes, test_code,
+                                      enabled=enabled))
         errors = [f for f in findings if f.code == "PTL001" and f.cell not in broken]
         if not errors:
             break
@@ -301,7 +293,7 @@ def fix_notebook(notebook: Notebook, codes: tuple[str, ...], unsafe: bool, test_
     from ptlint.run.fixer import fix_source
 
     rule_classes = rule_classes_for(codes)
-    findings, broken = _check(notebook, rule_classes, test_code)
+    findings, broken = _check(notebook, rule_classes, test_code, codes)
     outcome = NotebookFix(notebook.path, notebook.text, notebook.text, remaining=findings)
     if not any(applicable(f, unsafe) for f in findings):
         return outcome

@@ -10,6 +10,7 @@ import pytest
 from helpers import FIXTURES, run_ptlint
 
 from ptlint.engine.registry import all_rules
+from ptlint.rules.sync.ptl101_sync_in_loop import SyncInLoop
 
 SYNC_LOOP = textwrap.dedent("""\
     import torch
@@ -57,8 +58,10 @@ def test_json_shape_matches_design(tmp_path):
         "code": "PTL101", "name": "sync-in-loop", "message": finding["message"],
         "path": os.path.join("src", "train.py"), "line": 6, "column": 18, "end_line": 6, "end_column": 37,
         "severity": "warning", "fix": None, "source": "static", "context": "per-step",
+        "help": SyncInLoop.help,
     }
     assert "item" in finding["message"]
+    assert finding["help"].startswith("Keep the value on the device")
 
 
 def test_relative_and_absolute_paths_stay_as_given(tmp_path):
@@ -83,7 +86,10 @@ def test_noqa_silences_only_its_line_and_code(tmp_path):
     """)
     write(tmp_path / "a.py", text)
     _, findings = check_json("a.py", cwd=tmp_path)
-    assert [f["line"] for f in findings] == [5, 7, 8]
+    assert [f["line"] for f in findings if f["code"] == "PTL101"] == [5, 7, 8]
+    # the PTL102 codes suppress nothing: PTL002 says so where they are
+    assert [(f["line"], f["message"]) for f in findings if f["code"] == "PTL002"] == [
+        (5, "unused `noqa` directive (unused: `PTL102`)"), (9, "unused `noqa` directive (unused: `PTL102`)")]
 
 
 def test_file_level_noqa(tmp_path):
@@ -176,7 +182,7 @@ def test_config_select_ignore_per_file_ignores(tmp_path):
 @pytest.mark.parametrize("config,needle", [
     ('[tool.ptlint]\nselect = ["PTL101"\n', "invalid TOML"),
     ('[tool.ptlint]\nslect = ["PTL101"]\n', "unknown key"),
-    ('[tool.ptlint]\nselect = ["XYZ9"]\n', "unknown rule code"),
+    ('[tool.ptlint]\nselect = ["PTL9X"]\n', "unknown rule code"),
     ('[tool.ptlint]\nselect = "PTL101"\n', "list of strings"),
     ('[tool.ptlint.dynamic]\ntimeout = -1\n', "timeout"),
 ])

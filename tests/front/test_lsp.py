@@ -182,7 +182,7 @@ async def test_config_is_honoured_and_a_bad_one_reported(client: LanguageClient,
 
     broken = tmp_path / "broken_config"
     broken.mkdir()
-    (broken / "pyproject.toml").write_text('[tool.ptlint]\nselect = ["NOPE9"]\n')
+    (broken / "pyproject.toml").write_text('[tool.ptlint]\nselect = ["PTL999"]\n')
     params = await opened(client, broken / "a.py", BAD)
     assert [d.code for d in params.diagnostics] == ["PTL101"]  # the default rules
     for _ in range(50):
@@ -191,7 +191,7 @@ async def test_config_is_honoured_and_a_bad_one_reported(client: LanguageClient,
         await asyncio.sleep(0.1)
     [message] = client.messages
     assert message.type == types.MessageType.Error
-    assert "NOPE9" in message.message
+    assert "PTL999" in message.message
 
 
 def _single_fix_cases():

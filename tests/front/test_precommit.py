@@ -165,3 +165,66 @@ def test_hook_definitions_pass_force_exclude_and_notebooks():
     assert hooks["ptlint"]["entry"] == "ptlint check --force-exclude"
     assert hooks["ptlint-fix"]["entry"] == "ptlint fix --apply --force-exclude"
     assert all(hook["types_or"] == ["python", "jupyter"] for hook in hooks.values())
+
+
+def _working_tree_as_repository(tmp_path: Path) -> tuple[Path, str]:
+    """This checkout as it is now (uncommitted edits included) in a one-commit repository: the
+    hook definition and the code that pre-commit will clone and install."""
+    import shutil
+
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    source = tmp_path / "ptlint-now"
+    for name in filter(None, listed):
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
+    _git("init", "-q", cwd=source)
+    _git("add", ".", cwd=source)
+    _git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "now", cwd=source)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return source, sha
+
+
+@pytest.mark.skipif(not _is_git_checkout(), reason="needs ptlint as a git checkout")
+def test_the_check_hook_takes_fix_as_ruffs_does(tmp_path: Path):
+    """`args: [--fix]` on the `ptlint` hook, as ruff users write it, run by the real pre-commit
+    against this repository's own .pre-commit-hooks.yaml: the fixes are written, the commit is
+    refused while findings remain, and it passes once they are gone."""
+    source, sha = _working_tree_as_repository(tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    code, before, after = _safe_fix_example(source)
+    (project / "fixme.py").write_text(before)
+    (project / "train.py").write_text(BAD)
+    (project / ".pre-commit-config.yaml").write_text(textwrap.dedent(f"""\
+        repos:
+          - repo: {source}
+            rev: {sha}
+            hooks:
+              - id: ptlint
+                args: [--fix]
+    """))
+    _git("init", "-q", cwd=project)
+    _git("add", ".", cwd=project)
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PRE_COMMIT_COLOR="never")
+    for key in ("PTLINT_CACHE_DIR", "VIRTUAL_ENV", "PYTHONPATH"):
+        env.pop(key, None)
+
+    def pre_commit() -> subprocess.CompletedProcess:
+        return subprocess.run([*PRE_COMMIT, "run", "--all-files"], cwd=project, env=env, capture_output=True,
+                              text=True, timeout=1200)
+
+    first = pre_commit()
+    output = first.stdout + first.stderr
+    assert first.returncode == 1, output
+    assert "- hook id: ptlint\n" in output and "- files were modified by this hook" in output, output
+    assert (project / "fixme.py").read_text() == after, f"--fix did not apply the {code} fix"
+    line = BAD.splitlines().index("        total += model(x).mean().item()") + 1
+    assert re.search(rf"^train\.py:{line}:\d+: PTL101 ", output, re.M), output
+    assert "(1 fixed, 1 remaining)" in output, output
+    (project / "train.py").write_text("import torch\n")
+    _git("add", ".", cwd=project)
+    second = pre_commit()
+    assert second.returncode == 0, second.stdout + second.stderr

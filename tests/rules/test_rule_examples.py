@@ -113,3 +113,18 @@ def test_one_module_per_rule():
     assert len(modules) == len(set(modules))
     for code, cls in RULES.items():
         assert cls.__module__.split(".")[-1].startswith(code.lower() + "_")
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_every_rule_says_what_to_change_with_public_apis(code):
+    """`help`: one line on the rule's own class, shown under every finding; messages name public
+    APIs (a private `torch._*` one may appear in a help only as the custom optimizer's tool)."""
+    cls = RULES[code]
+    assert isinstance(cls.__dict__.get("help"), str), f"{code} declares no `help`"
+    assert cls.help.strip() == cls.help and "\n" not in cls.help and cls.help.endswith(".")
+    messages = [value for name, value in vars(cls).items() if name.endswith("message") and isinstance(value, str)]
+    assert messages and not any("torch._" in message for message in messages), messages
+    if "torch._" in cls.help:
+        assert "custom optimizer" in cls.help
+    found = [f for example in cls.bad_examples for f in check_text(example, [code]) if f.code == code]
+    assert found and all(f.help and f.help.endswith(".") for f in found)

@@ -151,7 +151,8 @@ def test_unreadable_file_is_one_line_and_others_are_checked(tmp_path, make):
 # code and one-line stderr for an unreadable file are covered above (read_error: EIO).
 
 def _checked(monkeypatch, tmp_path):
-    from ptlint.run.check import check_files, discover
+    from ptlint.run.check import check_files
+    from ptlint.run.discover import discover
     from ptlint.run.config import Resolver
 
     monkeypatch.chdir(tmp_path)

@@ -54,12 +54,13 @@ from ptlint.run.config import (  # noqa: E402
     _relative,
     expand,
     load_config,
+    enabled_codes,
     resolve_enabled,
     split_codes,
     validate,
 )
 
-DEFAULTS = tuple(sorted({c for c, i in rule_index().items() if i.default} | set(DYNAMIC_CODES)))
+DEFAULTS = tuple(sorted({c for c, i in rule_index().items() if i.default} | {"PTL002"} | set(DYNAMIC_CODES)))
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -74,7 +75,7 @@ def test_expand_prefixes_all_and_case():
     every = known_codes()
     assert expand(["PTL"], "x") == every == expand(["ALL"], "x") == expand(["all"], "x")
     assert expand(["ptl10"], "x") == {c for c in every if c.startswith("PTL10")}
-    assert expand([" PTL101 ", ""], "x") == {"PTL101"}
+    assert expand([" PTL101 ", ""], "x") == {"PTL101"} == expand(["", "PTL101"], "x")
     assert expand([], "x") == set()
     with pytest.raises(ConfigError) as error:
         expand(["PTL101", "PTL999"], "the place")
@@ -93,9 +94,25 @@ def test_resolve_enabled_layers_like_ruff():
     assert "PTL203" not in DEFAULTS and resolve_enabled(None, ["PTL203"], None, None, None, None) == tuple(
         sorted(DEFAULTS + ("PTL203",)))
     with pytest.raises(ConfigError, match="^my.toml: unknown"):
-        resolve_enabled(["nope"], None, None, None, None, None, config_label="my.toml")
-    with pytest.raises(ConfigError, match="^--select/--ignore: unknown"):
-        resolve_enabled(None, None, None, None, ["nope"], None)
+        resolve_enabled(["PTL9"], None, None, None, None, None, config_label="my.toml")
+    with pytest.raises(ConfigError, match="^--extend-select: unknown"):
+        resolve_enabled(None, None, None, None, ["PTL9"], None)
+    with pytest.raises(ConfigError, match="^--ignore: unknown"):
+        resolve_enabled(None, None, None, None, None, ["PTL9"])
+
+
+def test_other_linters_codes_are_skipped_with_a_warning():
+    warnings: list[str] = []
+    assert expand(["E501", "ruf", "PTL101", "B9", "E501"], "--ignore", warnings) == {"PTL101"}
+    assert warnings == ["--ignore: 'E501' is not a ptlint code (another linter's?); ignored",
+                        "--ignore: 'ruf' is not a ptlint code (another linter's?); ignored",
+                        "--ignore: 'B9' is not a ptlint code (another linter's?); ignored"]
+    assert expand(["E501"], "x") == set()  # no list to warn in: skipped all the same
+    for bad in ("PTL999", "ptl9", "E-501", "501", "PTL 1"):
+        with pytest.raises(ConfigError, match="unknown rule code or prefix"):
+            expand([bad], "x", warnings)
+    # a select of other linters' codes only selects nothing of ptlint's
+    assert enabled_codes([(["E501"], None, None, "cli")], warnings) == ()
 
 
 @pytest.mark.parametrize("table, message", [
@@ -108,7 +125,7 @@ def test_resolve_enabled_layers_like_ruff():
     ({"per-file-ignores": ["a"]}, "p: [tool.ptlint] per-file-ignores must map patterns to lists of codes"),
     ({"per-file-ignores": {"a": "PTL1"}}, "p: [tool.ptlint] per-file-ignores must map patterns to lists of codes"),
     ({"per-file-ignores": {"a": [1]}}, "p: [tool.ptlint] per-file-ignores must map patterns to lists of codes"),
-    ({"per-file-ignores": {"a": ["NOPE"]}}, "p: per-file-ignores['a']: unknown rule code or prefix 'NOPE'"),
+    ({"per-file-ignores": {"a": ["PTL9X"]}}, "p: per-file-ignores['a']: unknown rule code or prefix 'PTL9X'"),
     ({"unsafe-fixes": "yes"}, "p: [tool.ptlint] unsafe-fixes must be true or false"),
     ({"force-exclude": 1}, "p: [tool.ptlint] force-exclude must be true or false"),
     ({"cache-dir": 3}, "p: [tool.ptlint] cache-dir must be a string"),
@@ -180,7 +197,7 @@ def test_resolver_finds_the_nearest_config_and_remembers_it(tmp_path):
     with pytest.raises(ConfigError, match="config file not found"):
         Resolver(config_file=str(tmp_path / "missing.toml"))
     with pytest.raises(ConfigError, match="unknown rule code"):
-        Resolver(select="NOPE")
+        Resolver(select="PTL9X")
 
 
 def test_a_bad_config_is_an_error_each_time_it_is_asked_for(tmp_path):
@@ -250,3 +267,95 @@ def test_build_settings_takes_the_first_path(tmp_path, monkeypatch):
     assert build_settings([str(tmp_path)], extend_select="PTL102").enabled == ("PTL101", "PTL102")
     monkeypatch.chdir(tmp_path)
     assert build_settings([]).enabled == ("PTL101",)
+
+
+# -- extend, --config overrides, --isolated, respect-gitignore -----------------------------------
+
+def test_extend_layers_the_base_first_and_rebases_its_paths(tmp_path):
+    base = tmp_path / "pyproject.toml"
+    base.write_text('[tool.ptlint]\nselect = ["PTL1", "PTL3"]\nignore = ["PTL101"]\n'
+                    'exclude = ["proj/gen", "vendor", "proj/data/", "**/x/y", "docs/**", "proj/a/**"]\n'
+                    'extend-exclude = ["big/*.py"]\n'
+                    'per-file-ignores = { "proj/tests/*" = ["PTL3"] }\ntest-code = ["proj/checks/**"]\n'
+                    'cache-dir = "cache"\nunsafe-fixes = true\n'
+                    '[tool.ptlint.dynamic]\ntargets = ["proj/probe.py:make", "pkg.mod:make", "c:/x.py:f:g"]\n'
+                    'timeout = 9\n')
+    (tmp_path / "proj").mkdir()
+    child = tmp_path / "proj" / "pyproject.toml"
+    child.write_text('[tool.ptlint]\nextend = "../pyproject.toml"\nextend-select = ["PTL101"]\n'
+                     'ignore = ["PTL102"]\nextend-exclude = ["local"]\n[tool.ptlint.dynamic]\ndevice = "cpu"\n')
+    settings = Resolver().settings_for(str(tmp_path / "proj" / "a.py"))
+    assert settings.config_path == str(child) and settings.root == str(tmp_path / "proj")
+    every = known_codes()
+    assert set(settings.enabled) == {c for c in every if c.startswith(("PTL1", "PTL3")) and c != "PTL102"}
+    # the base's patterns were relative to its folder; a name without a slash matches anywhere
+    assert settings.exclude == ("gen", "vendor", "data/", "**/x/y", "docs/**", "a/**", "../big/*.py", "local")
+    assert settings.per_file_ignores == (("tests/*", ("PTL3",)),)
+    assert settings.test_code == ("checks/**",)
+    assert settings.cache_dir == str(tmp_path / "cache") and settings.unsafe_fixes is True
+    assert settings.dynamic == {"targets": ["probe.py:make", "pkg.mod:make", "c:/x.py:f:g"], "timeout": 9,
+                                "device": "cpu"}
+    assert settings.matches_exclude(str(tmp_path / "proj" / "gen" / "x.py"))
+    assert settings.codes_for(str(tmp_path / "proj" / "tests" / "t.py")) == tuple(
+        c for c in settings.enabled if not c.startswith("PTL3"))
+
+
+def test_extend_chains_cycles_and_missing_files(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nselect = ["PTL2"]\n')
+    (tmp_path / "a" / "pyproject.toml").write_text('[tool.ptlint]\nextend = "$BASE_DIR/pyproject.toml"\n'
+                                                 'extend-select = ["PTL101"]\n')
+    (tmp_path / "b" / "pyproject.toml").write_text('[tool.ptlint]\nextend = "../a/pyproject.toml"\n')
+    monkeypatch.setenv("BASE_DIR", str(tmp_path))
+    settings = Resolver().settings_for(str(tmp_path / "b"))
+    assert set(settings.enabled) == {c for c in known_codes() if c.startswith("PTL2")} | {"PTL101"}
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nextend = "b/pyproject.toml"\n')
+    (tmp_path / "a" / "pyproject.toml").write_text('[tool.ptlint]\nextend = "../pyproject.toml"\n')
+    with pytest.raises(ConfigError, match="`extend` goes round in a circle"):
+        Resolver().settings_for(str(tmp_path / "b"))
+    (tmp_path / "b" / "pyproject.toml").write_text('[tool.ptlint]\nextend = "../nowhere.toml"\n')
+    with pytest.raises(ConfigError, match=r"extend = '../nowhere.toml': no such file"):
+        Resolver().settings_for(str(tmp_path / "b"))
+    (tmp_path / "other.toml").write_text("[tool.black]\n")
+    (tmp_path / "b" / "pyproject.toml").write_text('[tool.ptlint]\nextend = "../other.toml"\n')
+    with pytest.raises(ConfigError, match=r"has no \[tool.ptlint\] table"):
+        Resolver().settings_for(str(tmp_path / "b"))
+    (tmp_path / "b" / "pyproject.toml").write_text('[tool.ptlint]\nextend = 3\n')
+    with pytest.raises(ConfigError, match="extend must be a string"):
+        Resolver().settings_for(str(tmp_path / "b"))
+
+
+def test_overrides_replace_the_configs_keys_and_flags_win(tmp_path):
+    from ptlint.run.config import parse_override
+
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nignore = ["PTL1"]\nexclude = ["a"]\n'
+                                            '[tool.ptlint.dynamic]\ntimeout = 5\ndevice = "cpu"\n')
+    overrides = [parse_override("ignore = []"), parse_override("dynamic.timeout = 30"),
+                 parse_override("tool.ptlint.extend-exclude = ['b']")]
+    settings = Resolver(overrides=overrides).settings_for(str(tmp_path))
+    assert "PTL101" in settings.enabled and settings.exclude == ("a", "b")
+    assert settings.dynamic == {"timeout": 30, "device": "cpu"}
+    assert "PTL101" not in Resolver(overrides=overrides, ignore="PTL101").settings_for(str(tmp_path)).enabled
+    assert Resolver(overrides=[parse_override("select = ['PTL3']")]).settings_for(str(tmp_path / "x")).enabled \
+        == tuple(sorted(c for c in known_codes() if c.startswith("PTL3")))
+    for text, message in [("nope = 1", "unknown key"), ("select = 'PTL1'", "must be a list of strings"),
+                          ("extend = 'x.toml'", "belongs in a")]:
+        with pytest.raises(ConfigError, match=message):
+            parse_override(text)
+    for text, reason in [("select = ", "Invalid value (at end of document)"), ("x = '\udcff'", "not UTF-8")]:
+        with pytest.raises(ConfigError) as error:
+            parse_override(text)
+        assert str(error.value) == f"--config {text!r}: neither a config file nor a TOML `key = value` pair " \
+                                   f"({reason})"
+
+
+def test_isolated_reads_no_config(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nignore = ["PTL1"]\nrespect-gitignore = false\n')
+    configured = Resolver().settings_for(str(tmp_path))
+    isolated = Resolver(isolated=True).settings_for(str(tmp_path))
+    assert configured.respect_gitignore is False and "PTL101" not in configured.enabled
+    assert isolated.config_path is None and isolated.respect_gitignore is True and "PTL101" in isolated.enabled
+    assert Resolver(isolated=True, respect_gitignore=False).settings_for(str(tmp_path)).respect_gitignore is False
+    with pytest.raises(ConfigError, match="respect-gitignore must be true or false"):
+        validate({"respect-gitignore": "no"}, "p")

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import run_ptlint
+from helpers import KEPT_LOSS, run_ptlint
 
 from ptlint.run.config import ConfigError, Resolver
 
@@ -129,17 +129,7 @@ def test_flake8_uses_each_files_nearest_config(two_projects: Path):
 
 
 def test_unsafe_fixes_of_each_config_mark_its_own_findings(tmp_path: Path):
-    kept = textwrap.dedent("""\
-        import torch
-
-        def train(model, loader):
-            losses = []
-            for x in loader:
-                loss = model(x).mean()
-                loss.backward()
-                losses.append(loss)
-            return losses
-    """)
+    kept = KEPT_LOSS
     for folder, unsafe in (("a", "true"), ("b", "false")):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "pyproject.toml").write_text(f"[tool.ptlint]\nunsafe-fixes = {unsafe}\n")

@@ -91,7 +91,8 @@ def test_read_only_file_is_reported_not_written(tmp_path):
 
 
 def test_file_changed_on_disk_is_not_overwritten(tmp_path, monkeypatch):
-    from ptlint.run.check import Job, check_file
+    from ptlint.run.check import check_file
+    from ptlint.run.discover import Job
     from ptlint.run.config import build_settings
     from ptlint.run.fix import fix_jobs
 

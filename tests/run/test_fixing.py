@@ -13,7 +13,8 @@ from test_fixer import FIXED_LOSS, KEPT_LOSS
 from ptlint.engine.source import SourceFile
 from ptlint.run import fixer
 from ptlint.run.cache import Caches
-from ptlint.run.check import Job, check_file
+from ptlint.run.check import check_file
+from ptlint.run.discover import Job
 from ptlint.run.config import Settings
 from ptlint.run.fix import fix_jobs, unified_diff
 

@@ -19,6 +19,8 @@ class DeprecatedCudaAmp(Rule):
     code = "PTL601"
     name = "deprecated-cuda-amp"
     message = "`{old}` is deprecated (torch 2.4 warns on every call): use `{new}`"
+    help = ('Use `torch.amp.autocast("cuda", ...)`, `torch.amp.GradScaler("cuda", ...)` and '
+            '`torch.amp.custom_fwd(device_type="cuda")` / `custom_bwd(device_type="cuda")`.')
     fixable = "sometimes"  # safe where offered; `*args` into autocast: no fix
     cold = False  # a fallback in `except ImportError:` / `except AttributeError:` is a compatibility path
     triggers = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")

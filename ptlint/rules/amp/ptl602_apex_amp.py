@@ -14,6 +14,8 @@ class ApexAmp(Rule):
     name = "apex-amp"
     message = ("`{what}`: apex's amp is deprecated in favour of native AMP; use `torch.amp.autocast` "
                "with `torch.amp.GradScaler`")
+    help = ('Use `torch.autocast("cuda")` around the forward pass and `torch.amp.GradScaler("cuda")` where '
+            "`amp.scale_loss` was (no scaler with bfloat16).")
     triggers = ("apex",)
 
     def __init__(self, ctx) -> None:

@@ -11,6 +11,8 @@ class Tf32Off(ProjectHint):
     message = ("this CUDA training loop runs float32 matmuls without TF32: set "
                "`torch.backends.cuda.matmul.allow_tf32 = True` or `torch.set_float32_matmul_precision(\"high\")` "
                "(Ampere and newer)")
+    help = ("Set `torch.backends.cuda.matmul.allow_tf32 = True`, or call "
+            '`torch.set_float32_matmul_precision("high")`, once at start-up.')
 
     def applies(self, used: str, anywhere: str) -> bool:
         return bool(CUDA.search(used)) and not MIXED_PRECISION.search(anywhere) and not TF32.search(anywhere)

@@ -12,6 +12,7 @@ class ConvNotChannelsLast(ProjectHint):
     message = ("a model with `Conv2d` trained under autocast in the NCHW layout: "
                "`model.to(memory_format=torch.channels_last)` (and the inputs) lets cuDNN run tensor-core "
                "kernels without transposes")
+    help = "Convert the model and its inputs with `.to(memory_format=torch.channels_last)`."
 
     def applies(self, used: str, anywhere: str) -> bool:
         return bool(CONVOLUTION.search(used)) and bool(AUTOCAST.search(used)) and not CHANNELS_LAST.search(anywhere)

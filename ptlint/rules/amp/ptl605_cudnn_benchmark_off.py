@@ -18,6 +18,7 @@ class CudnnBenchmarkOff(ProjectHint):
     name = "cudnn-benchmark-off"
     message = ("a convolutional training loop on fixed-size inputs that never sets "
                "`torch.backends.cudnn.benchmark = True`: cuDNN keeps its heuristic kernel choice")
+    help = "Set `torch.backends.cudnn.benchmark = True` once at start-up."
 
     def applies(self, used: str, anywhere: str) -> bool:
         return bool(CONVOLUTION.search(used)) and bool(FIXED_SIZE.search(used)) and bool(CUDA.search(used)) \

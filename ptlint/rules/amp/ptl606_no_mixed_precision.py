@@ -10,6 +10,8 @@ class NoMixedPrecision(ProjectHint):
     name = "no-mixed-precision"
     message = ("this CUDA training loop runs entirely in float32: `torch.autocast(\"cuda\", dtype=torch.bfloat16)` "
                "around the forward pass (with `torch.amp.GradScaler` for float16) uses the tensor cores")
+    help = ('Run the forward pass under `torch.autocast("cuda", dtype=torch.bfloat16)` (with float16, also a '
+            '`torch.amp.GradScaler("cuda")`).')
 
     def applies(self, used: str, anywhere: str) -> bool:
         return bool(CUDA.search(used)) and not MIXED_PRECISION.search(anywhere)

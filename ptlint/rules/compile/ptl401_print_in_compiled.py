@@ -44,6 +44,8 @@ class PrintInCompiled(Rule):
     code = "PTL401"
     name = "print-in-compiled"
     message = "{what} in code that torch.compile traces breaks the graph here"
+    help = ("Move the print or log call out of the compiled code (log what it returns instead), or guard it with "
+            "`if not torch.compiler.is_compiling():`.")
     cold = False  # not on the error path: a break there costs nothing
     triggers = ("print", "logging", "logger", "warn")
 

@@ -26,6 +26,7 @@ class ScalarInCompiled(Rule):
     code = "PTL402"
     name = "scalar-in-compiled"
     message = "{what} in code that torch.compile traces reads a tensor value back to Python: a graph break"
+    help = "Keep the value a tensor (`x / x.max()`), or read it outside the compiled function."
     default = False  # most reads on real code are values the code needs (see the page); select it to use it
     cold = False  # not on the error path: a break there costs nothing
     triggers = (".item(", ".tolist(", ".numpy(", "float(", "int(", "bool(")

@@ -41,6 +41,8 @@ class DataDependentBranch(Rule):
     code = "PTL403"
     name = "data-dependent-branch"
     message = "branching on a tensor's value in code that torch.compile traces: a graph break"
+    help = ("Select on the device with `torch.where(cond, a, b)` (or `torch.cond` for larger branches) instead of "
+            "a Python `if` on a tensor.")
     cold = False  # not on the error path: a break there costs nothing
     triggers = ("if", "while")
 

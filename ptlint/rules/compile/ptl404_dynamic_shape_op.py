@@ -51,6 +51,8 @@ class DynamicShapeOp(Rule):
     code = "PTL404"
     name = "dynamic-shape-op"
     message = "{what} in code that torch.compile traces has a data-dependent output shape: a graph break"
+    help = ("Keep shapes static: masked arithmetic, `torch.where(cond, a, b)` or `masked_fill` instead of "
+            "`nonzero` or boolean indexing.")
     default = False  # its usual remedy is a redesign (see the page): select it where compiling matters
     cold = False  # not on the error path: a break there costs nothing
     triggers = ("nonzero", "argwhere", "unique", "masked_select", "bincount", "where", "[")

@@ -37,6 +37,8 @@ class UntraceableCall(Rule):
     code = "PTL405"
     name = "untraceable-call"
     message = "{what} cannot be traced by torch.compile: a graph break"
+    help = ("Make the call outside the compiled code: time it from outside, draw random numbers with torch "
+            "(`torch.rand`), copy modules and read files before compiling.")
     cold = False  # not on the error path: a break there costs nothing
     triggers = ("time", "random", "deepcopy", "open(")
 

@@ -15,6 +15,7 @@ class DataLoaderSettings(Rule):
     code = "PTL203"
     name = "dataloader-settings"
     message = "`DataLoader` without {missing}: {why}"
+    help = "Pass `num_workers=` (a few per GPU) and `pin_memory=True` to the `DataLoader`."
     default = False
     triggers = ("DataLoader",)
 

@@ -49,6 +49,8 @@ class IterableDatasetNotSharded(Rule):
     name = "iterable-dataset-not-sharded"
     message = "`{name}.__iter__` never calls `torch.utils.data.get_worker_info()`: with `num_workers > 0` " \
               "every DataLoader worker yields the whole stream"
+    help = ("In `__iter__`, call `torch.utils.data.get_worker_info()` and yield only this worker's share "
+            "(`info.id` of `info.num_workers`).")
     triggers = ("IterableDataset",)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:

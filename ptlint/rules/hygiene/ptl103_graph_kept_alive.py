@@ -40,6 +40,7 @@ class GraphKeptAlive(Rule):
     code = "PTL103"
     name = "graph-kept-alive"
     message = "`{name}` was backpropagated and is kept across iterations: its autograd graph stays in memory"
+    help = "Keep `loss.detach()` (or `loss.item()` where a Python number is needed) instead of the loss itself."
     fixable = UNSAFE
     triggers = ("backward", "loss", "criterion", "cross_entropy", "kl_div", "training_step")
 

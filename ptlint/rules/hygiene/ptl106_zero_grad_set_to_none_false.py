@@ -24,6 +24,8 @@ class ZeroGradSetToNoneFalse(Rule):
     name = "zero-grad-set-to-none-false"
     message = "`zero_grad(set_to_none=False)` writes zeros into every gradient each step; " \
               "the default (`set_to_none=True`) frees them instead"
+    help = ("Call `zero_grad()` (its default, `set_to_none=True`, frees the gradients) instead of "
+            "`zero_grad(set_to_none=False)`.")
     fixable = UNSAFE
     contexts = frozenset({PER_STEP, PER_OUTER, CALLED})  # once, at set-up, it costs one memset
     cold = False

@@ -32,6 +32,7 @@ class EvalWithoutNoGrad(Rule):
     message = "`{model}` is in eval mode and this loop never calls `.backward()`, but nothing disables " \
               "gradients: every call records an autograd graph; wrap the loop in `torch.no_grad()` " \
               "or `torch.inference_mode()`"
+    help = "Wrap the evaluation loop in `with torch.no_grad():` or `with torch.inference_mode():`."
     contexts = frozenset({PER_STEP, PER_OUTER, CALLED})
     cold = False
     triggers = (".eval()", ".train(False)", ".train(mode=False)")

@@ -38,6 +38,8 @@ class ElementwisePythonLoop(Rule):
     name = "elementwise-python-loop"
     message = "this loop runs `{tensor}` through elementwise arithmetic one row at a time: one kernel launch " \
               "per row where a single vectorised expression would do"
+    help = ("Replace the loop with one expression on whole tensors (`out = a * x + b`), broadcasting instead of "
+            "indexing rows with `x[i]`.")
     default = False
     cold = False
     triggers = ("range(",)

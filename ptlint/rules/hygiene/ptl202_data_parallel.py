@@ -22,6 +22,7 @@ class UsesDataParallel(Rule):
     code = "PTL202"
     name = "data-parallel"
     message = "`{name}` is torch.nn.DataParallel: use DistributedDataParallel (one process per GPU)"
+    help = "Use `torch.nn.parallel.DistributedDataParallel`, one process per GPU (launched with `torchrun`)."
     triggers = ("DataParallel",)
 
     def _is_data_parallel(self, node: ast.AST) -> bool:

@@ -44,6 +44,7 @@ class UnstableSoftmax(DeferredRule):
     code = "PTL301"
     name = "unstable-softmax"
     message = "softmax written as `exp(x) / exp(x).sum()` overflows for large inputs; use `softmax`"
+    help = "Use `torch.softmax(x, dim=d)` (or `F.softmax`), which subtracts the maximum before `exp`."
     fixable = "sometimes"
     triggers = ("exp",)
 

@@ -13,6 +13,7 @@ class LogOfSoftmax(DeferredRule):
     code = "PTL302"
     name = "log-of-softmax"
     message = "`log(softmax(x))` gives -inf where softmax underflows; use `log_softmax(x)`"
+    help = "Use `F.log_softmax(x, dim=d)` (or `torch.log_softmax`) instead of the log of a softmax."
     fixable = SAFE  # the direct form only; through a local variable: reported without a fix
     triggers = ("softmax",)
 

@@ -28,6 +28,7 @@ class LogSumExp(DeferredRule):
     code = "PTL303"
     name = "log-sum-exp"
     message = "`log(sum(exp(x)))` overflows for large inputs; use `logsumexp(x, dim)`"
+    help = "Use `torch.logsumexp(x, dim=d)`."
     fixable = "sometimes"
     triggers = ("exp",)
 

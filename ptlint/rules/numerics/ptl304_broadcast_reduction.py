@@ -75,6 +75,8 @@ class BroadcastReduction(DeferredRule):
     name = "broadcast-reduction"
     message = ("`.{method}()` over all elements of a broadcast between operands of rank {left} and {right}: "
                "the shapes may have silently broadcast to a larger tensor")
+    help = ("Give the reduction an explicit `dim=`, and make the operands' shapes match first (`a.squeeze(-1)` or "
+            "`b.unsqueeze(-1)`).")
     triggers = ("sum", "mean", "std", "var")
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -214,6 +214,8 @@ class LogExpPrecision(DeferredRule):
     code = "PTL305"
     name = "log-exp-precision"
     message = MESSAGES["log1p"]
+    help = ("Use `torch.log1p(x)` for `log(1 + x)`, `torch.expm1(x)` for `exp(x) - 1`, `F.softplus(x)` for `log(1 "
+            "+ exp(x))`, and `|x| + F.softplus(-2 * |x|) - log(2)` for a log-cosh.")
     fixable = "sometimes"  # safe where offered; the log-cosh forms and forms through a local: no fix
     triggers = ("log(", "log1p(", "exp(")
 

@@ -15,6 +15,8 @@ class SoftmaxIntoCrossEntropy(LossInputRule):
     name = "softmax-into-cross-entropy"
     message = ("`{loss}` gets the output of `softmax`: it takes logits and applies `log_softmax` itself; "
                "pass the logits")
+    help = ("Pass the logits (the input of `softmax`) to the loss: `F.cross_entropy` applies `log_softmax` itself "
+            "(`F.nll_loss` takes `F.log_softmax(logits, dim)`).")
     nll_message = ("`{loss}` gets the output of `softmax`: it takes log-probabilities, so this is `-p[y]`, "
                    "not `-log p[y]`; pass `log_softmax(x)`")
     triggers = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss")

@@ -22,6 +22,8 @@ class SigmoidThenBCE(LossInputRule):
     name = "sigmoid-then-bce"
     message = ("`{loss}` of a `sigmoid` output: use `binary_cross_entropy_with_logits` on the logits "
                "(exact where the sigmoid saturates, and allowed under autocast)")
+    help = ("Use `F.binary_cross_entropy_with_logits(logits, target)` (or `nn.BCEWithLogitsLoss`) on the input of "
+            "the sigmoid.")
     fixable = "sometimes"  # safe where offered; a loss module or a sigmoid held in a local: no fix
     triggers = ("binary_cross_entropy", "BCELoss")
 

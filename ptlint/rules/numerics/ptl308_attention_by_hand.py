@@ -42,6 +42,8 @@ class AttentionByHand(Rule):
     name = "attention-by-hand"
     message = ("attention written by hand (`softmax(q @ kᵀ) @ v`) materialises the full score matrix; "
                "use `F.scaled_dot_product_attention`")
+    help = ("Use `F.scaled_dot_product_attention(q, k, v, attn_mask=..., scale=...)`: fused kernels that never "
+            "materialise the score matrix.")
     triggers = ("softmax", "Softmax")
 
     def __init__(self, ctx) -> None:

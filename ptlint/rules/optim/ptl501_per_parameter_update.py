@@ -67,9 +67,15 @@ def _optimizer_implementation(ctx, loop: ast.For) -> bool:
 class PerParameterUpdate(Rule):
     code = "PTL501"
     name = "per-parameter-update"
-    message = "this loop updates each parameter in place, one kernel launch per tensor; use `torch._foreach_*`"
+    message = "this loop updates each parameter in place, one kernel launch per tensor; a `torch.optim` " \
+              "optimizer with `foreach=True` or `fused=True` updates them all in a few"
+    help = ("Let a `torch.optim` optimizer built with `foreach=True` or `fused=True` do the update (an EMA: "
+            "`torch.optim.swa_utils.AveragedModel` with `get_ema_multi_avg_fn`); `torch._foreach_*` belongs only "
+            "inside a custom optimizer's `step`.")
     grad_message = "this loop scales or clips each gradient in place, one kernel launch per tensor; " \
-                   "use `torch._foreach_*`"
+                   "scaling the loss, or `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_`, does it once"
+    grad_help = ("Scale the loss before `backward()` instead of each gradient, and clip with "
+                 "`torch.nn.utils.clip_grad_norm_(params, max_norm)` or `clip_grad_value_(params, value)`.")
     fixable = UNSAFE
     contexts = frozenset({PER_STEP, PER_OUTER, CALLED})  # not set-up code: it runs once
     cold = False
@@ -89,7 +95,10 @@ class PerParameterUpdate(Rule):
             edits = None
         what = "parameters" if "param" in updated else "gradients"
         fix = Fix(UNSAFE, f"Update all {what} with `torch._foreach_*` calls", edits) if edits else None
-        self.report(node, self.message if "param" in updated else self.grad_message, fix=fix)
+        if "param" in updated:
+            self.report(node, fix=fix)
+        else:
+            self.report(node, self.grad_message, fix=fix, help=self.grad_help)
 
     def _update(self, node: ast.AST, names: set[str]) -> str | None:
         """ "param" or "grad" when `node` updates a parameter of the loop or its gradient in place."""

@@ -30,7 +30,8 @@ class PerParameterZeroGrad(Rule):
     code = "PTL502"
     name = "per-parameter-zero-grad"
     message = "this loop zeroes each gradient separately, one kernel launch per tensor; " \
-              "use `optimizer.zero_grad()` (sets them to None) or one `torch._foreach_zero_`"
+              "use `optimizer.zero_grad()` or `model.zero_grad()` (they set them to None)"
+    help = "Call `optimizer.zero_grad()` or `model.zero_grad()`: they set every gradient to `None` at once."
     fixable = "sometimes"
     contexts = frozenset({PER_STEP, PER_OUTER, CALLED})
     cold = False

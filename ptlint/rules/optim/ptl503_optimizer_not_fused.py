@@ -29,6 +29,7 @@ class OptimizerNotFused(Rule):
     code = "PTL503"
     name = "optimizer-not-fused"
     message = "`{name}` is built without `fused=True`: its step launches several kernels per parameter"
+    help = "Build the optimizer with `fused=True` (parameters on CUDA), and without `foreach=False`."
     default = False
     fixable = UNSAFE
     triggers = ("optim",)

@@ -149,6 +149,8 @@ class SyncInLoop(Rule):
     code = "PTL101"
     name = "sync-in-loop"
     message = "{what} in a loop waits for the GPU every iteration (device-to-host sync)"
+    help = ("Keep the value on the device (`total += loss.detach()`) and read it with `.item()` once, every N "
+            "steps or after the loop.")
     step_message = "{what} in code that runs every step waits for the GPU (device-to-host sync)"
     contexts = frozenset({PER_STEP})  # not once, not once per epoch, not on the error path
     cold = False

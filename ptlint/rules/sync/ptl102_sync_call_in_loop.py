@@ -20,6 +20,8 @@ class SyncCallInLoop(Rule):
     code = "PTL102"
     name = "sync-call-in-loop"
     message = "`{call}()` in a loop stalls the host every iteration"
+    help = ("Take the call out of the loop: time GPU work with `torch.cuda.Event(enable_timing=True)` pairs, and "
+            "leave memory to the caching allocator rather than `empty_cache()`.")
     contexts = frozenset({PER_STEP})
     cold = False
     triggers = ("synchronize", "empty_cache")

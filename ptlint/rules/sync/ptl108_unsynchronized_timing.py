@@ -49,6 +49,8 @@ class UnsynchronizedTiming(Rule):
     message = "this duration is read without waiting for the GPU: it times the kernel launches, not the work; " \
               "call `torch.cuda.synchronize()` before reading the clock, or use CUDA events / " \
               "`torch.utils.benchmark.Timer`"
+    help = ("Call `torch.cuda.synchronize()` before reading the clock, or time with "
+            "`torch.cuda.Event(enable_timing=True)` or `torch.utils.benchmark.Timer`.")
     cold = False
     triggers = ("time", "timer")
 

@@ -37,6 +37,7 @@ class BlockingTransfer(Rule):
     name = "blocking-transfer"
     message = "this batch comes from a DataLoader with `pin_memory=True`, but the copy blocks: " \
               "pass `non_blocking=True` so it overlaps with the GPU's work"
+    help = "Pass `non_blocking=True` to `.to(device)` / `.cuda()` for batches from a `pin_memory=True` DataLoader."
     fixable = SAFE
     contexts = frozenset({PER_STEP})
     cold = False

@@ -109,6 +109,7 @@ class LoopInvariantTransfer(Rule):
     name = "loop-invariant-transfer"
     message = "`{name}` does not change in this loop, yet it is copied to the device on every iteration: " \
               "move it once, before the loop"
+    help = "Move the value to the device once, before the loop, and use that copy inside it."
     contexts = frozenset({PER_STEP})  # once per epoch, a copy costs little
     cold = False
     triggers = (".cuda(", ".to(")

@@ -68,6 +68,8 @@ class HostBufferWrite(Rule):
     name = "host-buffer-write"
     message = "`{target}` copies a device result into `{buffer}`, a host tensor (`{factory}` without `device=`, " \
               "line {line}): a blocking device-to-host copy every iteration"
+    help = ("Create the buffer on the device (`torch.zeros(..., device=device)`) and copy it to the host once, "
+            "after the loop.")
     fixable = UNSAFE
     contexts = frozenset({PER_STEP})
     cold = False

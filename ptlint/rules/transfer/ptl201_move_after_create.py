@@ -158,6 +158,8 @@ class MoveAfterCreate(Rule):
     code = "PTL201"
     name = "move-after-create"
     message = "`{factory}(...)` builds the tensor on the CPU and then copies it: create it with `device=`"
+    help = ("Create the tensor where it is used: pass `device=` to the factory (`torch.zeros(n, device=device)`) "
+            "instead of `.to(device)` / `.cuda()` after it.")
     fixable = "sometimes"
     contexts = frozenset({PER_STEP, CALLED})  # a factory moved once at set-up costs nothing worth a change
     cold = False

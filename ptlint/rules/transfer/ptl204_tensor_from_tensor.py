@@ -14,6 +14,7 @@ class TensorFromTensor(Rule):
     name = "tensor-from-tensor"
     message = "`torch.tensor()` of a tensor copies it through the legacy constructor (torch warns); " \
               "use `{name}.clone().detach()`, or `.to(...)` for another dtype or device"
+    help = "Use `t.clone().detach()`, or `t.to(dtype=..., device=...)` for another dtype or device."
     fixable = SAFE
     contexts = frozenset({PER_STEP, CALLED})  # once, the copy costs nothing worth a change
     cold = False
