@@ -40,7 +40,7 @@ from ptlint.engine.traversal import lint_source
 from ptlint.front.api import default_codes
 from ptlint.run.config import ConfigError, Resolver, Settings
 from ptlint.engine.finding import applicable
-from ptlint.run.fixer import fix_source
+from ptlint.run.fix import fix_source
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def _split_lines(text: str) -> list[str]:
 
 def fix_one(text: str, path: str, finding: Finding) -> str | None:
     """The text with only this finding's fix applied, or None when it cannot be applied cleanly."""
-    from ptlint.run.fixer import apply_fixes
+    from ptlint.run.fix import apply_fixes
 
     if finding.fix is None or not finding.fix.edits:
         return None

@@ -23,7 +23,7 @@ from ptlint.engine.registry import all_rules
 from ptlint.engine.source import decode_source, encode_source
 from ptlint.engine.traversal import lint_source
 from ptlint.engine.finding import applicable
-from ptlint.run.fixer import fix_source
+from ptlint.run.fix import fix_source
 
 CODES = tuple(all_rules())
 RULES = [all_rules()[code] for code in CODES]
@@ -215,7 +215,7 @@ def test_check_and_fix_survive_and_keep_untouched_lines(program):
         # Offered fixes are made, unless the fixer says why not (libcst cannot parse some text
         # Python accepts, e.g. tabs and spaces mixed): a fixer that fixes nothing fails here.
         # (Stricter, and not yet true: every offered fix is made or explained, see
-        # test_fixer.py::test_an_offered_fix_is_made_or_explained.)
+        # test_fix.py::test_an_offered_fix_is_made_or_explained.)
         said = " ".join(result.messages)
         assert all("dropped" in said and f.code in said for f in fixable), ([(f.code, f.line) for f in fixable], said)
         assert written == data

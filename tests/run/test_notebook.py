@@ -144,8 +144,8 @@ def test_fix_keeps_another_writers_style(tmp_path: Path):
 
 def test_fix_never_touches_a_magic(project: Path, monkeypatch):
     """A fix that would rewrite a magic's placeholder leaves the notebook as it was, with a message."""
-    from ptlint.run import fixer
-    from ptlint.run.notebook import fix_notebook
+    from ptlint.run import fix as fixer
+    from ptlint.run.fix import fix_notebook
 
     def swallow_magics(source, codes, unsafe, test_code=False):
         text = source.text.replace("pass  # ptlint-magic-3", "optimizer.step()")
