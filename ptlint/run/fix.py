@@ -221,32 +221,104 @@ class ChangedOnDisk(Exception):
     pass
 
 
-def write_atomic(path: str, data: bytes, expected: bytes | None = None) -> None:
-    """Write through a temporary file in the same folder and rename it into place, keeping the
-    file's permissions. With `expected`, refuse when the file no longer holds those bytes."""
-    if expected is not None:
-        with open(path, "rb") as handle:
-            if handle.read() != expected:
+def _same_file(before: os.stat_result, after: os.stat_result) -> bool:
+    """The same file, not modified: an editor that saves by renaming a new file over it changes
+    the inode, one that writes in place changes the size or the modification time."""
+    return (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns) == \
+        (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns)
+
+
+def _unchanged(path: str, before: os.stat_result, expected: bytes | None) -> None:
+    """Raise ChangedOnDisk unless `path` is still the file `before` describes (and holds
+    `expected`, when given)."""
+    try:
+        if expected is None:
+            now = os.stat(path)
+            if not _same_file(before, now):
                 raise ChangedOnDisk(path)
-    mode = stat.S_IMODE(os.stat(path).st_mode)
+            return
+        with open(path, "rb") as handle:
+            if not _same_file(before, os.fstat(handle.fileno())) or handle.read() != expected:
+                raise ChangedOnDisk(path)
+    except FileNotFoundError:
+        raise ChangedOnDisk(path) from None
+
+
+def write_atomic(path: str, data: bytes, expected: bytes | None = None) -> None:
+    """Write `data` over the file at `path` (through a symlink, to its target), keeping its
+    permissions, owner and hard links. With `expected`, refuse (ChangedOnDisk) when the file no
+    longer holds those bytes; the content and the file's identity are compared again right before
+    the new content takes its place, so an edit saved meanwhile is never overwritten.
+
+    Normally: a temporary file in the same folder, fsync, then a rename over the file, so a crash
+    leaves the old file or the new one, never half of each. A rename would give a file with other
+    hard links a new inode of its own (splitting it from them), and one owned by another user
+    (ptlint run as root) a new owner when it cannot be given back: such a file is written in place
+    instead, after a copy of the old bytes is kept beside it until the write is on disk."""
+    real = os.path.realpath(path)
+    before = os.stat(real)
+    mode = stat.S_IMODE(before.st_mode)
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         # a rename would replace it anyway (and root may write anything): respect the user's intent
         raise PermissionError(13, "file is read-only", path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".ptlint-", suffix=".tmp")
+    _unchanged(real, before, expected)
+    if before.st_nlink > 1:
+        _write_in_place(real, data, before, expected)
+        return
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".ptlint-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
-        os.replace(temporary, os.path.realpath(path))
+        if not _give_owner(temporary, before):
+            os.unlink(temporary)
+            _write_in_place(real, data, before, expected)
+            return
+        _unchanged(real, before, expected)  # the last moment before the rename
+        os.replace(temporary, real)
     except BaseException:
         try:
             os.unlink(temporary)
         except OSError:
             pass
         raise
+
+
+def _give_owner(path: str, original: os.stat_result) -> bool:
+    """Give the new file the original's owner and group; False when that is not allowed."""
+    created = os.stat(path)
+    if (created.st_uid, created.st_gid) == (original.st_uid, original.st_gid):
+        return True
+    if not hasattr(os, "chown"):  # pragma: no cover - Windows: files have no POSIX owner
+        return True
+    try:
+        os.chown(path, original.st_uid, original.st_gid)
+    except OSError:
+        return False
+    return True
+
+
+def _write_in_place(path: str, data: bytes, before: os.stat_result, expected: bytes | None) -> None:
+    """Overwrite the file's own inode (its owner and other links stay). A copy of the old bytes
+    waits beside it (`.ptlint-*.orig`) until the new content is on disk, so a crash midway loses
+    nothing: the copy is what the file held."""
+    with open(path, "r+b") as handle:
+        old = handle.read()
+        if not _same_file(before, os.fstat(handle.fileno())) or (expected is not None and old != expected):
+            raise ChangedOnDisk(path)
+        fd, backup = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".ptlint-", suffix=".orig")
+        with os.fdopen(fd, "wb") as copy:
+            copy.write(old)
+            copy.flush()
+            os.fsync(copy.fileno())
+        handle.seek(0)
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.unlink(backup)
 
 
 @dataclass

@@ -495,3 +495,177 @@ def test_a_notebooks_cells_are_fixed_and_diffed_per_cell(tmp_path):
     label = f"{notebook}:cell 3"
     assert outcome.diff == unified_diff(label, UNSAFE_TEXT, FIXED_LOSS)  # the cell's last line, ended
     assert fix_jobs(jobs, check_file(jobs[0]).findings, write=True).fixed == 0  # nothing left
+
+
+# -- a user's edit is never lost; owner and hard links are kept ---------------------------------
+
+def _edit_during(monkeypatch, target, call: str, content: bytes, when: int = 1):
+    """Save `content` into `target` (as an editor would) during the `when`-th call of os.`call`
+    made by write_atomic: the moments between the first comparison and the rename."""
+    real = getattr(fixer.os, call)
+    calls = []
+
+    def hooked(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == when:
+            target.write_bytes(content)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fixer.os, call, hooked)
+    return calls
+
+
+@pytest.mark.parametrize("call,when", [("fsync", 1), ("chmod", 1), ("stat", 2)])
+def test_an_edit_saved_while_the_temporary_is_written_is_not_overwritten(tmp_path, monkeypatch, call, when):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    calls = _edit_during(monkeypatch, target, call, b"the user's edit\n", when)
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert len(calls) >= when
+    assert target.read_bytes() == b"the user's edit\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+def test_an_edit_of_the_same_length_within_the_same_tick_is_seen_by_its_content(tmp_path, monkeypatch):
+    """Size and modification time can stay equal (a coarse clock): the bytes are compared too."""
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    stamp = os.stat(target).st_mtime_ns
+    real = fixer.os.fsync
+
+    def edit_keeping_the_stamp(fd):
+        target.write_bytes(b"odd\n")
+        os.utime(target, ns=(stamp, stamp))
+        return real(fd)
+
+    monkeypatch.setattr(fixer.os, "fsync", edit_keeping_the_stamp)
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert target.read_bytes() == b"odd\n"
+
+
+def test_an_editor_that_saves_by_renaming_is_seen_by_the_inode(tmp_path, monkeypatch):
+    """The same bytes saved as a new file renamed over the old one: not the file that was read."""
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    real = fixer.os.fsync
+
+    def save_by_rename(fd):
+        result = real(fd)
+        saved = tmp_path / "saved.tmp"
+        saved.write_bytes(b"old\n")
+        os.rename(saved, target)
+        return result
+
+    monkeypatch.setattr(fixer.os, "fsync", save_by_rename)
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert target.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+def test_a_file_deleted_meanwhile_is_not_written(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    real = fixer.os.fsync
+    monkeypatch.setattr(fixer.os, "fsync", lambda fd: target.unlink() or real(fd))
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_expected_bytes_a_modification_is_still_seen(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    _edit_during(monkeypatch, target, "fsync", b"longer edit\n")
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"new\n")
+    assert target.read_bytes() == b"longer edit\n"
+
+
+def test_a_hard_linked_file_is_written_in_place_and_stays_linked(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    other = tmp_path / "b.py"
+    os.link(target, other)
+    inode = os.stat(target).st_ino
+    fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert os.stat(target).st_ino == inode and os.stat(target).st_nlink == 2
+    assert other.read_bytes() == b"new\n" == target.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]  # the copy is gone
+
+
+def test_a_hard_linked_file_edited_meanwhile_is_not_written(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.link(target, tmp_path / "b.py")
+    real_open = open
+
+    def edited_before_open(path, mode="r", *args, **kwargs):
+        if mode == "r+b":
+            target.write_bytes(b"the user's edit\n")
+        return real_open(path, mode, *args, **kwargs)
+
+    import builtins
+    monkeypatch.setattr(builtins, "open", edited_before_open)
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    monkeypatch.undo()
+    assert target.read_bytes() == b"the user's edit\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]
+
+
+def test_writing_in_place_keeps_a_copy_of_the_old_bytes_until_the_new_ones_are_on_disk(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.link(target, tmp_path / "b.py")
+    seen = []
+    real = fixer.os.fsync
+
+    def look(fd):
+        seen.append(sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".orig")))
+        return real(fd)
+
+    monkeypatch.setattr(fixer.os, "fsync", look)
+    fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    [copy] = seen[1]  # while the file itself is synced, the copy of the old bytes exists
+    assert copy.startswith(".ptlint-") and seen[0] == [copy]
+    assert not list(tmp_path.glob("*.orig"))
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_as_root_a_users_file_keeps_its_owner(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.chown(target, 4321, 4321)
+    fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    info = os.stat(target)
+    assert (info.st_uid, info.st_gid) == (4321, 4321) and target.read_bytes() == b"new\n"
+
+
+def test_an_owner_that_cannot_be_given_back_means_writing_in_place(tmp_path, monkeypatch):
+    """Not root, a group-writable file of someone else: chown is refused, so the file's own
+    inode is written (its owner stays)."""
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    inode = os.stat(target).st_ino
+    real_stat = fixer.os.stat
+
+    def other_owner(path, *args, **kwargs):
+        info = real_stat(path, *args, **kwargs)
+        if os.path.basename(path) == "a.py":
+            values = list(info)
+            values[stat.ST_UID] = info.st_uid + 1
+            return os.stat_result(values)
+        return info
+
+    def refuse(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(fixer.os, "stat", other_owner)
+    monkeypatch.setattr(fixer.os, "chown", refuse)
+    monkeypatch.setattr(fixer, "_same_file", lambda a, b: (a.st_ino, a.st_size) == (b.st_ino, b.st_size))
+    fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert real_stat(target).st_ino == inode and target.read_bytes() == b"new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
