@@ -304,7 +304,8 @@ class Resolver:
         force = bool(table.get("force-exclude", False)) if self.force_exclude is None else self.force_exclude
         return Settings(
             enabled=enabled, root=root, config_path=path, exclude=exclude, per_file_ignores=pfi,
-            unsafe_fixes=unsafe, dynamic=dict(table.get("dynamic", {})), cache_dir=table.get("cache-dir"),
+            unsafe_fixes=unsafe, dynamic=dict(table.get("dynamic", {})),
+            cache_dir=os.path.join(root, table["cache-dir"]) if table.get("cache-dir") else None,  # relative: to the config
             test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)), force_exclude=force,
         )
 
