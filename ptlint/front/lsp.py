@@ -149,12 +149,15 @@ def _split_lines(text: str) -> list[str]:
 
 def fix_one(text: str, path: str, finding: Finding) -> str | None:
     """The text with only this finding's fix applied, or None when it cannot be applied cleanly."""
+    from ptlint.engine.structure import FixRejected
     from ptlint.run.fix import apply_fixes
 
     if finding.fix is None or not finding.fix.edits:
         return None
     try:
         new_text = apply_fixes(SourceFile(path, text), [finding])
+    except FixRejected:
+        return None
     except Exception as exc:  # a failing fix must not take the server down
         logger.warning("fix of %s at %s:%s failed: %s", finding.code, path, finding.line, exc)
         return None

@@ -2,8 +2,9 @@
 file's text, to a notebook's code cells, and to files on disk.
 
 A pass takes the fixable findings, chooses those whose edits do not overlap (in file order),
-applies them, and checks that the result parses; a rule whose edits break the file is dropped
-with a message naming it. The next pass lints the new text, since one fix can reveal another.
+applies them, and checks the result (ptlint.engine.structure: it parses, and the code around the
+edits keeps its structure and its names' meanings); a fix that fails the check is dropped with a
+message naming the rule, the line and the reason, and is never written. The next pass lints the new text, since one fix can reveal another.
 Passes repeat until nothing changes (at most MAX_PASSES). The first pass uses the findings the
 check already made (from the cache when it had them): a file is linted once per pass.
 
@@ -23,10 +24,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ptlint.engine.edits import apply_edits, overlaps
+from ptlint.engine.edits import overlaps
 from ptlint.engine.finding import Edit, Finding, applicable
 from ptlint.engine.notebook import Notebook
 from ptlint.engine.registry import all_rules
+from ptlint.engine.structure import FixRejected, checked_text, parse_text
 from ptlint.engine.source import (
     SourceError,
     SourceFile,
@@ -78,45 +80,40 @@ def choose(findings: list[Finding]) -> list[Finding]:
     return chosen
 
 
-def _parses(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-
-
-def apply_fixes(source: SourceFile, findings: list[Finding]) -> str | None:
-    """The text with these findings' (non-overlapping) edits applied, or None if it would not parse."""
-    text = apply_edits(source, [edit for finding in findings for edit in finding.fix.edits])
-    return text if _parses(text) else None
+def apply_fixes(source: SourceFile, findings: list[Finding], tree: ast.Module | None = None) -> str:
+    """The text with these findings' (non-overlapping) edits applied, after the structural check
+    (ptlint.engine.structure); FixRejected, saying why, when the result would not parse or would
+    change the code around the edits. `tree`: the text's tree, when the caller has it."""
+    return checked_text(source, [edit for finding in findings for edit in finding.fix.edits], tree)
 
 
 def _one_pass(source: SourceFile, fixable: list[Finding], dropped: set[tuple],
               messages: list[str]) -> tuple[str, list[Finding]]:
-    """Apply the chosen fixes; if the result does not parse, keep only the rules whose fixes
-    parse on their own, and drop the others with a message naming the rule."""
+    """Apply the chosen fixes. When the result fails the structural check, each fix is checked on
+    its own: those that fail are dropped with a message naming the rule, the line and the reason,
+    and the others are applied together (or, failing that too, one at a time)."""
     chosen = choose(fixable)
-    text = apply_fixes(source, chosen)
-    if text is not None:
-        return text, chosen
+    try:
+        tree = parse_text(source.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source.text, []
+    try:
+        return apply_fixes(source, chosen, tree), chosen
+    except FixRejected:
+        pass
     good: list[Finding] = []
-    for code in sorted({f.code for f in chosen}):
-        group = [f for f in chosen if f.code == code]
-        if apply_fixes(source, group) is not None:
-            good.extend(group)
+    for finding in chosen:
+        try:
+            apply_fixes(source, [finding], tree)
+        except FixRejected as exc:
+            dropped.add(_key(finding))
+            messages.append(f"{source.path}:{finding.line}: dropped the {finding.code} fix: {exc}")
         else:
-            dropped.update(_key(f) for f in group)
-            messages.append(f"{source.path}: dropped {len(group)} {code} fix(es): the result would not parse")
-    text = apply_fixes(source, good) if good else None
-    if text is not None:
-        return text, good
-    if good:
-        dropped.update(_key(f) for f in good)
-        messages.append(f"{source.path}: dropped fixes that do not parse together")
-    return source.text, []
+            good.append(finding)
+    try:
+        return (apply_fixes(source, good, tree), good) if good else (source.text, [])
+    except FixRejected:  # each is fine alone, not all together: the first one now, the rest next pass
+        return apply_fixes(source, good[:1], tree), good[:1]
 
 
 def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_code: bool = False,

@@ -171,7 +171,7 @@ def test_fix_that_does_not_parse_is_dropped_others_kept(test_rules):
 def test_fixes_that_never_converge_stop_at_the_cap(test_rules):
     from ptlint.engine.source import SourceFile
 
-    result = fixer.fix_source(SourceFile("a.py", "target\n"), ("PTL102",), unsafe=False)
+    result = fixer.fix_source(SourceFile("a.py", "f = print\ntarget\n"), ("PTL102",), unsafe=False)
     assert any("did not converge" in m for m in result.messages)
     assert result.fixed.count("f(") == fixer.MAX_PASSES
     ast.parse(result.fixed)
