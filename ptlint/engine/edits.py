@@ -323,11 +323,15 @@ class Edits:
         last = max(parts, key=lambda n: (n.end_lineno, n.end_col_offset))
         if isinstance(last, ast.GeneratorExp) and self.end(last) == self.end(call):
             return None
-        return self.position(self.outer(last)[1])
+        return self.after(last)
 
-    def first_argument_start(self, argument: ast.AST) -> tuple[int, int]:
-        """Where text goes to come before an argument: before its own parentheses."""
-        return self.position(self.outer(argument)[0])
+    def before(self, node: ast.AST) -> tuple[int, int]:
+        """Where text goes to come right before `node`: before its own parentheses, if any."""
+        return self.position(self.outer(node)[0])
+
+    def after(self, node: ast.AST) -> tuple[int, int]:
+        """Where text goes to come right after `node`: after its own parentheses, if any."""
+        return self.position(self.outer(node)[1])
 
     def before_close(self, call: ast.Call) -> tuple[int, int]:
         """The position of a call's closing parenthesis."""

@@ -446,6 +446,10 @@ class _Compare:
                 return None
             if end < offset or (end == offset and (side == "start" or start < end)):
                 shift += len(content) - (end - start)
+            if start < end and side == "start" and offset == start:
+                shift += len(content) - len(content.lstrip(" \t"))  # the space that pads it
+            if start < end and side == "end" and offset == end:
+                shift -= len(content) - len(content.rstrip(" \t"))
         return offset + shift
 
     def old_line(self, offset: int) -> int:

@@ -68,25 +68,25 @@ class DeprecatedCudaAmp(Rule):
         if api.kind == "custom":
             keyword = f'device_type={device}'
             if call.args:
-                out.append(edits.insert_at(edits.end(call.args[-1]), f", {keyword}"))
+                out.append(edits.insert_at(edits.after(call.args[-1]), f", {keyword}"))
             elif call.keywords:
                 out.append(edits.insert_at(edits.start(call.keywords[0]), f"{keyword}, "))
             else:
-                out.append(edits.insert_at(_before_close(edits, call), keyword))
+                out.append(edits.insert_at(edits.before_close(call), keyword))
             return Fix(SAFE, f"Use `{api.native}(..., device_type={device})`", tuple(out))
         if api.kind == "autocast":
             if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(api.positional):
                 return None  # where *args lands in the new signature is unknown
             for index, argument in enumerate(call.args):
                 prefix = f"{device}, " if index == 0 else ""
-                out.append(edits.insert_at(edits.start(argument), f"{prefix}{api.positional[index]}="))
+                out.append(edits.insert_at(edits.before(argument), f"{prefix}{api.positional[index]}="))
         parts = [*call.args, *call.keywords]
         if api.kind == "scaler" or not call.args:
             if parts:
                 first = min(parts, key=lambda n: (n.lineno, n.col_offset))
-                out.append(edits.insert_at(edits.start(first), f"{device}, "))
+                out.append(edits.insert_at(edits.before(first), f"{device}, "))
             else:
-                out.append(edits.insert_at(_before_close(edits, call), device))
+                out.append(edits.insert_at(edits.before_close(call), device))
         return Fix(SAFE, f"Use `{api.native}({device}, ...)`", tuple(out))
 
     docs = """
@@ -337,9 +337,3 @@ def f(args):
         pass
 """,
     ]
-
-
-def _before_close(edits, call: ast.Call) -> tuple[int, int]:
-    """The position of a call's closing parenthesis."""
-    line, column = edits.end(call)
-    return line, column - 1

@@ -81,7 +81,7 @@ class UnstableSoftmax(DeferredRule):
         edits = self.ctx.edits
         if edits.has_comment(quotient):
             return None
-        x, d = edits.text(exp.operand), edits.text(dim)
+        x, d = edits.argument(exp.operand), edits.argument(dim)
         if exp.method:
             return (edits.replace(quotient, f"{edits.expression(exp.operand)}.softmax(dim={d})"),)
         spelled, imports = edits.reference("torch.softmax")

@@ -58,11 +58,11 @@ class LogSumExp(DeferredRule):
         edits = self.ctx.edits
         if edits.has_comment(log):
             return None
-        arguments = edits.text(total.dim) + (", keepdim=True" if is_true(total.keepdim) else "")
+        arguments = edits.argument(total.dim) + (", keepdim=True" if is_true(total.keepdim) else "")
         if exp.method:
             return (edits.replace(log, f"{edits.expression(exp.operand)}.logsumexp({arguments})"),)
         spelled, imports = edits.reference("torch.logsumexp")
-        return (edits.replace(log, f"{spelled}({edits.text(exp.operand)}, {arguments})"), *imports)
+        return (edits.replace(log, f"{spelled}({edits.argument(exp.operand)}, {arguments})"), *imports)
 
     docs = """
 ## What it does

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import ast
-import keyword
-import re
 
-from ptlint.engine.finding import SAFE, Edit, Fix
+from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
 from ptlint.rules.numerics._helpers import (
     Call,
@@ -195,21 +193,6 @@ def _relative_digits_needed(ctx, stack: list[ast.AST], node: ast.AST, x: ast.AST
     return signal
 
 
-def _replace_grouped(edits, node: ast.AST, call: str) -> Edit:
-    """Replace `node` with `call` (one call), and the grouping parentheses right around it with
-    it: `alpha * (torch.exp(h) - 1.0)` -> `alpha * torch.expm1(h)`. Parentheses of a call or a
-    subscript (`f(torch.exp(h) - 1)`) stay."""
-    source = edits.source.text
-    first, last = edits.offset(edits.start(node)), edits.offset(edits.end(node))
-    before = source[:first - 1].rstrip()
-    word = re.search(r"\w*$", before).group()
-    if first >= 1 and source[first - 1] == "(" and source[last:last + 1] == ")" \
-            and not (before and (word and not keyword.iskeyword(word) or before[-1] in ")]")):
-        (line, column), (end_line, end_column) = edits.start(node), edits.end(node)
-        return Edit(line, column - 1, end_line, end_column + 1, call)
-    return edits.replace(node, call)
-
-
 class LogExpPrecision(DeferredRule):
     code = "PTL305"
     name = "log-exp-precision"
@@ -300,16 +283,16 @@ class LogExpPrecision(DeferredRule):
             return Fix(SAFE, "Use `log1p(x)`", (edit,))
         func = log.func
         if isinstance(func, ast.Attribute):  # torch.log(1 + x) -> torch.log1p(x), same namespace
-            return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{edits.text(func.value)}.log1p({edits.text(x)})"),))
+            return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{edits.text(func.value)}.log1p({edits.argument(x)})"),))
         spelled, imports = edits.reference("torch.log1p")
-        return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{spelled}({edits.text(x)})"), *imports))
+        return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{spelled}({edits.argument(x)})"), *imports))
 
     def _softplus_fix(self, node: ast.AST, x: ast.AST) -> Fix | None:
         edits = self.ctx.edits
         if edits.has_comment(node) or integer_valued(self.ctx, x):
             return None  # softplus refuses integer tensors, which exp promotes to float
         spelled, imports = edits.reference("torch.nn.functional.softplus")
-        return Fix(SAFE, "Use `F.softplus(x)`", (edits.replace(node, f"{spelled}({edits.text(x)})"), *imports))
+        return Fix(SAFE, "Use `F.softplus(x)`", (edits.replace(node, f"{spelled}({edits.argument(x)})"), *imports))
 
     def _expm1_fix(self, node: ast.BinOp, exp: Call, subtracted: ast.AST | None) -> Fix | None:
         """`exp(x) - 1` -> `expm1(x)`; `exp(x) - x - 1` -> `expm1(x) - x`."""
@@ -320,12 +303,12 @@ class LogExpPrecision(DeferredRule):
         if exp.method:  # x.exp() - 1 -> x.expm1()
             text = f"{edits.expression(exp.operand)}.expm1()"
         elif isinstance(exp.node.func, ast.Attribute):
-            text = f"{edits.text(exp.node.func.value)}.expm1({edits.text(exp.operand)})"
+            text = f"{edits.text(exp.node.func.value)}.expm1({edits.argument(exp.operand)})"
         else:
             spelled, imports = edits.reference("torch.expm1")
-            text = f"{spelled}({edits.text(exp.operand)})"
+            text = f"{spelled}({edits.argument(exp.operand)})"
         if subtracted is None:
-            edit = _replace_grouped(edits, node, text)
+            edit = edits.replace_grouped(node, text)  # `alpha * (exp(h) - 1)` -> `alpha * expm1(h)`
         else:  # a difference: the parentheses around it stay
             edit = edits.replace(node, f"{text} - {edits.expression(subtracted)}")
         return Fix(SAFE, "Use `expm1(x)`", (edit, *imports))

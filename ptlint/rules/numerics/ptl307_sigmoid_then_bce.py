@@ -60,7 +60,7 @@ class SigmoidThenBCE(LossInputRule):
             module = "torch.nn.functional" if form == "function" else "torch.nn"
             renamed, imports = edits.reference(f"{module}.{new_name}")
         operand = sigmoid.operand
-        inner = edits.expression(operand) if isinstance(operand, (ast.NamedExpr, ast.Starred)) else edits.text(operand)
+        inner = edits.argument(operand)
         return (edits.replace(target, renamed), edits.replace(sigmoid.node, inner), *imports)
 
     docs = """

@@ -287,7 +287,7 @@ class ForeachWriter:
     def scalar(self, node: ast.AST) -> str:
         if not loop_invariant(node, self.loop_names):
             raise Unsupported
-        return self.ctx.edits.text(node)  # it goes where an argument goes: no parentheses needed
+        return self.ctx.edits.argument(node)  # it goes where an argument goes
 
     def add(self, function: str, *args) -> None:
         self.calls.append(Call(function, list(args)))

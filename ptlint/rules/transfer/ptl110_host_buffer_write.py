@@ -236,7 +236,7 @@ class HostBufferWrite(Rule):
         """The device this function visibly works on, spelled so that it is defined where the
         factory runs: the one target of its `.to(...)` / `.cuda(...)` / `device=`, or
         `fabric.device` / `accelerator.device`. None when there is none, or more than one."""
-        found = {self.ctx.edits.text(d) for d in devices
+        found = {self.ctx.edits.argument(d) for d in devices
                  if not self._host_device(d, scope) and self._defined_before(d, factory, scope)}
         if len(found) == 1:
             return found.pop()

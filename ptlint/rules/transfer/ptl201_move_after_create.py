@@ -239,15 +239,15 @@ class MoveAfterCreate(Rule):
             elif isinstance(device, ast.Constant) and type(device.value) is int:
                 spelled_device = f'"cuda:{device.value}"'
             elif isinstance(device, ast.Constant) and isinstance(device.value, str):
-                spelled_device = edits.text(device)
+                spelled_device = edits.argument(device)
             else:
                 return None
         else:
             if device is None:
                 return None
-            spelled_device = edits.text(device)
+            spelled_device = edits.argument(device)
             dtype = move.args[1] if len(move.args) > 1 else kwargs.get("dtype")
-        arguments = ([f"dtype={edits.text(dtype)}"] if dtype is not None else []) + [f"device={spelled_device}"]
+        arguments = ([f"dtype={edits.argument(dtype)}"] if dtype is not None else []) + [f"device={spelled_device}"]
         return (edits.replace(move, edits.call_with_keywords(factory, arguments)),)
 
     docs = """
