@@ -103,6 +103,18 @@ def needed(parent: ast.AST | None, node: ast.AST) -> int:
     return _TEST  # an argument, an element, a keyword's value, a condition...
 
 
+def fits(expression: ast.AST, parent: ast.AST | None, node: ast.AST) -> bool:
+    """Whether `expression` (parsed on its own) can stand, unparenthesised, where `node` is in
+    `parent` and mean the same as in parentheses there."""
+    if isinstance(expression, (ast.Yield, ast.YieldFrom)) and not isinstance(parent, (ast.Expr, ast.Assign,
+                                                                                       ast.AugAssign)):
+        return False  # `x = yield a` and `yield a` stand; `return yield a`, `for i in yield a` do not
+    if isinstance(expression, ast.Constant) and isinstance(expression.value, (int, float, complex)) \
+            and isinstance(parent, ast.Attribute) and node is parent.value:
+        return False  # `1.real` is a float literal and a name
+    return precedence(expression) >= needed(parent, node)
+
+
 class Edits:
     def __init__(self, source: "SourceFile", tree: ast.Module, imports: "ImportMap") -> None:
         self.source = source
@@ -167,7 +179,7 @@ class Edits:
         parent = self.parent(node)
         call_open = None
         if isinstance(parent, ast.Call) and node is not parent.func:
-            call_open = self._skip_right(self.offset(self.end(parent.func)))
+            call_open = self._skip_right(self.outer(parent.func)[1])
         while True:
             left, right = self._skip_left(start), self._skip_right(end)
             if left < 0 or right >= len(text) or text[left] != "(" or text[right] != ")" or left == call_open:
@@ -238,12 +250,7 @@ class Edits:
         if _enclosed(content.strip()) or self.outer(node) != (self.offset(self.start(node)),
                                                               self.offset(self.end(node))):
             return content  # in parentheses already, its own or the code's
-        parent = self.parent(node)
-        number = isinstance(parsed, ast.Constant) and isinstance(parsed.value, (int, float, complex)) \
-            and isinstance(parent, ast.Attribute) and node is parent.value  # `1 .real`
-        if precedence(parsed) < needed(parent, node) or number:
-            return f"({content})"
-        return content
+        return content if fits(parsed, self.parent(node), node) else f"({content})"
 
     def has_comment(self, node: ast.AST, end_node: ast.AST | None = None) -> bool:
         """A `#` comment inside the span of `node` (through `end_node`): a rewrite would drop it."""
@@ -294,7 +301,7 @@ class Edits:
                 parsed = ast.parse(content.strip(), mode="eval").body
             except SyntaxError:
                 parsed = None
-            if parsed is None or precedence(parsed) < needed(self.parent(node), node):
+            if parsed is None or not fits(parsed, self.parent(node), node):
                 content = f"({content})"
         return self._edit(start, end, content)
 
@@ -385,8 +392,9 @@ class Edits:
         for local, target in self.imports.visible().items():
             if target == qualified:
                 return local
-            if qualified.startswith(target + ".") and (best is None or len(local) < len(best)):
-                best = local + qualified[len(target):]
+            spelled = local + qualified[len(target):]
+            if qualified.startswith(target + ".") and (best is None or len(spelled) < len(best)):
+                best = spelled
         return best
 
     def reference(self, qualified: str) -> tuple[str, tuple[Edit, ...]]:

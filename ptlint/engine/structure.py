@@ -188,12 +188,13 @@ class _Bindings:
         self.loads: list[tuple[ast.Name, _Scope]] = []
         self.scopes: dict[int, _Scope] = {}  # id(node) -> the scope it opens
 
-    def bind(self, scope: _Scope, name: str, node: ast.AST, imported: bool = False) -> None:
+    def bind(self, scope: _Scope, name: str, node: ast.AST, module: str | None = None) -> None:
+        """Record a binding of `name` in `scope`; `module`: the module an import binds it to."""
         span = self.positions.span(node) if self.positions else None
         flags = scope.bindings.setdefault(name, set())
         flags.add("inside" if span is not None and self.inside(*span) else "outside")
-        if imported:
-            flags.add("import")
+        if module is not None:
+            flags.update(("import", f"module={module}"))
 
     def walk(self, nodes: Iterable[ast.AST], scope: _Scope) -> None:
         pending = [(node, scope) for node in reversed(list(nodes))]
@@ -216,7 +217,11 @@ class _Bindings:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 # `from m import *` binds names unknown here: "*" stands for them
-                self.bind(scope, alias.asname or alias.name.split(".")[0], alias, imported=True)
+                if isinstance(node, ast.Import):
+                    module = alias.name if alias.asname else alias.name.split(".")[0]
+                else:
+                    module = "." * node.level + f"{node.module or ''}.{alias.name}"
+                self.bind(scope, alias.asname or alias.name.split(".")[0], alias, module)
             return []
         if isinstance(node, _FUNCTIONS + (ast.Lambda,)):
             return self._function(node, scope)
@@ -295,6 +300,15 @@ def _resolve(scope: _Scope, name: str) -> tuple[_Scope | None, frozenset[str]]:
     return None, frozenset()
 
 
+def _other_module(scope: _Scope | None, name: str, flags: frozenset[str], module: _Scope) -> bool:
+    """Whether `name`, imported in a function or class, names another module there than the
+    module-level import of that name (`import numpy as torch` inside a function)."""
+    if scope is None or scope.kind == "module":
+        return False
+    at_module = {f for f in module.bindings.get(name, ()) if f.startswith("module=")}
+    return bool(at_module) and not {f for f in flags if f.startswith("module=")} <= at_module
+
+
 def _imported_further_out(scope: _Scope, name: str) -> bool:
     """Whether a scope enclosing `scope` imports `name`: a binding in `scope` hides that import."""
     outer = scope.parent
@@ -309,7 +323,8 @@ def module_bindings(statements: Iterable[ast.stmt]) -> dict[str, set[str]]:
     """Names the statements bind at module level, each with "import" when an import binds it."""
     scope = _Scope("module", None, None)
     _Bindings(scope, lambda start, end: False, shallow=True).walk(statements, scope)
-    return {name: {"outside"} | (flags & {"import"}) for name, flags in scope.bindings.items()}
+    return {name: {"outside"} | {f for f in flags if f == "import" or f.startswith("module=")}
+            for name, flags in scope.bindings.items()}
 
 
 # -- the check ---------------------------------------------------------------------------------
@@ -565,8 +580,10 @@ class _Compare:
                 continue
             if meaning[0] == "fix" or meaning[1] == {"inside"} or (node.id, meaning) in carried:
                 continue  # the fix's own name, or one it carries over unchanged
-            if "import" in flags or (target is None and (node.id in _BUILTINS or "*" in new.module.bindings)):
-                continue  # a module the file imports, or a builtin
+            if "import" in flags and not _other_module(target, node.id, flags, new.module):
+                continue  # a module the file imports
+            if target is None and (node.id in _BUILTINS or "*" in new.module.bindings):
+                continue  # a builtin, or a name a star import may bring
             if target is not None and not _imported_further_out(target, node.id):
                 continue  # a variable of the user's code the fix uses (`device=fabric.device`)
             what = "is not defined there" if target is None else \

@@ -20,7 +20,6 @@ import difflib
 import os
 import stat
 import tempfile
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,6 @@ from ptlint.engine.edits import overlaps
 from ptlint.engine.finding import Edit, Finding, applicable
 from ptlint.engine.notebook import Notebook
 from ptlint.engine.registry import all_rules
-from ptlint.engine.structure import FixRejected, checked_text, parse_text
 from ptlint.engine.source import (
     SourceError,
     SourceFile,
@@ -37,6 +35,7 @@ from ptlint.engine.source import (
     is_notebook,
     read_bytes,
 )
+from ptlint.engine.structure import FixRejected, checked_text, parse_text
 from ptlint.engine.traversal import lint_source
 from ptlint.run.cache import dependency_digest
 from ptlint.run.check import Job
@@ -185,7 +184,13 @@ class NotebookFix:
 def fix_notebook(notebook: Notebook, codes: tuple[str, ...], unsafe: bool, test_code: bool) -> NotebookFix:
     """Fix the code cells; only the `source` of changed cells is rewritten in the file."""
     from ptlint.engine.registry import rule_classes_for
-    from ptlint.run.notebook import build_module, check_cells, locate, restore_endings, split_module
+    from ptlint.run.notebook import (
+        build_module,
+        check_cells,
+        locate,
+        restore_endings,
+        split_module,
+    )
 
     rule_classes = rule_classes_for(codes)
     findings, broken = check_cells(notebook, rule_classes, test_code)
