@@ -84,7 +84,9 @@ def rename_alias(text: str, rng: random.Random) -> str:
 
 
 def nest(text: str, rng: random.Random) -> str:
-    header = rng.choice(["if True:", "def wrapper():", "class Wrapper:", "for _i in range(1):",
+    # Not in a class body: the functions in it do not see its names (an `import torch` there
+    # means nothing to them), so that nesting would change what the code means.
+    header = rng.choice(["if True:", "def wrapper():", "if not running:", "for _i in range(1):",
                          "with context():", "try:", "while running:", "async def wrapper():"])
     indent = rng.choice(["    ", "  ", "        "])
     body = [(indent + line if line.strip() else line) for line in text.splitlines(keepends=True)]
