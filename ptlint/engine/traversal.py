@@ -136,6 +136,7 @@ class Traversal:
         generators = node.generators
         self.visit(generators[0].iter)  # the first iterable is evaluated once, outside
         self.ctx.loops.append(node)
+        self.ctx.names.enter(node)
         for index, generator in enumerate(generators):
             if index:
                 self.visit(generator.iter)
@@ -147,6 +148,7 @@ class Traversal:
             self.visit(node.value)
         else:
             self.visit(node.elt)
+        self.ctx.names.leave()
         self.ctx.loops.pop()
 
     def _assign(self, node: ast.Assign) -> None:
@@ -181,12 +183,12 @@ class Traversal:
         self.visit(node.args)
         saved_loops, ctx.loops = ctx.loops, []
         ctx.functions.append(node)
+        ctx.names.enter(node)
         if isinstance(node, ast.Lambda):
             self.visit(node.body)
         else:
-            ctx.imports.push()  # imports inside a function bind names of that function only
             self.visit_all(node.body)
-            ctx.imports.pop()
+        ctx.names.leave()
         ctx.functions.pop()
         ctx.loops = saved_loops
 
@@ -195,11 +197,10 @@ class Traversal:
         self.visit_all(node.bases)
         self.visit_all(node.keywords)
         self.ctx.classes.append(node)
+        self.ctx.names.enter(node)
         self.visit_all(node.body)
+        self.ctx.names.leave()
         self.ctx.classes.pop()
-
-    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
-        self.ctx.imports.add(node)  # function-level imports count from here on
 
 
 _SPECIAL: dict[type, Callable[[Traversal, ast.AST], None]] = {
@@ -219,8 +220,6 @@ _SPECIAL: dict[type, Callable[[Traversal, ast.AST], None]] = {
     ast.AsyncFunctionDef: Traversal._function,
     ast.Lambda: Traversal._function,
     ast.ClassDef: Traversal._class,
-    ast.Import: Traversal._import,
-    ast.ImportFrom: Traversal._import,
 }
 
 

@@ -12,10 +12,9 @@ from ptlint.semantics.autograd import (
     graph_wanted,
     is_loss_call,
     is_model_call,
-    peek,
     statements_of,
 )
-from ptlint.semantics.nodes import LOOP_NODES, SCOPE_NODES, body_nodes, dotted
+from ptlint.semantics.nodes import STATEMENT_LOOPS, DEFINITIONS, body_nodes, dotted
 from ptlint.semantics.values import backward_name, is_torch_op
 from ptlint.semantics.where import iterable_is_data
 
@@ -57,7 +56,7 @@ class GraphKeptAlive(Rule):
     # -- the two places a graph can outlive its step -------------------------------------------
     def _check_loop(self, loop: ast.AST) -> None:
         # nested loops are checked on their own visit
-        nodes = body_nodes(loop.body, stop_at=SCOPE_NODES + LOOP_NODES)
+        nodes = body_nodes(loop.body, stop_at=DEFINITIONS + STATEMENT_LOOPS)
         backpropagated = {name for n in nodes if isinstance(n, ast.Call) for name in _backpropagated(n)}
         trains = bool(backpropagated) or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                                              and n.func.attr in ("backward", "manual_backward") for n in nodes)
@@ -612,11 +611,11 @@ class _Scan:
         func = call.func
         if is_loss_call(call, self.ctx):
             return self._loss_recorded(call)
-        if isinstance(func, ast.Attribute) and peek(self.ctx, func) is None:
+        if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
             if func.attr in DETACHING or func.attr in NOT_DIFFERENTIABLE:
                 return False
             return self.part(func.value, False) is not None
-        if is_torch_op(peek(self.ctx, func)):
+        if is_torch_op(self.ctx.qualname(func)):
             return any(self.part(a, False) is not None for a in [*call.args, *(k.value for k in call.keywords)])
         return False
 

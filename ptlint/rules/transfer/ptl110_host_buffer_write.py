@@ -9,15 +9,10 @@ from ptlint.engine.finding import UNSAFE, Fix
 from ptlint.engine.rule import PER_STEP, FixExample, Rule
 from ptlint.rules.transfer._helpers import to_host, transfer_device
 from ptlint.semantics.autograd import is_loss_call, is_model_call, statements_of
-from ptlint.semantics.nodes import (
-    NUMPY_MODULES,
-    body_nodes,
-    dotted,
-    method_name,
-    root_name,
-)
+from ptlint.semantics.nodes import body_nodes, dotted, method_name, root_name
 from ptlint.semantics.values import (
     HOST_FACTORIES,
+    NUMPY_MODULES,
     KEPT_ATTRIBUTES,
     REDUCTIONS,
     TENSOR_METHODS,
