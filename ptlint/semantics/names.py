@@ -153,10 +153,11 @@ class Names:
         given another value, a module name `time` used for a parameter)."""
         return self.meaning(name, at).kind == LOCAL
 
-    def visible(self) -> dict[str, str]:
-        """Every name that an import binds where the traversal is -> what it names (module
-        imports first, in source order)."""
-        chain = self._here()
+    def visible(self, at: ast.AST | None = None) -> dict[str, str]:
+        """Every name that an import binds at the node `at` (by default: where the traversal is)
+        and that means that import there -> what it names (module imports first, in source
+        order). A name a local shadows there is left out."""
+        chain = self._chain(at) if at is not None else self._here()
         names: dict[str, None] = {}
         for scope in reversed(chain):
             for name, bindings in self._table(scope).bindings.items():

@@ -274,6 +274,17 @@ def f(np):
     assert ctx.names.visible() == {"torch": "torch", "F": "math"}
 
 
+def test_visible_at_a_node_leaves_out_what_a_local_shadows_there():
+    source = "import torch\nimport torch.nn.functional as F\n\ndef step(model, torch=None):\n    return model\n" \
+             "\ndef other(F):\n    import numpy as torch\n    return F\n"
+    ctx = context(source)
+    step, other = ctx.tree.body[2], ctx.tree.body[3]
+    assert ctx.names.visible(at=step.body[0].value) == {"F": "torch.nn.functional"}
+    assert ctx.names.visible(at=other.body[1].value) == {"torch": "numpy"}
+    assert ctx.names.visible(at=ctx.tree) == {"torch": "torch", "F": "torch.nn.functional"}
+    assert ctx.names.visible() == ctx.names.visible(at=ctx.tree)  # the traversal is at the module
+
+
 def test_imports_module_sees_the_module_and_the_scopes_the_traversal_is_in():
     ctx = context("import os\n\ndef f():\n    import torch.nn as nn\n")
     assert not ctx.names.imports_module("torch")
