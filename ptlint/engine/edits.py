@@ -7,8 +7,9 @@ re-derives the match later: the fixer only applies edits, the language server tu
 `TextEdit`s, and the cache stores them like any other part of a finding.
 
 `Edits` (one per file, `ctx.edits`) answers the questions every fix asks: the exact source of a
-node, its span, whether a comment lies inside it, how this module spells `torch.softmax` (and the
-`import` to add when it has no spelling), and how to add a keyword argument to a call.
+node, its span, whether a comment lies inside it, how this module spells `torch.softmax` where
+the fix writes it (and the `import` to add when nothing spells it there: under an alias that is
+free there when a parameter or local takes the name), and how to add a keyword argument to a call.
 
 Fixes are right by construction where the text meets the code around it: every edit is padded
 with a space where its text would otherwise run into a name or keyword beside it (`return(x)` ->
@@ -27,13 +28,14 @@ import ast
 import bisect
 import io
 import tokenize
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ptlint.engine.finding import Edit
+from ptlint.semantics.names import FREE
 
 if TYPE_CHECKING:
     from ptlint.engine.source import SourceFile
-    from ptlint.semantics.names import ImportMap
+    from ptlint.semantics.names import Names
 
 # Expressions that never need parentheses when substituted into another expression (a tuple only
 # when it has its own: `a, b` does).
@@ -116,12 +118,13 @@ def fits(expression: ast.AST, parent: ast.AST | None, node: ast.AST) -> bool:
 
 
 class Edits:
-    def __init__(self, source: "SourceFile", tree: ast.Module, imports: "ImportMap") -> None:
+    def __init__(self, source: "SourceFile", tree: ast.Module, names: "Names",
+                 parent: Callable[[ast.AST], ast.AST | None]) -> None:
         self.source = source
         self.tree = tree
-        self.imports = imports
+        self.names = names  # the file's name resolver: what `torch` means where a fix writes it
+        self.parent = parent  # the file's parent map (FileFacts.parent)
         self._comments: list[tuple[int, int]] | None = None
-        self._parents: dict[int, ast.AST] | None = None
         text = source.text
         self.newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text and "\n" not in text else "\n"
 
@@ -160,17 +163,6 @@ class Edits:
         return f"({code})"
 
     # -- parentheses -------------------------------------------------------------------------
-    def parent(self, node: ast.AST) -> ast.AST | None:
-        if self._parents is None:
-            self._parents = {}
-            pending: list[ast.AST] = [self.tree]
-            while pending:
-                current = pending.pop()
-                for child in ast.iter_child_nodes(current):
-                    self._parents[id(child)] = current
-                    pending.append(child)
-        return self._parents.get(id(node))
-
     def outer(self, node: ast.AST) -> tuple[int, int]:
         """The character offsets of `node` with the grouping parentheses around it (`((n))` in
         `zeros((n))`), not a call's own."""
@@ -385,11 +377,13 @@ class Edits:
         return line[:len(line) - len(line.lstrip())]
 
     # -- names -------------------------------------------------------------------------------
-    def spelling(self, qualified: str) -> str | None:
-        """How this module spells `qualified` (`torch.nn.functional.softplus` -> `F.softplus`
-        under `import torch.nn.functional as F`), or None when no import reaches it."""
+    def spelling(self, qualified: str, at: ast.AST | None = None) -> str | None:
+        """How this module spells `qualified` at the node `at` (by default: where the traversal
+        is): `torch.nn.functional.softplus` -> `F.softplus` under `import torch.nn.functional
+        as F`; None when no import that means itself there reaches it (none, or a parameter or
+        local of that name hides it)."""
         best: str | None = None
-        for local, target in self.imports.visible().items():
+        for local, target in self.names.visible(at).items():
             if target == qualified:
                 return local
             spelled = local + qualified[len(target):]
@@ -397,17 +391,27 @@ class Edits:
                 best = spelled
         return best
 
-    def reference(self, qualified: str) -> tuple[str, tuple[Edit, ...]]:
-        """The module's spelling of `qualified`, and the edit adding `import <top package>` when
-        it has none."""
-        spelled = self.spelling(qualified)
+    def reference(self, qualified: str, at: ast.AST | None = None) -> tuple[str, tuple[Edit, ...]] | None:
+        """The module's spelling of `qualified` at the node `at` (by default: where the traversal
+        is), with the edit adding an import when nothing spells it there: `import torch`, or,
+        where `torch` means something else at `at` (a parameter `torch=None`, `import numpy as
+        torch`), `import torch as torch_` under the first alias that nothing binds. None when no
+        name is free for it (a star import may bind any): no fix then."""
+        spelled = self.spelling(qualified, at)
         if spelled is not None:
             return spelled, ()
-        return qualified, (self.import_edit(qualified.split(".")[0]),)
+        top, _, rest = qualified.partition(".")
+        for alias in (top, f"{top}_", f"_{top}", f"{top}_module", *(f"{top}{n}" for n in range(2, 10))):
+            if self.names.meaning(alias, at).kind == FREE and self.names.meaning(alias, self.tree).kind == FREE:
+                return alias + ("." + rest if rest else ""), (self.import_edit(top, alias),)
+        return None
 
-    def import_edit(self, module: str) -> Edit:
-        """`import module` on its own line after the module's last top-level import (or its
-        docstring, or at the top): every fix that needs it produces this same edit."""
+    def import_edit(self, module: str, alias: str | None = None) -> Edit:
+        """`import module` (`import module as alias`) on its own line after the module's last
+        top-level import (or its docstring, or at the top): every fix that needs it produces this
+        same edit."""
+        if alias is not None and alias != module:
+            module = f"{module} as {alias}"
         anchor = None
         body = self.tree.body
         for statement in body:

@@ -13,15 +13,12 @@ import pytest
 
 from ptlint.engine.edits import Edits, apply_edits, fits, overlaps
 from ptlint.engine.finding import Edit
+from ptlint.engine.file_context import FileContext
 from ptlint.engine.source import SourceFile
-from ptlint.semantics.names import ImportMap, collect_module_imports
 
 
 def edits_for(text: str) -> Edits:
-    tree = ast.parse(text)
-    imports = ImportMap()
-    collect_module_imports(tree, imports)
-    return Edits(SourceFile("a.py", text), tree, imports)
+    return FileContext(SourceFile("a.py", text), ast.parse(text)).edits
 
 
 def find(edits: Edits, kind: type, source: str, occurrence: int = 0) -> ast.AST:
@@ -304,3 +301,62 @@ def test_reference_spells_a_name_through_the_modules_imports_or_adds_one():
     assert spelled == "torch.expm1" and added == Edit(2, 1, 2, 1, "import torch\n")
     assert edits_for("x = 1").import_edit("torch") == Edit(1, 1, 1, 1, "import torch\n")
     assert edits_for("import os").import_edit("torch") == Edit(1, 10, 1, 10, "\nimport torch")
+
+
+# -- names at the place the fix writes them --------------------------------------------------------
+
+SHADOWED = """\
+import torch
+import torch.nn.functional as F
+
+def step(model, lr, torch=None):
+    return model
+
+def other(F):
+    return F
+
+def local_import():
+    import numpy as torch
+    return torch
+
+def later():
+    torch_ = 1
+    return torch_
+"""
+
+
+def _returned(edits: Edits, function: str) -> ast.AST:
+    definition = next(n for n in edits.tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    return definition.body[-1].value
+
+
+def test_a_name_a_parameter_or_local_shadows_is_reached_through_an_alias_free_there():
+    """`def step(model, lr, torch=None)`: a fix there must not call the parameter."""
+    edits = edits_for(SHADOWED)
+    spelled, (added,) = edits.reference("torch._foreach_mul_", at=_returned(edits, "step"))
+    assert spelled == "torch_._foreach_mul_" and added.content == "import torch as torch_\n"
+    assert edits.reference("torch._foreach_mul_", at=_returned(edits, "other")) == ("torch._foreach_mul_", ())
+    assert edits.reference("torch.expm1", at=_returned(edits, "local_import"))[0] == "torch_.expm1"
+
+
+def test_an_alias_bound_anywhere_at_module_level_or_there_is_not_taken():
+    text = SHADOWED + "torch_ = None\n"
+    edits = edits_for(text)
+    spelled, (added,) = edits.reference("torch.expm1", at=_returned(edits, "step"))
+    assert spelled == "_torch.expm1" and added.content == "import torch as _torch\n"
+    spelled, _ = edits.reference("torch.expm1", at=_returned(edits_for(SHADOWED), "later"))
+    assert spelled == "torch.expm1"  # `torch_` is local to `later`, but `torch` means the module there
+
+
+def test_a_shadowed_alias_falls_back_to_another_spelling_of_the_module():
+    edits = edits_for(SHADOWED)
+    assert edits.reference("torch.nn.functional.softplus", at=_returned(edits, "other")) == \
+        ("torch.nn.functional.softplus", ())
+    assert edits.reference("torch.nn.functional.softplus", at=_returned(edits, "step")) == ("F.softplus", ())
+
+
+def test_no_free_name_means_no_fix():
+    """A star import may bind any name: no alias can be relied on."""
+    edits = edits_for("from os import *\n\ndef f(torch):\n    return torch\n")
+    assert edits.reference("torch.expm1", at=_returned(edits, "f")) is None
+    assert edits.reference("torch.expm1", at=edits.tree) is None

@@ -36,9 +36,12 @@ class DeprecatedCudaAmp(Rule):
             if found is not None:
                 qualname, api = found
                 edits = self.ctx.edits
-                spelled, imports = edits.reference(api.native)
-                fix = Fix(SAFE, f"Use `{api.native}(device_type=\"{api.device}\")`",
-                          (edits.replace(decorator, f'{spelled}(device_type="{api.device}")'), *imports))
+                reference = edits.reference(api.native, at=decorator)
+                fix = None
+                if reference is not None:
+                    spelled, imports = reference
+                    fix = Fix(SAFE, f"Use `{api.native}(device_type=\"{api.device}\")`",
+                              (edits.replace(decorator, f'{spelled}(device_type="{api.device}")'), *imports))
                 self.report(decorator, self._message(qualname, api), fix=fix)
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -62,7 +65,10 @@ class DeprecatedCudaAmp(Rule):
         positional arguments become keywords (the new one takes `dtype` second); GradScaler's
         keep their places after the device; custom_fwd / custom_bwd get `device_type=`."""
         edits = self.ctx.edits
-        spelled, imports = edits.reference(api.native)
+        reference = edits.reference(api.native, at=call)
+        if reference is None:
+            return None
+        spelled, imports = reference
         device = f'"{api.device}"'
         out = [edits.replace(call.func, spelled), *imports]
         if api.kind == "custom":

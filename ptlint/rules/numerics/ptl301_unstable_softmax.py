@@ -84,7 +84,10 @@ class UnstableSoftmax(DeferredRule):
         x, d = edits.argument(exp.operand), edits.argument(dim)
         if exp.method:
             return (edits.replace(quotient, f"{edits.expression(exp.operand)}.softmax(dim={d})"),)
-        spelled, imports = edits.reference("torch.softmax")
+        found = edits.reference("torch.softmax", at=quotient)
+        if found is None:
+            return None
+        spelled, imports = found
         return (edits.replace(quotient, f"{spelled}({x}, dim={d})"), *imports)
 
     docs = """

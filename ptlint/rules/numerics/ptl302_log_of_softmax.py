@@ -41,7 +41,10 @@ class LogOfSoftmax(DeferredRule):
         if isinstance(func, ast.Attribute):  # F.softmax / torch.softmax / x.softmax: same receiver
             return (edits.replace(log, f"{edits.expression(func.value)}.log_softmax{arguments}"),)
         qualname = self.ctx.qualname(func)  # `from torch.nn.functional import softmax`
-        spelled, imports = edits.reference(qualname.rsplit(".", 1)[0] + ".log_softmax")
+        found = edits.reference(qualname.rsplit(".", 1)[0] + ".log_softmax", at=log)
+        if found is None:
+            return None
+        spelled, imports = found
         return (edits.replace(log, f"{spelled}{arguments}"), *imports)
 
     docs = """

@@ -61,7 +61,10 @@ class LogSumExp(DeferredRule):
         arguments = edits.argument(total.dim) + (", keepdim=True" if is_true(total.keepdim) else "")
         if exp.method:
             return (edits.replace(log, f"{edits.expression(exp.operand)}.logsumexp({arguments})"),)
-        spelled, imports = edits.reference("torch.logsumexp")
+        found = edits.reference("torch.logsumexp", at=log)
+        if found is None:
+            return None
+        spelled, imports = found
         return (edits.replace(log, f"{spelled}({edits.argument(exp.operand)}, {arguments})"), *imports)
 
     docs = """

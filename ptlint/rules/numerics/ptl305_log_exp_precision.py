@@ -284,14 +284,20 @@ class LogExpPrecision(DeferredRule):
         func = log.func
         if isinstance(func, ast.Attribute):  # torch.log(1 + x) -> torch.log1p(x), same namespace
             return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{edits.text(func.value)}.log1p({edits.argument(x)})"),))
-        spelled, imports = edits.reference("torch.log1p")
+        found = edits.reference("torch.log1p", at=log)
+        if found is None:
+            return None
+        spelled, imports = found
         return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{spelled}({edits.argument(x)})"), *imports))
 
     def _softplus_fix(self, node: ast.AST, x: ast.AST) -> Fix | None:
         edits = self.ctx.edits
         if edits.has_comment(node) or integer_valued(self.ctx, x):
             return None  # softplus refuses integer tensors, which exp promotes to float
-        spelled, imports = edits.reference("torch.nn.functional.softplus")
+        found = edits.reference("torch.nn.functional.softplus", at=node)
+        if found is None:
+            return None
+        spelled, imports = found
         return Fix(SAFE, "Use `F.softplus(x)`", (edits.replace(node, f"{spelled}({edits.argument(x)})"), *imports))
 
     def _expm1_fix(self, node: ast.BinOp, exp: Call, subtracted: ast.AST | None) -> Fix | None:
@@ -305,7 +311,10 @@ class LogExpPrecision(DeferredRule):
         elif isinstance(exp.node.func, ast.Attribute):
             text = f"{edits.text(exp.node.func.value)}.expm1({edits.argument(exp.operand)})"
         else:
-            spelled, imports = edits.reference("torch.expm1")
+            found = edits.reference("torch.expm1", at=node)
+            if found is None:
+                return None
+            spelled, imports = found
             text = f"{spelled}({edits.argument(exp.operand)})"
         if subtracted is None:
             edit = edits.replace_grouped(node, text)  # `alpha * (exp(h) - 1)` -> `alpha * expm1(h)`

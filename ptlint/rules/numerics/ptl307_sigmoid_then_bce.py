@@ -58,7 +58,10 @@ class SigmoidThenBCE(LossInputRule):
             renamed = f"{edits.text(target.value)}.{new_name}"
         else:  # `from torch.nn.functional import binary_cross_entropy`
             module = "torch.nn.functional" if form == "function" else "torch.nn"
-            renamed, imports = edits.reference(f"{module}.{new_name}")
+            found = edits.reference(f"{module}.{new_name}", at=target)
+            if found is None:
+                return None
+            renamed, imports = found
         operand = sigmoid.operand
         inner = edits.argument(operand)
         return (edits.replace(target, renamed), edits.replace(sigmoid.node, inner), *imports)

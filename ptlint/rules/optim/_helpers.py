@@ -293,8 +293,9 @@ class ForeachWriter:
         self.calls.append(Call(function, list(args)))
 
     # -- the replacement ----------------------------------------------------------------------
-    def fix_edits(self) -> tuple:
-        """The edits replacing the loop: (edit of the loop, import edits...)."""
+    def fix_edits(self) -> tuple | None:
+        """The edits replacing the loop: (edit of the loop, import edits...); None when `torch`
+        cannot be named there."""
         edits = self.ctx.edits
         target = edits.text(self.loop.target)
         iterable = edits.expression(self.loop.iter)
@@ -313,7 +314,10 @@ class ForeachWriter:
         for call in self.calls:
             for function in _functions(call):
                 if function not in spelled:
-                    spelled[function], needed = edits.reference(function)
+                    found = edits.reference(function, at=self.loop)
+                    if found is None:
+                        return None
+                    spelled[function], needed = found
                     imports.extend(needed)
 
         def render(argument) -> str:

@@ -57,11 +57,14 @@ class PerParameterZeroGrad(Rule):
             return None
         writer = ForeachWriter(loop, self.ctx, guarded)
         writer.add("torch._foreach_zero_", writer.tensor(zeroed, names))
+        edits = writer.fix_edits()
+        if edits is None:
+            return None
         if guarded:
-            return Fix(SAFE, "Zero all gradients with one `torch._foreach_zero_` call", writer.fix_edits())
+            return Fix(SAFE, "Zero all gradients with one `torch._foreach_zero_` call", edits)
         # the loop raises on a parameter without a gradient; the fix skips it
         return Fix(UNSAFE, "Zero all gradients with one `torch._foreach_zero_` call (parameters without a "
-                           "gradient are skipped, where the loop raised)", writer.fix_edits())
+                           "gradient are skipped, where the loop raised)", edits)
 
     docs = """
 ## What it does
