@@ -247,15 +247,16 @@ SILENT_IN_TESTS = ("PTL1", "PTL2", "PTL4", "PTL5", "PTL6")
 
 
 def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
-                project_root: str | None = None) -> list[Finding]:
+                project_root: str | None = None, tree: ast.Module | None = None) -> list[Finding]:
     """All findings for one decoded file: suppressions applied, sorted, deduplicated.
     `test_code`: the file is test code (Settings.is_test_code); `project_root`: the folder of
-    the configuration, where rules that read imported project modules resolve them."""
+    the configuration, where rules that read imported project modules resolve them; `tree`: the
+    text's tree, when the caller parsed it already (the language server keeps it for its fixes)."""
     text = source.text
     active = [cls for cls in rule_classes if triggered(cls.triggers, text)
               and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
     try:
-        tree = parse(source)
+        tree = tree if tree is not None else parse(source)
     except SyntaxError as exc:
         return [syntax_error_finding(source, exc)]
     except (RecursionError, MemoryError):
