@@ -25,20 +25,23 @@ class InputClaimFailed(AssertionError):
 
 
 def run(source: str, code: str) -> Outcome:
-    """Run the example's code, then the input's, with the seeds set; the snapshot of `result`."""
+    """Run the example's code, then the input's, with the seeds set; the snapshot of `result`.
+    The input runs in a scope of its own (the example's names, and `torch`): what it imports
+    never reaches the example's globals, so a fix that forgot an import still fails."""
     namespace: dict = {"__name__": "fix_example"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecations of the original, "CUDA is not available"...
         _seed()
         exec(compile(source, "<example>", "exec"), namespace)
+        scope = dict(namespace, torch=torch)
         _seed()
         try:
-            exec(compile(code, "<input>", "exec"), namespace)
+            exec(compile(code, "<input>", "exec"), scope)
         except AssertionError as exc:
             raise InputClaimFailed(f"the input's claim failed: {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - the outcome, compared with the other run's
-            return Outcome(None, type(exc).__name__, namespace)
-    return Outcome(snapshot(namespace.get("result")), None, namespace)
+            return Outcome(None, type(exc).__name__, scope)
+    return Outcome(snapshot(scope.get("result")), None, scope)
 
 
 def _seed() -> None:

@@ -7,6 +7,7 @@ import ast
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
 from ptlint.rules.numerics._helpers import (
+    reduction_inputs,
     Call,
     DeferredRule,
     exp_call,
@@ -272,6 +273,67 @@ def attn(scores):
     e = torch.exp(scores)
     return e / e.sum(-1, keepdim=True)
 """,
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)
+""",
+            after="""
+import torch
+
+def f(x):
+    return torch.softmax(x, dim=-1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax(x.double(), -1)"),
+        ),
+        FixExample(
+            before="""
+import torch as T
+
+def f(x):
+    return (x * 2).exp() / (x * 2).exp().sum(dim=1, keepdim=True)
+""",
+            after="""
+import torch as T
+
+def f(x):
+    return (x * 2).softmax(dim=1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax((x * 2).double(), 1)", "(3, 5, 2)", "(3, 0, 2)"),
+        ),
+        FixExample(
+            before="""
+from torch import exp, sum
+
+def f(x):
+    return exp(x) / sum(exp(x), 0, keepdim=True)
+""",
+            after="""
+from torch import exp, sum
+import torch
+
+def f(x):
+    return torch.softmax(x, dim=0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax(x.double(), 0)", "(6, 3)", "(0, 3)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.exp() / x.exp().sum(dim=0, keepdim=True)
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.softmax(dim=0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax(x.double(), 0)", "(6, 4)", "(6, 0)"),
         ),
     ]
 

@@ -6,7 +6,7 @@ import ast
 
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
-from ptlint.rules.numerics._helpers import DeferredRule, log_call, resolve, softmax_call
+from ptlint.rules.numerics._helpers import reduction_inputs, DeferredRule, log_call, resolve, softmax_call
 
 
 class LogOfSoftmax(DeferredRule):
@@ -200,5 +200,83 @@ import torch
 
 logp = torch.nn.functional.log_softmax(x, 1)
 """,
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(F.softmax(x, dim=-1))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.log_softmax(x, dim=-1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), -1)", "(4, 9)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.softmax(1).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.log_softmax(1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), 1)", "(2, 8, 3)", "(2, 0, 3)"),
+        ),
+        FixExample(
+            before="""
+from torch.nn.functional import softmax
+
+def f(x):
+    return softmax(x, 0).log()
+""",
+            after="""
+from torch.nn.functional import softmax
+import torch
+
+def f(x):
+    return torch.nn.functional.log_softmax(x, 0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), 0)", "(8, 2)", "(0, 2)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return torch.log(torch.softmax(x, dim=-1))
+""",
+            after="""
+import torch
+
+def f(x):
+    return torch.log_softmax(x, dim=-1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), -1)", "(5, 5)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.softmax(0).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.log_softmax(0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), 0)", "(6, 4)", "(6, 0)"),
         ),
     ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import FixExample
+from ptlint.engine.rule import FixExample, FixInput
 from ptlint.rules.numerics._helpers import (
+    reduction_inputs,
     DeferredRule,
     exp_call,
     is_true,
@@ -200,5 +201,71 @@ import torch
 
 lse = torch.log(torch.exp(scores).sum())
 """,
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return torch.log(torch.exp(x).sum(dim=-1))
+""",
+            after="""
+import torch
+
+def f(x):
+    return torch.logsumexp(x, -1)
+""",
+            inputs=(
+                *reduction_inputs("f(x)", "torch.logsumexp(x.double(), -1)"),
+                # `exp` promotes an integer tensor to float, and so does `logsumexp`
+                FixInput("an integer tensor", "x = torch.arange(12).reshape(3, 4)\nresult = f(x)\n",
+                         check="close(before, after, 1e-5)"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.exp().sum(1, keepdim=True).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.logsumexp(1, keepdim=True)
+""",
+            inputs=reduction_inputs("f(x)", "torch.logsumexp(x.double(), 1, keepdim=True)", "(3, 6, 2)", "(3, 0, 2)"),
+        ),
+        FixExample(
+            before="""
+from torch import exp, log, sum as tsum
+
+def f(x):
+    return log(tsum(exp(x), (1, 2)))
+""",
+            after="""
+from torch import exp, log, sum as tsum
+import torch
+
+def f(x):
+    return torch.logsumexp(x, (1, 2))
+""",
+            inputs=reduction_inputs("f(x)", "torch.logsumexp(x.double(), (1, 2))", "(2, 3, 4)", "(2, 0, 4)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.exp().sum(0, keepdim=True).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.logsumexp(0, keepdim=True)
+""",
+            inputs=reduction_inputs("f(x)", "torch.logsumexp(x.double(), 0, keepdim=True)", "(6, 4)", "(6, 0)"),
         ),
     ]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import FixExample
+from ptlint.engine.rule import FixExample, FixInput
 from ptlint.rules.numerics._helpers import (
+    SOFTPLUS,
+    log_exp_inputs,
     Call,
     DeferredRule,
     exp_call,
@@ -685,6 +687,226 @@ from torch.nn import functional as fn
 
 y = T.where(g > 20.0, g, fn.softplus(g))
 """,
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(1 + torch.exp(x))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=(
+                *log_exp_inputs("softplus64(x)", SOFTPLUS),
+                # the gradient: inf * 0 in the original where exp overflows; sigmoid(x) in the fix
+                FixInput("the gradient where exp overflows", SOFTPLUS + """
+x = torch.tensor([100.0, 0.0, -5.0], requires_grad=True)
+f(x).sum().backward()
+result = x.grad
+reference = torch.sigmoid(x.detach())
+""", check="not finite(before) and finite(after) and close(after, reference, 1e-6)"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log1p(torch.exp(x))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=log_exp_inputs("softplus64(x)", SOFTPLUS),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x.exp().log1p()
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=log_exp_inputs("softplus64(x)", SOFTPLUS),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(torch.exp(x) + 1.0)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=log_exp_inputs("softplus64(x)", SOFTPLUS),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(1 + torch.exp(-x))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(-x)
+""",
+            inputs=log_exp_inputs("softplus64(-x)", SOFTPLUS, negate=True),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.where(x > 20.0, x, torch.log(1.0 + torch.exp(x)))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.where(x > 20.0, x, F.softplus(x))
+""",
+            inputs=(
+                # a transformers gate: the guard keeps float32 finite, but float16 overflows from 11.1 on
+                FixInput("float16 below the guard's threshold", SOFTPLUS + """
+x = torch.tensor([0.5, 12.0, 15.0, 25.0], dtype=torch.float16)
+result = f(x)
+reference = softplus64(x)
+""", check="not finite(before) and close(after, reference, 2e-3)"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(1 + x)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log1p(x)
+""",
+            inputs=log_exp_inputs("torch.log1p(x.double())", kind="log1p"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (x + 1).log()
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x.log1p()
+""",
+            inputs=log_exp_inputs("torch.log1p(x.double())", kind="log1p"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (torch.exp(x) - 1) / x
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.expm1(x) / x
+""",
+            inputs=log_exp_inputs("torch.expm1(x.double()) / x.double()", kind="expm1"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x / (x.exp() - 1.0)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x / x.expm1()
+""",
+            inputs=log_exp_inputs("x.double() / torch.expm1(x.double())", kind="expm1"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (torch.exp(x) - 1 - x) / x
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (torch.expm1(x) - x) / x
+""",
+            inputs=log_exp_inputs("(torch.expm1(x.double()) - x.double()) / x.double()", kind="expm1"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.exp(x) - x - 1
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.expm1(x) - x
+""",
+            inputs=log_exp_inputs("torch.expm1(x.double()) - x.double()", kind="expm1"),
         ),
     ]
 

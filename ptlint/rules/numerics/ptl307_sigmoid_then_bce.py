@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import FixExample
+from ptlint.engine.rule import FixExample, FixInput
 from ptlint.rules.numerics._helpers import (
+    bce_inputs,
+    saturated_bce_inputs,
     LossInputRule,
     producers,
     sigmoid_call,
@@ -271,6 +273,108 @@ import torch
 
 loss = nn.BCEWithLogitsLoss(reduction="none")(z, t)
 """,
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(torch.sigmoid(x), y)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y)
+""",
+            inputs=bce_inputs(),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(x.sigmoid(), y, w)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y, w)
+""",
+            inputs=bce_inputs(weight=True),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(torch.special.expit(x), y, weight=w, reduction='sum')
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y, weight=w, reduction='sum')
+""",
+            inputs=bce_inputs(weight=True, reduction="sum"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCELoss(reduction='none')(torch.sigmoid(x), y)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCEWithLogitsLoss(reduction='none')(x, y)
+""",
+            inputs=bce_inputs(reduction="none"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCELoss(w)(F.sigmoid(x), y)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCEWithLogitsLoss(w)(x, y)
+""",
+            inputs=bce_inputs(weight=True),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(torch.sigmoid(x), y, reduction='none')
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y, reduction='none')
+""",
+            inputs=(*bce_inputs(reduction="none"), *saturated_bce_inputs()),
         ),
     ]
 
