@@ -480,7 +480,7 @@ def model_ends_in(ctx, call: ast.AST, scope: Scope, recognise, depth: int = 0) -
     """`call` runs a model whose output `recognise` accepts: an `nn.Sequential(..., last)` whose
     last layer it accepts, or an instance of a module class of this file whose `forward`
     returns only such values (`return F.softmax(x, dim=1)`)."""
-    from ptlint.semantics.compiled import local_classes, is_module_class
+    from ptlint.semantics.compiled import is_module_class, local_classes
 
     if depth > 2 or not isinstance(call, ast.Call):
         return False

@@ -7,12 +7,12 @@ import ast
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
 from ptlint.rules.numerics._helpers import (
-    reduction_inputs,
     Call,
     DeferredRule,
     exp_call,
     int_literal,
     is_true,
+    reduction_inputs,
     resolve,
     same,
     stabilised,
@@ -335,6 +335,15 @@ def f(x):
 """,
             inputs=reduction_inputs("f(x)", "torch.softmax(x.double(), 0)", "(6, 4)", "(6, 0)"),
         ),
+    ]
+    unfixable_examples = [
+        # without keepdim=True the division broadcasts along another axis: softmax is another function
+        """
+import torch
+
+def g(x):
+    return torch.exp(x) / torch.exp(x).sum(-1)  # expect: PTL301
+""",
     ]
 
 

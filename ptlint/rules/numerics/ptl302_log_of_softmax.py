@@ -6,7 +6,13 @@ import ast
 
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
-from ptlint.rules.numerics._helpers import reduction_inputs, DeferredRule, log_call, resolve, softmax_call
+from ptlint.rules.numerics._helpers import (
+    DeferredRule,
+    log_call,
+    reduction_inputs,
+    resolve,
+    softmax_call,
+)
 
 
 class LogOfSoftmax(DeferredRule):
@@ -279,4 +285,14 @@ def f(x):
 """,
             inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), 0)", "(6, 4)", "(6, 0)"),
         ),
+    ]
+    unfixable_examples = [
+        # the softmax kept in a variable, used again: not rewritten
+        """
+import torch
+
+def entropy(x):
+    p = torch.softmax(x, -1)
+    return (p * p.log()).sum()  # expect: PTL302
+""",
     ]

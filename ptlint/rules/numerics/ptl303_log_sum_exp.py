@@ -7,11 +7,11 @@ import ast
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample, FixInput
 from ptlint.rules.numerics._helpers import (
-    reduction_inputs,
     DeferredRule,
     exp_call,
     is_true,
     log_call,
+    reduction_inputs,
     resolve,
     stabilised,
     sum_call,
@@ -268,4 +268,13 @@ def f(x):
 """,
             inputs=reduction_inputs("f(x)", "torch.logsumexp(x.double(), 0, keepdim=True)", "(6, 4)", "(6, 0)"),
         ),
+    ]
+    unfixable_examples = [
+        # a sum with its own dtype: logsumexp has none
+        """
+import torch
+
+def g(x):
+    return torch.log(torch.exp(x).sum(-1, dtype=torch.float64))  # expect: PTL303
+""",
     ]

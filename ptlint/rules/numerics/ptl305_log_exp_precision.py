@@ -8,7 +8,6 @@ from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample, FixInput
 from ptlint.rules.numerics._helpers import (
     SOFTPLUS,
-    log_exp_inputs,
     Call,
     DeferredRule,
     exp_call,
@@ -16,6 +15,7 @@ from ptlint.rules.numerics._helpers import (
     is_one,
     log1p_call,
     log_call,
+    log_exp_inputs,
     one_hop,
     resolve,
     same,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import FixExample, FixInput
+from ptlint.engine.rule import FixExample
 from ptlint.rules.numerics._helpers import (
-    bce_inputs,
-    saturated_bce_inputs,
     LossInputRule,
+    bce_inputs,
     producers,
+    saturated_bce_inputs,
     sigmoid_call,
     sigmoid_output,
 )
@@ -379,6 +379,23 @@ def f(x, y, w):
     ]
 
     unfixable_examples = [
+        # the sigmoid kept in a variable (used again), a loss module on self: not rewritten
+        """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bce = nn.BCELoss()
+
+    def forward(self, x, y):
+        p = torch.sigmoid(x)
+        a = F.binary_cross_entropy(p, y)  # expect: PTL307
+        b = self.bce(torch.sigmoid(x), y)  # expect: PTL307
+        return a + b, p
+""",
         # the probabilities are kept in a variable (used again), the module lives on self
         """
 import torch

@@ -9,8 +9,6 @@ from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, FixInput
 from ptlint.rules.optim._helpers import (
     MODEL_CODE,
     MODEL_STATES,
-    model_inputs,
-    pair_inputs,
     Call,
     ForeachWriter,
     Unsupported,
@@ -18,6 +16,8 @@ from ptlint.rules.optim._helpers import (
     fixable_loop,
     in_place_base,
     may_repeat,
+    model_inputs,
+    pair_inputs,
     param_names,
     tensor_kind,
     unguarded_body,

@@ -9,10 +9,10 @@ from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, FixInput
 from ptlint.rules.optim._helpers import (
     MODEL_CODE,
     MODEL_STATES,
-    model_inputs,
     ForeachWriter,
     body_nodes,
     fixable_loop,
+    model_inputs,
     param_names,
     tensor_kind,
     unguarded_body,

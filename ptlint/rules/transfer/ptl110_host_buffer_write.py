@@ -12,8 +12,8 @@ from ptlint.semantics.autograd import is_loss_call, is_model_call, statements_of
 from ptlint.semantics.nodes import body_nodes, dotted, method_name, root_name
 from ptlint.semantics.values import (
     HOST_FACTORIES,
-    NUMPY_MODULES,
     KEPT_ATTRIBUTES,
+    NUMPY_MODULES,
     REDUCTIONS,
     TENSOR_METHODS,
     backward_names,

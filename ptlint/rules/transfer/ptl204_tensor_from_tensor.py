@@ -8,7 +8,6 @@ from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
 from ptlint.semantics.values import STRONG, tensor_kind
 
-
 # A copy made of a tensor `make` builds, the warnings it printed, and what it means that the copy is
 # the same tensor as `torch.tensor(t)` gave (dtype, shape, contiguity, not requiring grad), a copy
 # and not a view, without the warning torch prints for the original.
