@@ -255,8 +255,9 @@ class Edits:
         return any(start <= position < end for position in self.comments())
 
     def text_between(self, node: ast.AST, end_node: ast.AST) -> str:
-        """The source from the end of `node` to the end of `end_node` (`(x, 1)` after a callee)."""
-        return self.source.text[self.offset(self.end(node)):self.offset(self.end(end_node))]
+        """The source from the end of `node` (and of its own parentheses) to the end of
+        `end_node`: `(x, 1)` after a callee, also after `(torch.softmax)`."""
+        return self.source.text[self.outer(node)[1]:self.offset(self.end(end_node))]
 
     def line_has_comment(self, first: int, last: int) -> bool:
         return any(first <= line <= last for line, _ in self.comments())
