@@ -56,6 +56,7 @@ class FileFix:
     applied: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    passes: list[tuple[str, list[Edit]]] = field(default_factory=list)  # each pass: its text, its edits
 
     @property
     def changed(self) -> bool:
@@ -152,6 +153,7 @@ def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_co
         if not applied or new_text == current.text:
             break
         result.applied.extend(applied)
+        result.passes.append((current.text, [edit for finding in applied for edit in finding.fix.edits]))
         current = SourceFile(source.path, new_text, source.encoding, source.bom)
         findings = None
     else:
