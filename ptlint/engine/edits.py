@@ -268,8 +268,8 @@ class Edits:
             if "#" in self.source.text:
                 try:
                     tokens = tokenize.generate_tokens(io.StringIO(self.source.text).readline)
-                    self._comments = [(t.start[0], self.source.char_column(t.start[0], t.start[1]) + 1)
-                                      for t in tokens if t.type == tokenize.COMMENT]
+                    # the tokenizer of a str counts characters already (ast counts bytes)
+                    self._comments = [(t.start[0], t.start[1] + 1) for t in tokens if t.type == tokenize.COMMENT]
                 except (tokenize.TokenError, SyntaxError):  # parsed already: not expected
                     self._comments = [(n, 1) for n, line in enumerate(self.source.text.splitlines(), 1)
                                       if "#" in line]

@@ -360,3 +360,119 @@ def test_no_free_name_means_no_fix():
     edits = edits_for("from os import *\n\ndef f(torch):\n    return torch\n")
     assert edits.reference("torch.expm1", at=_returned(edits, "f")) is None
     assert edits.reference("torch.expm1", at=edits.tree) is None
+
+
+# -- details that decide the text of a fix ---------------------------------------------------------
+
+@pytest.mark.parametrize("text,newline", [("x = 1\r\ny = 2\r\n", "\r\n"), ("x = 1\ry = 2\r", "\r"),
+                                          ("x = 1\ny = 2\n", "\n"), ("x = 1\ry = 2\n", "\n")])
+def test_added_lines_end_as_the_files_lines_do(text, newline):
+    edits = edits_for(text)
+    assert edits.newline == newline
+    assert edits.import_edit("torch").content == f"import torch{newline}"
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("(a, b)", True), ("((a))", True), ("[x, y]", True), ("{a: 1}", True), ("(a), (b)", False), ("(a)[0]", False),
+    ("f(x)", False), ("a", False), ("", False), ("(a", False), ("(a)  # c", True), ("(\n a\n)", True),
+])
+def test_enclosed(code, expected):
+    from ptlint.engine.edits import _enclosed
+
+    assert _enclosed(code) is expected
+
+
+@pytest.mark.parametrize("text,needle,occurrence,expected", [
+    ("y = (  # (\r\n  x\r\n)\r\n", "x", 0, "(  # (\r\n  x\r\n)"),
+    ("y = (\\\n  x)\n", "x", 0, "(\\\n  x)"),
+    ("(x)\n", "x", 0, "(x)"),
+    ("x\n", "x", 0, "x"),
+    ("f((x  # c\n))\n", "x", 0, "(x  # c\n)"),
+    ("f(  # )\n  x)\n", "x", 0, "x"),
+    ("y = (x)\r", "x", 0, "(x)"),
+])
+def test_outer_across_line_ends_comments_and_continuations(text, needle, occurrence, expected):
+    edits = edits_for(text)
+    node = [n for n in ast.walk(edits.tree) if isinstance(n, ast.Name) and n.id == needle][occurrence]
+    start, end = edits.outer(node)
+    assert text[start:end] == expected
+
+
+def test_comments_are_found_by_the_tokenizer_at_character_columns(monkeypatch):
+    edits = edits_for("s = 'é # not one'  # one\nx = 1\n# two\n")
+    assert edits.comments() == [(1, 20), (3, 1)]
+    assert edits.line_has_comment(1, 1) and edits.line_has_comment(3, 3) and not edits.line_has_comment(2, 2)
+    import tokenize
+
+    def broken(readline):
+        raise tokenize.TokenError("no", (1, 0))
+
+    monkeypatch.setattr(tokenize, "generate_tokens", broken)
+    fallback = edits_for("x = 1  # a\ny = '#'\nz = 2\n")
+    assert fallback.comments() == [(1, 1), (2, 1)]  # every line with a `#`: no fix loses a comment
+
+
+def test_a_comment_counts_inside_a_node_not_right_after_it():
+    edits = edits_for("y = x# c\nz = f(a,  # why\n      b)\nw = g(a)  # after\n")
+    x = find(edits, ast.Name, "x")
+    call = find(edits, ast.Call, "f(a,  # why\n      b)")
+    g = find(edits, ast.Call, "g(a)")
+    assert not edits.has_comment(x) and edits.has_comment(call) and not edits.has_comment(g)
+    assert edits.has_comment_after(call.args[0], call) and not edits.has_comment_after(call.func, call.args[0])
+
+
+@pytest.mark.parametrize("text,position,content,expected", [
+    ("x = a\n", (1, 6), "'s'", "x = a 's'\n"), ("a\n", (1, 2), "b", "a b\n"), ("x = a\n", (1, 5), "'s'", "x = 's' a\n"),
+])
+def test_padding_on_either_side(text, position, content, expected):
+    edits = edits_for(text)
+    assert applied(edits, edits.insert_at(position, content)) == expected
+
+
+@pytest.mark.parametrize("text,target,content,expected", [
+    ("r = a - b", "b", "c * d", "r = a - c * d"),
+    ("r = a < b", "b", "c | d", "r = a < c | d"),
+    ("r = a or b", "b", "c and d", "r = a or c and d"),
+    ("r = a * b", "b", "-c", "r = a * -c"),
+    ("r = x.y", "x", "1.5", "r = (1.5).y"),
+    ("r = x.y", "x", "c", "r = c.y"),
+])
+def test_no_more_parentheses_than_the_place_needs(text, target, content, expected):
+    edits = edits_for(text + "\n")
+    assert applied(edits, edits.replace(find(edits, ast.Name, target), content)) == expected + "\n"
+
+
+@pytest.mark.parametrize("text,arguments,expected", [
+    ("torch.zeros().to(d)", ["dtype=t", "device=d"], "torch.zeros(dtype=t, device=d)"),
+    ("torch.zeros(x for x in y).to(d)", ["dtype=t", "device=d"], "torch.zeros((x for x in y), dtype=t, device=d)"),
+    ("torch.zeros(\n    n ,  # count\n\n).to(d)", ["device=d", "dtype=t"],
+     "torch.zeros(\n    n ,  # count\n    device=d,\n    dtype=t,\n\n)"),
+    ("torch.zeros(n,\n).to(d)", ["device=d"], "torch.zeros(n, device=d,\n)"),
+])
+def test_call_with_keywords_in_each_layout(text, arguments, expected):
+    edits = edits_for(f"x = {text}\n")
+    factory = edits.tree.body[0].value.func.value
+    assert edits.call_with_keywords(factory, arguments) == expected
+
+
+def test_an_argument_after_a_parenthesised_generator_goes_after_it():
+    edits = edits_for("f(a, (x for x in y))\n")
+    assert applied(edits, edits.add_keyword(edits.tree.body[0].value, "k=1")) == "f(a, (x for x in y), k=1)\n"
+
+
+def test_an_operand_spanning_lines_gets_parentheses_whatever_its_line_ends():
+    edits = edits_for("x = f(a,\r  b)\r")
+    assert edits.expression(find(edits, ast.Call, "f(a,\r  b)")) == "(f(a,\r  b))"
+
+
+def test_aliases_are_tried_in_order_and_each_must_be_free_there_and_at_module_level():
+    taken = "import torch\n\ndef f(x, torch, torch_, _torch, torch_module):\n    return x\n"
+    edits = edits_for(taken)
+    assert edits.reference("torch.relu", at=_returned(edits, "f"))[0] == "torch2.relu"
+    local = "import torch\n\ndef f(x, torch):\n    torch_ = 1\n    return x\n"
+    edits = edits_for(local)
+    assert edits.reference("torch.relu", at=_returned(edits, "f"))[0] == "_torch.relu"
+    every = "import torch\n\ndef f(x, torch, torch_, _torch, torch_module, " + \
+        ", ".join(f"torch{n}" for n in range(2, 10)) + "):\n    return x\n"
+    edits = edits_for(every)
+    assert edits.reference("torch.relu", at=_returned(edits, "f")) is None
