@@ -17,13 +17,7 @@ import warnings
 
 
 def parses(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
+    return _tree(text) is not None
 
 
 def _offsets(text: str) -> list[int]:

@@ -50,6 +50,12 @@ def wait_for(condition, timeout: float) -> bool:
     return condition()
 
 
+def kill_and_expect_the_workers_gone(parent: subprocess.Popen, workers: set[int]) -> None:
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    assert wait_for(lambda: not any(alive(w) for w in workers), 10), [w for w in workers if alive(w)]
+
+
 def test_killing_check_ends_its_workers(tmp_path):
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -62,9 +68,7 @@ def test_killing_check_ends_its_workers(tmp_path):
         assert wait_for(lambda: len(children(parent.pid)) >= 2, 60), "the workers never started"
         workers = children(parent.pid)
         assert parent.poll() is None, "the check ended before it could be killed"
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
-        assert wait_for(lambda: not any(alive(w) for w in workers), 10), [w for w in workers if alive(w)]
+        kill_and_expect_the_workers_gone(parent, workers)
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -104,9 +108,7 @@ def test_each_mechanism_alone_ends_the_workers(tmp_path, method, mechanism):
     try:
         workers = {int(parent.stdout.readline()), int(parent.stdout.readline())}
         assert all(alive(w) for w in workers)
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
-        assert wait_for(lambda: not any(alive(w) for w in workers), 10), [w for w in workers if alive(w)]
+        kill_and_expect_the_workers_gone(parent, workers)
     finally:
         if parent.poll() is None:
             parent.kill()
