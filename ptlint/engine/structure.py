@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from ptlint.engine.source import SourceFile
 
 _BUILTINS = frozenset(dir(builtins))
+# Scope kinds, binding flags and meanings (tags compared with each other, never shown).
+MODULE, FUNCTION, CLASS, LAMBDA, COMPREHENSION = "module", "function", "class", "lambda", "comprehension"
+INSIDE, OUTSIDE, IMPORT = "inside", "outside", "import"  # bound inside an edit / outside them / by an import
+BUILTIN, FIX = "builtin", "fix"  # a name no scope binds; a scope the fix's own text makes
 _LINE_END = re.compile(r"\r\n|\r|\n")  # as Python's tokenizer ends lines
 
 
@@ -121,12 +125,12 @@ _OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.MatMult: "@", ast.D
 def _kind(node: ast.AST) -> tuple:
     """What must stay the same of a node that encloses an edit: its type, and its operator."""
     if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.AugAssign)):
-        return type(node).__name__, type(node.op).__name__
+        return type(node), type(node.op)
     if isinstance(node, ast.Compare):
-        return "Compare", tuple(type(op).__name__ for op in node.ops)
+        return type(node), tuple(map(type, node.ops))
     if isinstance(node, ast.Attribute):
-        return "Attribute", node.attr
-    return (type(node).__name__,)
+        return type(node), node.attr
+    return (type(node),)
 
 
 def _describe(node: ast.AST) -> str:
@@ -164,10 +168,10 @@ def _name_of(node: ast.AST) -> str | None:
 
 @dataclass(eq=False)
 class _Scope:
-    kind: str  # "module", "function", "class", "lambda", "comprehension"
+    kind: str  # MODULE, FUNCTION, CLASS, LAMBDA, COMPREHENSION
     node: ast.AST | None
     parent: "_Scope | None"
-    bindings: dict[str, set[str]] = field(default_factory=dict)  # name -> {"inside"/"outside", "import"}
+    bindings: dict[str, set[str]] = field(default_factory=dict)  # name -> {INSIDE/OUTSIDE, IMPORT, "module=..."}
     declared_global: set[str] = field(default_factory=set)
     declared_nonlocal: set[str] = field(default_factory=set)
 
@@ -186,15 +190,14 @@ class _Bindings:
         self.shallow = shallow  # module-level bindings only: skip the bodies of functions and classes
         self.positions: _Positions | None = None
         self.loads: list[tuple[ast.Name, _Scope]] = []
-        self.scopes: dict[int, _Scope] = {}  # id(node) -> the scope it opens
 
     def bind(self, scope: _Scope, name: str, node: ast.AST, module: str | None = None) -> None:
         """Record a binding of `name` in `scope`; `module`: the module an import binds it to."""
         span = self.positions.span(node) if self.positions else None
         flags = scope.bindings.setdefault(name, set())
-        flags.add("inside" if span is not None and self.inside(*span) else "outside")
+        flags.add(INSIDE if span is not None and self.inside(*span) else OUTSIDE)
         if module is not None:
-            flags.update(("import", f"module={module}"))
+            flags.update((IMPORT, f"module={module}"))
 
     def walk(self, nodes: Iterable[ast.AST], scope: _Scope) -> None:
         pending = [(node, scope) for node in reversed(list(nodes))]
@@ -230,10 +233,10 @@ class _Bindings:
             outside = [*node.decorator_list, *node.bases, *node.keywords]
             if self.shallow:
                 return [(n, scope) for n in outside]
-            inner = self._open("class", node, scope)
+            inner = self._open(CLASS, node, scope)
             return [(n, scope) for n in outside] + [(n, inner) for n in node.body]
         if isinstance(node, _COMPREHENSIONS):
-            inner = self._open("comprehension", node, scope)
+            inner = self._open(COMPREHENSION, node, scope)
             first, *rest = node.generators
             out = [(first.iter, scope), (first.target, inner), *[(c, inner) for c in first.ifs]]
             for generator in rest:
@@ -242,7 +245,7 @@ class _Bindings:
             return out + [(e, inner) for e in elements]
         if isinstance(node, ast.NamedExpr):  # binds in the nearest scope that is not a comprehension
             target = scope
-            while target.kind == "comprehension" and target.parent is not None:
+            while target.kind == COMPREHENSION and target.parent is not None:
                 target = target.parent
             self.bind(target, node.target.id, node.target)
             return [(node.value, scope)]
@@ -255,9 +258,7 @@ class _Bindings:
         return [(child, scope) for child in ast.iter_child_nodes(node)]
 
     def _open(self, kind: str, node: ast.AST, parent: _Scope) -> _Scope:
-        scope = _Scope(kind, node, parent)
-        self.scopes[id(node)] = scope
-        return scope
+        return _Scope(kind, node, parent)
 
     def _function(self, node, scope: _Scope) -> list[tuple[ast.AST, _Scope]]:
         arguments = node.args
@@ -270,7 +271,7 @@ class _Bindings:
                 outside.append(node.returns)
         if self.shallow:
             return [(n, scope) for n in outside]
-        inner = self._open("lambda" if isinstance(node, ast.Lambda) else "function", node, scope)
+        inner = self._open(LAMBDA if isinstance(node, ast.Lambda) else FUNCTION, node, scope)
         for parameter in _parameters(arguments):
             self.bind(inner, parameter.arg, parameter)
         body = [node.body] if isinstance(node, ast.Lambda) else node.body
@@ -287,13 +288,13 @@ def _resolve(scope: _Scope, name: str) -> tuple[_Scope | None, frozenset[str]]:
     with that binding's flags."""
     current: _Scope | None = scope
     while current is not None:
-        if current.kind == "module" or name in current.declared_global:
+        if current.kind == MODULE or name in current.declared_global:
             module = current
             while module.parent is not None:
                 module = module.parent
             flags = module.bindings.get(name)
             return (module, frozenset(flags)) if flags else (None, frozenset())
-        visible = current is scope or current.kind != "class"  # a class body is not seen by its methods
+        visible = current is scope or current.kind != CLASS  # a class body is not seen by its methods
         if visible and name in current.bindings and name not in current.declared_nonlocal:
             return current, frozenset(current.bindings[name])
         current = current.parent
@@ -303,7 +304,7 @@ def _resolve(scope: _Scope, name: str) -> tuple[_Scope | None, frozenset[str]]:
 def _other_module(scope: _Scope | None, name: str, flags: frozenset[str], module: _Scope) -> bool:
     """Whether `name`, imported in a function or class, names another module there than the
     module-level import of that name (`import numpy as torch` inside a function)."""
-    if scope is None or scope.kind == "module":
+    if scope is None or scope.kind == MODULE:
         return False
     at_module = {f for f in module.bindings.get(name, ()) if f.startswith("module=")}
     return bool(at_module) and not {f for f in flags if f.startswith("module=")} <= at_module
@@ -313,17 +314,17 @@ def _imported_further_out(scope: _Scope, name: str) -> bool:
     """Whether a scope enclosing `scope` imports `name`: a binding in `scope` hides that import."""
     outer = scope.parent
     while outer is not None:
-        if "import" in outer.bindings.get(name, ()):
+        if IMPORT in outer.bindings.get(name, ()):
             return True
         outer = outer.parent
     return False
 
 
 def module_bindings(statements: Iterable[ast.stmt]) -> dict[str, set[str]]:
-    """Names the statements bind at module level, each with "import" when an import binds it."""
-    scope = _Scope("module", None, None)
+    """Names the statements bind at module level, each with IMPORT when an import binds it."""
+    scope = _Scope(MODULE, None, None)
     _Bindings(scope, lambda start, end: False, shallow=True).walk(statements, scope)
-    return {name: {"outside"} | {f for f in flags if f == "import" or f.startswith("module=")}
+    return {name: {OUTSIDE} | {f for f in flags if f == IMPORT or f.startswith("module=")}
             for name, flags in scope.bindings.items()}
 
 
@@ -451,7 +452,7 @@ class _Compare:
     def new_outside(self, start: int, end: int) -> bool:
         return all(end <= s or start >= e for s, e in self.new_spans)
 
-    def mapped(self, offset: int, side: str) -> int | None:
+    def mapped(self, offset: int, start_side: bool) -> int | None:
         """Where an original offset is in the new text: the start or the end of a node there
         (an insertion at a node's start lies before it, one at its end after it); None inside
         an edit."""
@@ -459,11 +460,11 @@ class _Compare:
         for start, end, content in self.edits:
             if start < offset < end:
                 return None
-            if end < offset or (end == offset and (side == "start" or start < end)):
+            if end < offset or (end == offset and (start_side or start < end)):
                 shift += len(content) - (end - start)
-            if start < end and side == "start" and offset == start:
+            if start < end and start_side and offset == start:
                 shift += len(content) - len(content.lstrip(" \t"))  # the space that pads it
-            if start < end and side == "end" and offset == end:
+            if start < end and not start_side and offset == end:
                 shift -= len(content) - len(content.rstrip(" \t"))
         return offset + shift
 
@@ -476,7 +477,7 @@ class _Compare:
     # the checks ------------------------------------------------------------------------------
     def module_bindings(self, old: bool) -> dict[str, set[str]]:
         """What this region's statements bind at module level, before or after the fix."""
-        scope = _Scope("module", None, None)
+        scope = _Scope(MODULE, None, None)
         walker = _Bindings(scope, self.old_inside if old else self.new_inside, shallow=True)
         walker.positions = self.old if old else self.new
         walker.walk((self.old_tree if old else self.new_tree).body, scope)
@@ -517,7 +518,7 @@ class _Compare:
         if not any(start <= s and e <= end and (start < s or e < end) and (s < e or start < s < end)
                    for s, e, _ in self.edits):
             return
-        new_start, new_end = self.mapped(start, "start"), self.mapped(end, "end")
+        new_start, new_end = self.mapped(start, True), self.mapped(end, False)
         if new_start is None or new_end is None:
             return  # it begins or ends inside another edit: nothing to compare it with
         kinds = [_kind(n) for n in new_nodes.get((new_start, new_end), [])]
@@ -530,7 +531,7 @@ class _Compare:
         """Every name outside the edits is still there, and no new one appears outside them."""
         expected: dict[tuple, list] = {}
         for (start, end), name, node in old_names:
-            key = (self.mapped(start, "start"), self.mapped(end, "end"), name)
+            key = (self.mapped(start, True), self.mapped(end, False), name)
             expected.setdefault(key, []).append(node)
         for (start, end), name, node in new_names:
             found = expected.get((start, end, name))
@@ -548,13 +549,13 @@ class _Compare:
 
         def key(scope: _Scope | None, positions: _Positions, inside, mapped: bool):
             if scope is None:
-                return "builtin"
-            if scope.kind == "module":
-                return "module"
+                return BUILTIN
+            if scope.kind == MODULE:
+                return MODULE
             start, end = positions.span(scope.node)
             if inside(start, end):
-                return "fix"
-            return scope.kind, self.mapped(start, "start") if mapped else start
+                return FIX
+            return scope.kind, self.mapped(start, True) if mapped else start
 
         old_reads: dict[tuple, tuple] = {}  # mapped position -> (name, meaning)
         carried: set[tuple] = set()  # (name, meaning) read inside the edits
@@ -563,7 +564,7 @@ class _Compare:
             target, flags = _resolve(scope, node.id)
             meaning = (key(target, self.old, self.old_inside, True), flags)
             if self.old_outside(start, end):
-                old_reads[(self.mapped(start, "start"), node.id)] = meaning
+                old_reads[(self.mapped(start, True), node.id)] = meaning
             else:
                 carried.add((node.id, meaning))
         for node, scope in new.loads:
@@ -572,15 +573,15 @@ class _Compare:
             meaning = (key(target, self.new, self.new_inside, False), flags)
             if self.new_outside(start, end):
                 before = old_reads.get((start, node.id), meaning)
-                if before == ("builtin", frozenset()) and node.id not in _BUILTINS and "import" in flags:
+                if before == (BUILTIN, frozenset()) and node.id not in _BUILTINS and IMPORT in flags:
                     continue  # undefined before (a NameError); now the module an import the fix adds names
                 if before != meaning:
                     raise FixRejected(f"`{node.id}` at line {self.new_line(start)} would no longer mean what it "
                                       "meant (the fix adds or removes a binding of that name)")
                 continue
-            if meaning[0] == "fix" or meaning[1] == {"inside"} or (node.id, meaning) in carried:
+            if meaning[0] == FIX or meaning[1] == {INSIDE} or (node.id, meaning) in carried:
                 continue  # the fix's own name, or one it carries over unchanged
-            if "import" in flags and not _other_module(target, node.id, flags, new.module):
+            if IMPORT in flags and not _other_module(target, node.id, flags, new.module):
                 continue  # a module the file imports
             if target is None and (node.id in _BUILTINS or "*" in new.module.bindings):
                 continue  # a builtin, or a name a star import may bring
@@ -591,7 +592,7 @@ class _Compare:
             raise FixRejected(f"`{node.id}` at line {self.new_line(start)} {what}")
 
     def bindings(self, tree: ast.Module, positions: _Positions, inside, module_bindings) -> _Bindings:
-        module = _Scope("module", None, None)
+        module = _Scope(MODULE, None, None)
         for name, flags in module_bindings.items():
             module.bindings[name] = set(flags)
         walker = _Bindings(module, inside)

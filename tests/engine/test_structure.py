@@ -6,6 +6,7 @@ to, a binding the fix adds or removes under the user's names."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
@@ -334,3 +335,93 @@ def test_crlf_and_a_statement_after_a_semicolon():
     text = "import torch\r\nx = 1; y = torch.exp(x) - 1\r\n"
     fixed = check(text, replacing(text, "torch.exp(x) - 1", "torch.expm1(x)"))
     assert fixed == "import torch\r\nx = 1; y = torch.expm1(x)\r\n"
+
+
+# -- messages and details --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code,description", [
+    ("x", "an expression statement"), ("x = 1", "an assignment"), ("x += 1", "an augmented assignment"),
+    ("x: int = 1", "an annotated assignment"), ("def f(): pass", "a `def`"), ("async def f(): pass", "an `async def`"),
+    ("class A: pass", "a `class`"), ("from a import b", "a `from ... import`"), ("return 1", "a `return` statement"),
+    ("while x: pass", "a `while` statement"), ("import a", "a `import` statement"),
+    ("a + b", "a `+` expression"), ("a ** b", "a `**` expression"), ("a // b", "a `//` expression"),
+    ("a @ b", "a `@` expression"), ("a % b", "a `%` expression"), ("a << b", "a `<<` expression"),
+    ("a >> b", "a `>>` expression"), ("a | b", "a `|` expression"), ("a ^ b", "a `^` expression"),
+    ("a & b", "a `&` expression"), ("a - b", "a `-` expression"), ("a / b", "a `/` expression"),
+    ("a * b", "a `*` expression"), ("-a", "a `-` expression"), ("+a", "a `+` expression"), ("~a", "a `~` expression"),
+    ("not a", "a `not` expression"), ("a and b", "a `and` expression"), ("a or b", "a `or` expression"),
+    ("a == b != c", "a `== !=` comparison"), ("a < b <= c > d >= e", "a `< <= > >=` comparison"),
+    ("a is b is not c", "a `is is not` comparison"), ("a in b not in c", "a `in not in` comparison"),
+    ("f()", "a call"), ("a.b", "an attribute"), ("a[0]", "a subscript"), ("a", "a name"), ("a, b", "a tuple"),
+    ("a if b else c", "a conditional expression"), ("lambda: 1", "a lambda"), ("[a]", "a List"),
+])
+def test_nodes_are_described_in_words(code, description):
+    from ptlint.engine.structure import _describe
+
+    tree = parse_text(code)
+    statement = tree.body[0]
+    node = statement.value if isinstance(statement, ast.Expr) and description != "an expression statement" \
+        else statement
+    assert _describe(node) == description
+    call = parse_text("f(k=1)").body[0].value
+    assert _describe(call.keywords[0]) == "a keyword argument"
+
+
+def test_the_second_edit_of_a_region_is_placed_after_the_firsts_change_of_length():
+    text = "import torch\ndef f(h, g):\n    y = g(h)\n    return(torch.exp(h) - 1.0) / h\n"
+    first = replacing(text, "g(h)", "g(h, h, h)")
+    assert "glue" in rejected(text, first, replacing(text, "(torch.exp(h) - 1.0)", "torch.expm1(h)"))
+    assert check(text, first, replacing(text, "(torch.exp(h) - 1.0)", " torch.expm1(h)")).endswith(
+        "    y = g(h, h, h)\n    return torch.expm1(h) / h\n")
+
+
+@pytest.mark.parametrize("text,edit_line,accepted", [
+    ("import torch\n\ndef f(x):\n    import torch\n    return x\n", 5, True),  # the same module
+    ("import torch\n\ndef f(x):\n    import numpy as torch\n    return x\n", 5, False),  # another one
+    ("import numpy\n\ndef f(x):\n    import torch\n    return x\n", 5, True),  # only there
+    ("from torch import nn as torch\n\ndef f(x):\n    import torch\n    return x\n", 5, False),
+])
+def test_an_import_inside_a_function_counts_when_it_names_the_module_level_one(text, edit_line, accepted):
+    edit = replacing(text, "return x", "return torch.relu(x)")
+    if accepted:
+        assert "torch.relu(x)" in check(text, edit)
+    else:
+        assert "hides the module" in rejected(text, edit)
+
+
+def test_names_lost_or_made_are_named_without_their_kind_marks():
+    text = "def f(a, b):\n    g(a, k=b).y\n    return b\n"
+    assert rejected(text, Edit(2, 5, 2, 5, "#")) == "it would lose `y` near line 2"  # the attribute `.y`
+    text = "def f(a):\n    x = 1  # ; a.attr = 2\n"
+    assert rejected(text, replacing(text, "# ", "")) == "it would make a new `attr` at line 2 out of the code around the edit"
+    text = "def f(a):\n    x = 1  # ; g(k=a)\n"
+    assert "new `g`" in rejected(text, replacing(text, "# ", ""))
+
+
+def test_an_edit_at_the_end_of_a_file_without_a_final_newline():
+    text = "import torch\nx = torch.exp(y) - 1"
+    assert check(text, replacing(text, "torch.exp(y) - 1", "torch.expm1(y)")) == "import torch\nx = torch.expm1(y)"
+    comments = "import torch\nx = 1\n# a note"
+    assert check(comments, replacing(comments, "# a note", "# a longer note")) == "import torch\nx = 1\n# a longer note"
+
+
+def test_edits_in_statements_sharing_a_line_and_in_touching_statements_are_one_region():
+    text = "import os; import sys\nx = 1\ny = 2\n"
+    fixed = check(text, Edit(1, 12, 1, 12, "import torch; "), Edit(2, 5, 2, 6, "2"), Edit(3, 5, 3, 6, "3"))
+    assert fixed == "import os; import torch; import sys\nx = 2\ny = 3\n"
+
+
+def test_a_binding_the_fix_adds_to_a_scope_a_name_is_read_in_is_seen():
+    text = "x = 0\n\ndef f(a):\n    a.go()\n    return x\n"
+    message = rejected(text, replacing(text, "a.go()", "x = a.go()"))
+    assert message.startswith("`x` at line 5 would no longer mean what it meant")
+    text = "x = 0\n\ndef f(a):\n    a.go()\n    return a\n"  # `x` not read: the fix's own variable
+    assert "x = a.go()" in check(text, replacing(text, "a.go()", "x = a.go()"))
+
+
+def test_carried_names_keep_the_meaning_they_had_in_the_code_replaced():
+    text = "import torch\n\ndef f(x, torch_):\n    return x + 1\n"
+    assert "x.exp()" in check(text, replacing(text, "x + 1", "x.exp()"))
+    text = "import torch\n\ndef f(x):\n    y = x\n    return y + 1\n"
+    message = rejected(text, replacing(text, "y + 1", "z + 1"))
+    assert message == "`z` at line 5 is not defined there"
