@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fix_runs import side_by_side  # noqa: E402
-from layout_mutations import MUTATIONS, nest, parses  # noqa: E402
+from layout_mutations import LAYOUT_ONLY, MUTATIONS, nest, parses  # noqa: E402
 
 from ptlint.engine.edits import apply_edits  # noqa: E402
 from ptlint.engine.registry import all_rules  # noqa: E402
@@ -89,18 +89,18 @@ def main() -> int:
     examples = [(code, example) for code, rule in all_rules().items() for example in rule.fix_examples
                 if example.before != example.after]
     corpus = Path(args.corpus)
-    files = corpus_files(corpus, rng, int(args.count * args.corpus_share)) if corpus.is_dir() else []
-    runnable = [m for m in MUTATIONS if m is not nest]
+    files = corpus_files(corpus, rng, 2000) if corpus.is_dir() else []
+    # what keeps an example runnable and its meaning: no nesting, no comments (a comment in the code a
+    # fix rewrites rightly stops that fix, and the example's inputs expect every fix made)
+    runnable = [m for m in LAYOUT_ONLY if m is not nest]
 
     counts = collections.Counter()
     dropped: collections.Counter = collections.Counter()
     problems: list[str] = []
     start = time.monotonic()
-    sources = [("example", pair) for pair in examples] + [("file", path) for path in files]
-    index = 0
     while counts["inputs"] < args.count:
-        kind, item = sources[index % len(sources)] if index < len(sources) else rng.choice(sources)
-        index += 1
+        kind = "file" if files and rng.random() < args.corpus_share else "example"
+        item = rng.choice(files) if kind == "file" else rng.choice(examples)
         if kind == "example":
             code, example = item
             original = example.before

@@ -14,7 +14,7 @@ import pytest
 from helpers import run_ptlint
 
 from ptlint.engine import registry
-from ptlint.engine.finding import SAFE, Fix
+from ptlint.engine.finding import SAFE, Edit, Fix
 from ptlint.engine.rule import Rule
 from ptlint.engine.source import SourceFile
 from ptlint.run import fix as fixer
@@ -669,3 +669,65 @@ def test_an_owner_that_cannot_be_given_back_means_writing_in_place(tmp_path, mon
     fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
     assert real_stat(target).st_ino == inode and target.read_bytes() == b"new\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+# -- what the structural check decides: each fix alone, then together ---------------------------------
+
+class _Glues(_Breaks):
+    """A test rule whose fix glues `return` to its text (`return(target)` -> `returntarget2`)."""
+
+    code = "PTL102"
+    triggers = ("target",)
+
+    def visit_Name(self, node):
+        if node.id == "target":
+            start, end = self.ctx.edits.outer(node)
+            line, column = self.ctx.edits.position(start)
+            end_line, end_column = self.ctx.edits.position(end)
+            self.report(node, fix=Fix(SAFE, "glue", (Edit(line, column, end_line, end_column, "target2"),)))
+
+
+def test_a_fix_that_fails_the_check_is_dropped_with_its_line_and_reason_and_the_others_applied(test_rules,
+                                                                                                  monkeypatch):
+    from ptlint.engine.finding import Edit  # noqa: F401 - used by _Glues
+    from ptlint.engine.source import SourceFile
+
+    test_rules["PTL102"] = _Glues
+    text = "def f(target):\n    return(target)\n" + KEPT_LOSS
+    result = fixer.fix_source(SourceFile("a.py", text), ("PTL102", "PTL103"), unsafe=True)
+    assert result.fixed == "def f(target):\n    return(target)\n" + FIXED_LOSS
+    assert result.messages == ["a.py:2: dropped the PTL102 fix: it would glue two tokens into `returntarget2` at line 2"]
+    assert [f.code for f in result.applied] == ["PTL103"] and [f.code for f in result.remaining] == ["PTL102"]
+    assert [[e.content for e in edits] for _, edits in result.passes] == [[".detach()"]]
+    assert result.passes[0][0] == text
+
+
+def test_fixes_each_fine_alone_but_not_together_are_applied_one_pass_at_a_time(monkeypatch):
+    """Should two fixes pass the check alone and fail it together, the first is applied and the
+    next pass (which lints the new text) takes the other."""
+    from ptlint.engine.source import SourceFile
+
+    text = "import torch\n\ndef f(x, y):\n    a = torch.log(torch.softmax(x, -1))\n    b = torch.log(torch.softmax(y, 0))\n"
+    real = fixer.checked_text
+    together = []
+
+    def refuse_two(source, edits, tree=None):
+        edits = list(edits)
+        if len({(e.line, e.column) for e in edits}) > 1:
+            together.append(len(edits))
+            raise fixer.FixRejected("not together")
+        return real(source, edits, tree)
+
+    monkeypatch.setattr(fixer, "checked_text", refuse_two)
+    result = fixer.fix_source(SourceFile("a.py", text), ("PTL302",), unsafe=False)
+    assert result.fixed.endswith("a = torch.log_softmax(x, -1)\n    b = torch.log_softmax(y, 0)\n")
+    assert len(result.passes) == 2 and together and result.messages == []
+
+
+def test_a_text_that_does_not_parse_gets_no_fix():
+    from ptlint.engine.source import SourceFile
+
+    source = SourceFile("a.py", "def f(:\n    pass\n")
+    finding = fixer.fix_source(SourceFile("a.py", KEPT_LOSS), ("PTL103",), True).applied[0]
+    result = fixer.fix_source(source, ("PTL103",), True, findings=[finding])
+    assert not result.changed and result.passes == []
