@@ -30,6 +30,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+from ptlint.engine.edits import apply_edits
+
 if TYPE_CHECKING:
     from ptlint.engine.finding import Edit
     from ptlint.engine.source import SourceFile
@@ -51,6 +53,7 @@ def checked_text(source: "SourceFile", edits: Iterable["Edit"], tree: ast.Module
     """The text with `edits` applied (non-overlapping; identical ones count once), after the
     structural check. FixRejected when it fails. `tree`: the original text's tree, if at hand."""
     text = source.text
+    edits = list(edits)
     spans = sorted({(source.offset(e.line, e.column - 1), source.offset(e.end_line, e.end_column - 1), e.content)
                     for e in edits})
     if not spans:
@@ -58,11 +61,7 @@ def checked_text(source: "SourceFile", edits: Iterable["Edit"], tree: ast.Module
     for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
         if start < end:
             raise FixRejected("its edits overlap")
-    pieces, last = [], 0
-    for start, end, content in spans:
-        pieces += [text[last:start], content]
-        last = end
-    new_text = "".join(pieces) + text[last:]
+    new_text = apply_edits(source, edits)
     if tree is None:
         try:
             tree = parse_text(text)

@@ -178,27 +178,24 @@ def edits_to_text_edits(edits: list[Edit], positions: Positions) -> list[types.T
             for e in sorted(set(edits), key=lambda e: (e.line, e.column, e.end_line, e.end_column))]
 
 
-def fix_edits(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> list[Edit] | None:
-    """This finding's edits when they pass the structural check on this text, else None."""
+def fix_one(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> str | None:
+    """The text with only this finding's fix applied, after the structural check; None when it
+    cannot be applied cleanly (or changes nothing)."""
     if finding.fix is None or not finding.fix.edits:
         return None
     try:
-        checked_text(SourceFile(path, text), finding.fix.edits, tree)
+        new_text = checked_text(SourceFile(path, text), finding.fix.edits, tree)
     except FixRejected:
         return None
     except Exception as exc:  # a failing fix must not take the server down
         logger.warning("fix of %s at %s:%s failed: %s", finding.code, path, finding.line, exc)
         return None
-    return list(finding.fix.edits)
-
-
-def fix_one(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> str | None:
-    """The text with only this finding's fix applied, or None when it cannot be applied cleanly."""
-    edits = fix_edits(text, path, finding, tree)
-    if edits is None:
-        return None
-    new_text = checked_text(SourceFile(path, text), edits, tree)
     return new_text if new_text != text else None
+
+
+def fix_edits(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> list[Edit] | None:
+    """This finding's own edits when they pass the structural check on this text, else None."""
+    return list(finding.fix.edits) if fix_one(text, path, finding, tree) is not None else None
 
 
 def noqa_edit(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> Edit | None:

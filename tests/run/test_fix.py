@@ -731,3 +731,188 @@ def test_a_text_that_does_not_parse_gets_no_fix():
     finding = fixer.fix_source(SourceFile("a.py", KEPT_LOSS), ("PTL103",), True).applied[0]
     result = fixer.fix_source(source, ("PTL103",), True, findings=[finding])
     assert not result.changed and result.passes == []
+
+
+# -- details of writing and of fixing notebooks and files (from the survivors of mutation testing) ----
+
+def test_an_ordinary_file_is_replaced_by_a_rename_its_mode_kept(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.chmod(target, 0o464)  # writable by its group only: still written
+    inode = os.stat(target).st_ino
+    fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert os.stat(target).st_ino != inode and target.read_bytes() == b"new\n"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o464
+
+
+def test_a_read_only_file_is_refused_with_its_name(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.chmod(target, 0o444)
+    with pytest.raises(PermissionError) as caught:
+        fixer.write_atomic(str(target), b"new\n")
+    assert caught.value.errno == 13 and caught.value.filename == str(target)
+    os.chmod(target, 0o644)
+
+
+def test_changed_on_disk_names_the_file(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    with pytest.raises(fixer.ChangedOnDisk) as caught:
+        fixer.write_atomic(str(target), b"new\n", expected=b"other\n")
+    assert caught.value.args == (str(target),)
+
+
+@pytest.mark.parametrize("path", ["hard link", "owner kept"])
+def test_writing_in_place_compares_the_bytes_too(tmp_path, monkeypatch, path):
+    """In place, the last comparison is the one before the write: an edit that kept the size and
+    the modification time is still seen by its bytes."""
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    if path == "hard link":
+        os.link(target, tmp_path / "b.py")
+    else:
+        monkeypatch.setattr(fixer, "_give_owner", lambda temporary, original: False)
+    stamp = os.stat(target).st_mtime_ns
+    real = fixer._unchanged
+
+    def edited_after_the_first_look(real_path, before, expected):
+        real(real_path, before, expected)
+        target.write_bytes(b"odd\n")
+        os.utime(target, ns=(stamp, stamp))
+
+    monkeypatch.setattr(fixer, "_unchanged", edited_after_the_first_look)
+    with pytest.raises(fixer.ChangedOnDisk) as caught:
+        fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    assert caught.value.args == (str(target),) and target.read_bytes() == b"odd\n"
+
+
+def test_a_file_gone_meanwhile_is_changed_on_disk_with_its_name(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    before = os.stat(target)
+    target.unlink()
+    for expected in (None, b"old\n"):
+        with pytest.raises(fixer.ChangedOnDisk) as caught:
+            fixer._unchanged(str(target), before, expected)
+        assert caught.value.args == (str(target),)
+
+
+def test_diffs_of_lines_ending_in_a_carriage_return():
+    assert fixer._ended("a") == "a\n" and fixer._ended("a\r") == "a\r" and fixer._ended("a\n") == "a\n"
+    assert fixer._ended("") == ""
+    assert "No newline" not in unified_diff("a.py", "x = 1\r", "x = 2\r")
+    assert unified_diff("a.py", "x = 1\r", "x = 2\r").endswith("-x = 1\r+x = 2\r")
+
+
+def _notebook(tmp_path, cells, name="nb.ipynb"):
+    import nbformat
+
+    from ptlint.engine.notebook import read_notebook
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(text) for text in cells]
+    data = nbformat.writes(notebook).encode()
+    (tmp_path / name).write_bytes(data)
+    return read_notebook(data, str(tmp_path / name)), data
+
+
+def test_fix_notebook_fixes_the_cells_that_parse_and_keeps_the_broken_ones(tmp_path):
+    notebook, _ = _notebook(tmp_path, ["def broken(:\n    pass", "import torch\nx = torch.randn(3)",
+                                       "y = torch.log(torch.softmax(x, -1))\nz = x.item()"])
+    outcome = fixer.fix_notebook(notebook, ("PTL302", "PTL101"), False, False)
+    assert outcome.path == notebook.path and outcome.changed
+    assert outcome.changed_cells == {3: ("y = torch.log(torch.softmax(x, -1))\nz = x.item()",
+                                         "y = torch.log_softmax(x, -1)\nz = x.item()")}
+    assert [(f.code, f.cell) for f in outcome.remaining] == [("PTL001", 1)]
+    assert [f.code for f in outcome.applied] == ["PTL302"]
+    nothing = fixer.fix_notebook(notebook, ("PTL101",), False, False)
+    assert not nothing.changed and [(f.code, f.cell) for f in nothing.remaining] == [("PTL001", 1)]
+
+
+def test_fix_notebook_as_test_code_leaves_the_performance_findings(tmp_path):
+    notebook, _ = _notebook(tmp_path, ["import torch\nfor x in xs:\n    zs.append(torch.zeros(3).cuda())"])
+    assert fixer.fix_notebook(notebook, ("PTL201",), True, False).changed
+    assert not fixer.fix_notebook(notebook, ("PTL201",), True, True).changed
+
+
+def test_fix_file_of_a_notebook_labels_each_cell(tmp_path):
+    from ptlint.run.config import Settings
+
+    _, data = _notebook(tmp_path, ["import torch", "y = torch.log(torch.softmax(x, -1))"])
+    job = Job(str(tmp_path / "nb.ipynb"), Settings(enabled=("PTL302",)))
+    outcome = fixer.fix_file(job, data)
+    assert outcome.path == job.path and outcome.original == data and outcome.applied == 1
+    assert outcome.diff.startswith(f"--- a/{job.path}:cell 2\n+++ b/{job.path}:cell 2\n")
+    assert b"log_softmax" in outcome.fixed
+    unchanged = fixer.fix_file(Job(job.path, Settings(enabled=("PTL101",))), data)
+    assert unchanged.fixed == data and unchanged.diff == "" and not unchanged.changed
+
+
+def test_fix_file_honours_test_code_and_the_project_root(tmp_path, monkeypatch):
+    from ptlint.run.config import Settings
+
+    settings = Settings(enabled=("PTL103",), unsafe_fixes=True, root=str(tmp_path), test_code=("tests/**",))
+    plain = fixer.fix_file(Job(str(tmp_path / "loop.py"), settings), UNSAFE_TEXT.encode())
+    assert plain.fixed == FIXED_LOSS.encode() and plain.diff == unified_diff(str(tmp_path / "loop.py"),
+                                                                             UNSAFE_TEXT, FIXED_LOSS)
+    seen = []
+    real = fixer.fix_source
+    monkeypatch.setattr(fixer, "fix_source", lambda *a, **k: seen.append((a[3], k["project_root"])) or real(*a, **k))
+    fixer.fix_file(Job(str(tmp_path / "tests" / "test_loop.py"), settings), UNSAFE_TEXT.encode())
+    assert seen == [(True, str(tmp_path))]
+
+
+def test_one_files_trouble_does_not_stop_the_next(tmp_path):
+    clean, unfixable, fixable = (tmp_path / n for n in ("clean.py", "unfixable.py", "fixable.py"))
+    clean.write_text("x = 1\n")
+    unfixable.write_text(UNSAFE_TEXT.replace("history.append(loss)", "print(loss.item())"))
+    fixable.write_text(UNSAFE_TEXT)
+    jobs, findings = jobs_and_findings([clean, unfixable, fixable], WITH_UNSAFE)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert fixable.read_text() == FIXED_LOSS and outcome.changed == [str(fixable)]
+    assert [(os.path.basename(f.path), f.code) for f in outcome.remaining] == [("unfixable.py", "PTL101")]
+
+
+def test_a_write_error_without_a_reason_is_said_by_its_text(tmp_path, monkeypatch):
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text(UNSAFE_TEXT)
+    second.write_text(UNSAFE_TEXT)
+    jobs, findings = jobs_and_findings([first, second], WITH_UNSAFE)
+    real = fixer.write_atomic
+
+    def refuse_first(path, data, expected=None):
+        if path == str(first):
+            raise OSError("the disk said no")
+        return real(path, data, expected)
+
+    monkeypatch.setattr(fixer, "write_atomic", refuse_first)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert outcome.errors == [f"{first}: cannot write: the disk said no"]
+    assert second.read_text() == FIXED_LOSS and outcome.changed == [str(second)]
+
+
+def test_the_message_when_fixes_do_not_converge(test_rules):
+    from ptlint.engine.source import SourceFile
+
+    result = fixer.fix_source(SourceFile("a.py", "f = print\ntarget\n"), ("PTL102",), unsafe=False)
+    assert result.messages == [f"a.py: fixes did not converge after {fixer.MAX_PASSES} passes; "
+                               "the last parsing result is kept"]
+    assert [f.code for f in result.remaining] == ["PTL102"]
+
+
+def test_test_code_fixes_read_the_checks_findings_from_the_cache_too(tmp_path, monkeypatch):
+    """The cache key of a test file says so: a fix of test code finds the check's entry."""
+    a = tmp_path / "tests" / "test_loss.py"
+    a.parent.mkdir()
+    a.write_text(KEPT_LOSS.replace("history.append(loss)", "history.append(torch.log(torch.softmax(loss, -1)))"))
+    caches = Caches(str(tmp_path / "cache"))
+    settings = Settings(enabled=("PTL302",), root=str(tmp_path), test_code=("tests/**",))
+    job = Job(str(a), settings)
+    findings = check_file(job, caches).findings
+    assert [f.code for f in findings] == ["PTL302"]  # numerics rules report in tests too
+    calls = []
+    real = fixer.lint_source
+    monkeypatch.setattr(fixer, "lint_source", lambda source, *args, **kw: calls.append(1) or real(source, *args, **kw))
+    outcome = fix_jobs([job], findings, write=True, caches=caches)
+    assert outcome.fixed == 1 and len(calls) == 1  # only the fixed text was linted
