@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fix_runs import side_by_side  # noqa: E402
+from fix_runs import run, side_by_side  # noqa: E402
 from layout_mutations import LAYOUT_ONLY, MUTATIONS, nest, parses  # noqa: E402
 
 from ptlint.engine.edits import apply_edits  # noqa: E402
@@ -140,6 +140,10 @@ def main() -> int:
             counts["structural failures written"] += 1
             problems.append(f"{failure}: {label} ({', '.join(applied)})")
         if kind == "example" and keep_runnable and result.changed and all(m != "nest" for m in applied):
+            fix_input = example.inputs[0]
+            if run(text, fix_input.code).error != run(example.before, fix_input.code).error:
+                counts["mutations that broke the example"] += 1  # (the mutated original no longer runs)
+                continue
             counts["run side by side"] += 1
             try:
                 agree, outcomes = side_by_side(text, result.fixed, example.inputs[0])
@@ -153,7 +157,8 @@ def main() -> int:
     print(f"mutated inputs        {counts['inputs']} ({counts['example inputs']} from fix examples, "
           f"{counts['file inputs']} from corpus files), {elapsed:.0f} s")
     print(f"inputs changed        {counts['inputs changed']} ({counts['fixes applied']} fixes applied)")
-    print(f"run side by side      {counts['run side by side']}")
+    print(f"run side by side      {counts['run side by side']} "
+          f"({counts['mutations that broke the example']} mutated originals that no longer ran left out)")
     print(f"unparsable results    {counts['unparsable']}")
     print(f"structural failures written  {counts['structural failures written']}")
     print(f"tracebacks            {counts['tracebacks']}")

@@ -53,17 +53,30 @@ def _insert_at(text: str, spots: list[tuple[int, str]]) -> str:
 # -- mutations: each takes text and a Random, returns new text (kept only if it still parses) ------
 
 def rename_alias(text: str, rng: random.Random) -> str:
+    """`import torch as T`, and every use of the name `torch` (not `x.torch`, not in strings or
+    comments) spelled `T`."""
     alias = rng.choice(["T", "th", "pt", "torch_"])
     if not re.search(r"^import torch$", text, re.M):
         return text
-    lines = []
-    for line in text.splitlines(keepends=True):
-        if re.match(r"\s*(import|from)\s", line):
-            lines.append(re.sub(r"^(\s*)import torch$", rf"\1import torch as {alias}", line, flags=re.M))
-        else:
-            # every use, `torch . x` too (odd_spacing may have run first): no `torch` left unbound
-            lines.append(re.sub(r"(?<![\w.])torch(?=\s*\.)", alias, line))
-    return "".join(lines)
+    text = re.sub(r"^(\s*)import torch$", rf"\1import torch as {alias}", text, flags=re.M)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text
+    starts = _offsets(text)
+    changes = []
+    previous = None
+    for token in tokens:
+        if token.type == tokenize.NAME and token.string == "torch" and not (
+                previous is not None and previous.type == tokenize.OP and previous.string == ".") and \
+                not token.line.lstrip().startswith(("import ", "from ")):
+            offset = starts[token.start[0] - 1] + token.start[1]
+            changes.append((offset, offset + len("torch")))
+        if token.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = token
+    for start, end in reversed(changes):
+        text = text[:start] + alias + text[end:]
+    return text
 
 
 def nest(text: str, rng: random.Random) -> str:
