@@ -9,14 +9,10 @@ its inputs (run side by side). bench/fuzz.py runs the same at scale, on the corp
 
 from __future__ import annotations
 
-import ast
 import codecs
 import difflib
-import io
 import random
 import re
-import tokenize
-import warnings
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings

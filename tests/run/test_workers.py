@@ -7,13 +7,11 @@ Windows')."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, REPO
