@@ -2,8 +2,8 @@
 # Mutation testing (mutmut 3) of chosen ptlint modules, with the tests that cover them; prints the
 # score per module and the mutants that survived.
 #
-#   bench/mutation.sh ptlint/cache.py ptlint/suppress.py            # tests from the table below
-#   bench/mutation.sh ptlint/engine.py -- tests/test_rule_examples.py tests/test_fixer.py
+#   bench/mutation.sh ptlint/run/cache.py ptlint/engine/suppress.py     # tests from the table below
+#   bench/mutation.sh ptlint/engine/traversal.py -- tests/rules/test_rule_examples.py tests/run/test_fix.py
 #
 # Runs in a scratch copy (build/mutation/, wiped first) so that the work tree and its pyproject.toml
 # stay as they are; needs the test and mutation extras (`pip install -e ".[test,mutation]"`).
@@ -30,13 +30,12 @@ fi
 # The tests that exercise each module in-process (used when no tests are given after --).
 tests_for() {
     case $1 in
-        ptlint/cache.py) echo tests/test_cache.py ;;
-        ptlint/suppress.py) echo tests/test_suppress.py tests/test_rule_examples.py ;;
-        ptlint/runner.py) echo tests/test_cache.py tests/test_bad_inputs.py tests/test_runner.py ;;
-        ptlint/config.py) echo tests/test_config.py ;;
-        ptlint/engine.py) echo tests/test_engine.py tests/test_rule_examples.py tests/test_bad_inputs.py tests/test_suppress.py tests/test_context.py tests/test_project_hints.py ;;
-        ptlint/fixer.py) echo tests/test_fixing.py tests/test_fixer.py tests/test_rule_examples.py tests/test_fix_states.py ;;
-        ptlint/fixing.py) echo tests/test_fixing.py tests/test_fixer.py ;;
+        ptlint/run/cache.py) echo tests/run/test_cache.py ;;
+        ptlint/engine/suppress.py) echo tests/engine/test_suppress.py tests/rules/test_rule_examples.py ;;
+        ptlint/run/config.py) echo tests/run/test_config.py ;;
+        ptlint/engine/edits.py) echo tests/engine/test_edits.py tests/rules/test_rule_examples.py tests/run/test_fix.py ;;
+        ptlint/engine/structure.py) echo tests/engine/test_structure.py tests/run/test_fix.py ;;
+        ptlint/run/fix.py) echo tests/run/test_fix.py tests/engine/test_structure.py tests/run/test_notebook.py ;;
         *) echo "bench/mutation.sh: no default tests for $1; name them after --" >&2; exit 2 ;;
     esac
 }

@@ -7,6 +7,8 @@ Copies CORPUS (default ${PTLINT_CORPUS:-~/.cache/ptlint-corpus}) to a temporary 
 - crashes: tracebacks, "internal error" lines, or exit 2 with no input to blame (ptlint's fault,
   not the input's: undecodable files and syntax errors are the input's);
 - broken files: a fixed file that no longer compiles (and did before);
+- structural failures written: a changed file whose fix passes, made again in this process and
+  each checked again from scratch by the structural check (bench/fuzz.py's verify_passes), fail;
 - non-idempotent files: files the second fix run changed;
 - stray changes: files that the fix did not report as changed but whose bytes differ.
 Exit status 1 when any of these is not zero.
@@ -69,6 +71,30 @@ def crashes(result: subprocess.CompletedProcess) -> list[str]:
     return bad
 
 
+def structural_failures(root: Path, original: dict[str, bytes], changed: set[str], select: str) -> list[str]:
+    """The changed files whose fix passes, made again here, fail the structural check run again
+    from scratch on each pass."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from fuzz import verify_passes
+
+    from ptlint.engine.registry import all_rules
+    from ptlint.engine.source import decode_source
+    from ptlint.run.config import expand
+    from ptlint.run.fix import fix_source
+
+    codes = tuple(code for code in all_rules() if code in expand(select.split(","), source="--select"))
+    failures = []
+    for name in sorted(changed):
+        if not name.endswith(".py"):
+            continue
+        result = fix_source(decode_source(original[name], name), codes, unsafe=True)
+        failure = verify_passes(result)
+        if failure:
+            failures.append(f"{name}: {failure}")
+    return failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", nargs="?", default=os.environ.get(
@@ -120,6 +146,7 @@ def main() -> int:
     non_idempotent = sorted(name for name in after if again.get(name) != after[name])
     second_crashes = crashes(second)
     print(f"second fix: exit {second.returncode}, {len(non_idempotent)} files changed again, {second_s:.1f} s")
+    structural = structural_failures(root, original, changed, args.select)
 
     all_crashes = check_crashes + fix_crashes + second_crashes
     print()
@@ -128,9 +155,11 @@ def main() -> int:
     print(f"fixes applied         {applied}")
     print(f"crashes               {len(all_crashes)}")
     print(f"broken files          {len(broken)}")
+    print(f"structural failures   {len(structural)}")
     print(f"non-idempotent files  {len(non_idempotent)}")
     print(f"stray changes         {len(stray) + len(extra)}")
-    for label, items in (("crash", all_crashes), ("broken", broken), ("non-idempotent", non_idempotent),
+    for label, items in (("crash", all_crashes), ("broken", broken), ("structural", structural),
+                         ("non-idempotent", non_idempotent),
                          ("stray", stray + extra), ("reported but unchanged", unreported), ("notice", dropped)):
         for item in items[:20]:
             print(f"  {label}: {item}")
@@ -138,7 +167,7 @@ def main() -> int:
         print(f"kept {work}")
     else:
         shutil.rmtree(work, ignore_errors=True)
-    return 1 if all_crashes or broken or non_idempotent or stray or extra else 0
+    return 1 if all_crashes or broken or structural or non_idempotent or stray or extra else 0
 
 
 if __name__ == "__main__":

@@ -100,6 +100,8 @@ def doc_page(code: str) -> str:
             label = "unsafe fix" if example.unsafe else "safe fix"
             extra += (f"\nBefore ({label}):\n\n```python\n{example.before.strip()}\n```\n\n"
                       f"After:\n\n```python\n{example.after.strip()}\n```\n")
+            if example.inputs:  # where the two ran side by side (tests/rules/test_fix_examples_run.py)
+                extra += f"\nRun side by side in: {'; '.join(i.name for i in example.inputs)}.\n"
     return GENERATED + page + extra + "\n[All rules](README.md)\n"
 
 

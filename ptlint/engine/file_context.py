@@ -31,7 +31,7 @@ class FileContext(FileFacts):
         if self._edits is None:
             from ptlint.engine.edits import Edits
 
-            self._edits = Edits(self.source, self.tree, self.imports)
+            self._edits = Edits(self.source, self.tree, self.names, self.parent)
         return self._edits
 
     @property

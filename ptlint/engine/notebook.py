@@ -122,23 +122,28 @@ def _raw_index(inner: str, count: int) -> int:
 
 
 def read_notebook(data: bytes, path: str) -> Notebook:
-    """Parse and validate a notebook (nbformat 4); NotebookError with a one-line reason."""
+    """Parse and validate a notebook (nbformat 4); NotebookError with a one-line reason, in the
+    user's words: what is wrong, and where (`cell 3, output 1: ...`)."""
     bom = data.startswith(b"\xef\xbb\xbf")
     try:
         text = data[3:].decode("utf-8") if bom else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotebookError(f"not a valid notebook: not UTF-8 (invalid byte at offset {exc.start})") from None
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise NotebookError(f"not a valid notebook: invalid JSON: {exc}") from None
+    document = _json(text)
     if not isinstance(document, dict):
-        raise NotebookError("not a valid notebook: the JSON is not an object")
+        raise NotebookError(f"not a valid notebook: the file holds {_kind(document)}, not a JSON object")
     major = document.get("nbformat")
+    if type(major) is not int:
+        raise NotebookError(f'not a valid notebook: "nbformat" must be a whole number, not {_short(major)}'
+                            if "nbformat" in document else 'not a valid notebook: no "nbformat" version')
     if major != 4:
         raise NotebookError(f"notebook format {major!r} is not supported (only 4; upgrade it with "
                             "`jupyter nbconvert --to notebook --nbformat 4`)")
-    node = _validated(document)
+    minor = document.get("nbformat_minor", 0)
+    if type(minor) is not int or minor < 0:
+        raise NotebookError(f'not a valid notebook: "nbformat_minor" must be a whole number of 0 or more, '
+                            f"not {_short(minor)}")
+    node = _validated(document, minor)
     spans = _source_spans(text)
     if len(spans) != len(node.cells):
         raise NotebookError("could not locate the cells' sources in the file")
@@ -146,7 +151,7 @@ def read_notebook(data: bytes, path: str) -> Notebook:
     for number, (cell, (span, pieces)) in enumerate(zip(node.cells, spans), 1):
         source = "".join(json.loads(text[start:end]) for start, end in pieces)
         if source != cell.source:  # our reading of the JSON must agree with nbformat's
-            raise NotebookError(f"cell {number}: could not locate its source in the file")
+            raise NotebookError(f"cell {number}: could not locate its source in the file (is a key repeated?)")
         cells.append(Cell(number, cell.cell_type, source, span, pieces))
     metadata = node.get("metadata", {})
     language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
@@ -154,31 +159,151 @@ def read_notebook(data: bytes, path: str) -> Notebook:
     return Notebook(path, text, cells, python, bom)
 
 
-def _validated(document: dict):
+def _json(text: str):
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not a JSON value")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except RecursionError:
+        raise NotebookError("not a valid notebook: the JSON nests too deeply to read") from None
+    except ValueError as exc:
+        reason = str(exc).splitlines()[0]
+        if "integer string conversion" in reason:  # Python's limit on digits, and its advice to raise it
+            reason = "a number too long to read"
+        raise NotebookError(f"not a valid notebook: invalid JSON: {reason}") from None
+
+
+def _validated(document: dict, minor: int):
+    """nbformat's reading of the document, after its schema says it is valid."""
     import nbformat
     from nbformat.validator import ValidationError, validate
 
-    try:
-        with warnings.catch_warnings():  # missing cell ids etc. are repaired in memory, not our news
-            warnings.simplefilter("ignore")
-            node = nbformat.versions[4].to_notebook_json(document, minor=document.get("nbformat_minor", 0))
+    for key, kind in (("metadata", dict), ("cells", list)):
+        if key not in document:
+            raise NotebookError(f'not a valid notebook: no "{key}"')
+        if not isinstance(document[key], kind):
+            raise NotebookError(f'not a valid notebook: "{key}" must be {_TYPES[kind.__name__]}, '
+                                f"not {_short(document[key])}")
+    for number, cell in enumerate(document["cells"], 1):
+        if not isinstance(cell, dict):
+            raise NotebookError(f"not a valid notebook: cell {number} must be a JSON object, not {_short(cell)}")
+        for key in ("cell_type", "id"):  # nbformat's reading trips on these before its schema speaks
+            if key in cell and not isinstance(cell[key], str):
+                raise NotebookError(f"not a valid notebook: cell {number}, {key}: must be text, not {_short(cell[key])}")
+    with warnings.catch_warnings():  # missing cell ids etc. are repaired in memory, not our news
+        warnings.simplefilter("ignore")
+        try:
+            node = nbformat.versions[4].to_notebook_json(document, minor=minor)
             validate(node)
-    except ValidationError as exc:
-        message = str(getattr(exc, "message", exc)).splitlines()[0]
-        raise NotebookError(f"not a valid notebook: {_where(exc)}{message}") from None
-    except (AttributeError, KeyError, TypeError) as exc:
-        raise NotebookError(f"not a valid notebook: {type(exc).__name__}: {exc}") from None
+        except ValidationError as exc:
+            raise NotebookError(f"not a valid notebook: {_schema_message(exc)}") from None
+        except (AttributeError, KeyError, TypeError, ValueError, AssertionError):
+            # nbformat's reading tripped on a shape its schema forbids: the schema says which
+            try:
+                validate(document, version=4, version_minor=min(minor, nbformat.versions[4].nbformat_minor))
+            except ValidationError as exc:
+                raise NotebookError(f"not a valid notebook: {_schema_message(exc)}") from None
+            except Exception:  # noqa: BLE001 - nbformat's own trouble: said below, in general terms
+                pass
+            raise NotebookError("not a valid notebook: its cells or metadata do not have the shapes "
+                                "nbformat 4 describes") from None
     return node
 
 
-def _where(error) -> str:
-    """`cell 3: ` (1-based, as findings count cells) or `metadata.kernelspec: ` for a schema error."""
+_TYPES = {"string": "text", "str": "text", "object": "a JSON object", "dict": "a JSON object", "array": "a list",
+          "list": "a list", "integer": "a whole number", "number": "a number", "boolean": "true or false",
+          "null": "null"}
+
+
+def _kind(value) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    for python, name in ((str, "text"), (dict, "a JSON object"), (list, "a list"), (int, "a whole number"),
+                         (float, "a number")):
+        if isinstance(value, python):
+            return name
+    return "null"
+
+
+def _short(value) -> str:
+    """A value as the user wrote it in the JSON, cut short."""
+    if isinstance(value, (dict, list)):
+        return _kind(value)
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    shown = json.dumps(value) if value is None or isinstance(value, (bool, str, int, float)) else repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _schema_message(error) -> str:
+    """What a schema error means, where it is: the alternative (`oneOf`) meant is the one whose
+    `cell_type` / `output_type` matches, and an unknown type is said as such."""
     path = list(getattr(error, "absolute_path", None) or [])
-    if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
-        return f"cell {path[1] + 1}: "
-    if path:
-        return ".".join(str(part) for part in path) + ": "
-    return ""
+    while error.validator in ("oneOf", "anyOf") and error.context:
+        branches: dict = {}
+        for inner in error.context:
+            branches.setdefault(inner.relative_schema_path[0], []).append(inner)
+
+        def names_the_type(inner) -> bool:
+            return inner.validator in ("enum", "const") and len(inner.relative_path) == 1 and \
+                str(inner.relative_path[0]).endswith("_type")
+
+        meant = [errors for errors in branches.values() if not any(names_the_type(e) for e in errors)]
+        if not meant:
+            wrong = [e for e in error.context if names_the_type(e)]
+            known = sorted({str(v) for e in wrong for v in
+                            (e.validator_value if e.validator == "enum" else [e.validator_value])})
+            return (f"{_where(path)}unknown {wrong[0].relative_path[0]} {_short(wrong[0].instance)} "
+                    f"(one of {', '.join(known)})")
+        # the alternative for the value's own type (a list of lines, not one string), then the
+        # one with the fewest complaints
+        error = min(meant, key=lambda errors: (any(e.validator == "type" and not e.relative_path for e in errors),
+                                               len(errors)))[0]
+        path = path + list(error.relative_path)
+    where = _where(path)
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = [expected] if isinstance(expected, str) else list(expected)
+        return f"{where}must be {' or '.join(_TYPES.get(e, e) for e in expected)}, not {_short(error.instance)}"
+    if error.validator == "required":
+        missing = next((name for name in error.validator_value if isinstance(error.instance, dict)
+                        and name not in error.instance), None)
+        return f'{where}"{missing}" is missing' if missing else f"{where}a required key is missing"
+    if error.validator == "enum":
+        return f"{where}must be one of {', '.join(_short(v) for v in error.validator_value)}, not {_short(error.instance)}"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set((error.schema or {}).get("properties", {}))
+        extra = sorted(str(k) for k in error.instance if k not in allowed)
+        return f"{where}unexpected key{'s' if len(extra) != 1 else ''} {', '.join(_short(k) for k in extra)}"
+    if error.validator == "pattern":
+        if path and path[-1] == "id":
+            return f"{where}{_short(error.instance)} is not a cell id (letters, digits, - and _)"
+        return f"{where}{_short(error.instance)} does not have the form nbformat 4 asks for"
+    message = str(getattr(error, "message", error)).splitlines()[0]
+    return f"{where}{message if len(message) <= 120 else message[:117] + '...'}"
+
+
+def _where(path: list) -> str:
+    """`cell 3: `, `cell 3, output 1: ` (1-based, as findings count cells), or
+    `metadata.kernelspec: ` for a schema error at `path` in the document."""
+    parts: list[str] = []
+    index = 0
+    while index < len(path):
+        part = path[index]
+        following = path[index + 1] if index + 1 < len(path) else None
+        if part in ("cells", "outputs") and isinstance(following, int):
+            parts.append(f"{'cell' if part == 'cells' else 'output'} {following + 1}")
+            index += 2
+            continue
+        if isinstance(part, int):
+            parts.append(f"item {part + 1}")
+        elif parts and not parts[-1].startswith(("cell ", "output ", "item ")):
+            parts[-1] += f".{part}"
+        else:
+            parts.append(str(part))
+        index += 1
+    return ", ".join(parts) + ": " if parts else ""
 
 
 # The JSON text, tokenised just enough to know where each cell's "source" value lies.

@@ -20,15 +20,46 @@ if TYPE_CHECKING:
     from ptlint.engine.file_context import FileContext
 
 
+@dataclass(frozen=True)
+class FixInput:
+    """One state a fix example runs in, the original (`before`) and the fixed code (`after`)
+    side by side, with torch on the CPU (tests/rules/test_fix_examples_run.py).
+
+    `code` runs after the example's own code, in its namespace, with torch's seed set (to the
+    same value for both runs): it builds the tensors and state (a model with no gradients yet,
+    frozen parameters, float16 inputs, huge magnitudes, an empty list...), calls the example's
+    functions, and binds `result`, what is compared: tensors (values, dtype, shape, device),
+    modules (parameters, gradients, buffers), lists, tuples, dicts, numbers, None. A claim about
+    the state (`assert all(p.grad is None for p in model.parameters())`) may be asserted there:
+    a failing one fails the test, in either run. An exception raised there is the outcome.
+
+    The outcomes must be equal: the same exception, or results equal bit for bit, or within
+    `tolerance` where the fix changes rounding — relative to each tensor's largest magnitude,
+    one number for every floating dtype or per dtype name ({"float16": 2 ** -10}; a dtype not
+    named compares bit for bit). Where the fix is meant to differ — the difference an unsafe
+    fix's page names, or the value the original gets wrong and the fix gets right — `check`
+    replaces the comparison: an expression over `before` and `after` (the two results, None
+    after an exception), `before_error` and `after_error` (the exceptions' class names, or
+    None), the names the fixed run's code bound, and the helpers `same(a, b, tolerance=0)`,
+    `close(a, b, tolerance)` and `finite(t)`. `device`: the device the input needs ("cuda":
+    run where there is one)."""
+
+    name: str
+    code: str
+    tolerance: float | dict[str, float] = 0.0
+    check: str | None = None
+    device: str = "cpu"
 
 
 @dataclass
 class FixExample:
-    """`before` must become `after` when this rule's fixes are applied (unsafe ones too if `unsafe`)."""
+    """`before` must become `after` when this rule's fixes are applied (unsafe ones too if `unsafe`),
+    and, given `inputs`, both must behave alike in each of them (see FixInput)."""
 
     before: str
     after: str
     unsafe: bool = False
+    inputs: tuple[FixInput, ...] = ()
 
 
 class Rule:

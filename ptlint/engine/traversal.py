@@ -136,6 +136,7 @@ class Traversal:
         generators = node.generators
         self.visit(generators[0].iter)  # the first iterable is evaluated once, outside
         self.ctx.loops.append(node)
+        self.ctx.names.enter(node)
         for index, generator in enumerate(generators):
             if index:
                 self.visit(generator.iter)
@@ -147,6 +148,7 @@ class Traversal:
             self.visit(node.value)
         else:
             self.visit(node.elt)
+        self.ctx.names.leave()
         self.ctx.loops.pop()
 
     def _assign(self, node: ast.Assign) -> None:
@@ -181,12 +183,12 @@ class Traversal:
         self.visit(node.args)
         saved_loops, ctx.loops = ctx.loops, []
         ctx.functions.append(node)
+        ctx.names.enter(node)
         if isinstance(node, ast.Lambda):
             self.visit(node.body)
         else:
-            ctx.imports.push()  # imports inside a function bind names of that function only
             self.visit_all(node.body)
-            ctx.imports.pop()
+        ctx.names.leave()
         ctx.functions.pop()
         ctx.loops = saved_loops
 
@@ -195,11 +197,10 @@ class Traversal:
         self.visit_all(node.bases)
         self.visit_all(node.keywords)
         self.ctx.classes.append(node)
+        self.ctx.names.enter(node)
         self.visit_all(node.body)
+        self.ctx.names.leave()
         self.ctx.classes.pop()
-
-    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
-        self.ctx.imports.add(node)  # function-level imports count from here on
 
 
 _SPECIAL: dict[type, Callable[[Traversal, ast.AST], None]] = {
@@ -219,8 +220,6 @@ _SPECIAL: dict[type, Callable[[Traversal, ast.AST], None]] = {
     ast.AsyncFunctionDef: Traversal._function,
     ast.Lambda: Traversal._function,
     ast.ClassDef: Traversal._class,
-    ast.Import: Traversal._import,
-    ast.ImportFrom: Traversal._import,
 }
 
 
@@ -249,17 +248,19 @@ SILENT_IN_TESTS = ("PTL1", "PTL2", "PTL4", "PTL5", "PTL6")
 
 
 def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
-                project_root: str | None = None, enabled: Collection[str] | None = None) -> list[Finding]:
+                project_root: str | None = None, enabled: Collection[str] | None = None,
+                tree: ast.Module | None = None) -> list[Finding]:
     """All findings for one decoded file: suppressions applied, sorted, deduplicated.
     `test_code`: the file is test code (Settings.is_test_code); `project_root`: the folder of
     the configuration, where rules that read imported project modules resolve them; `enabled`:
     every code enabled for the file (also rules whose triggers are absent), for PTL002
-    unused-noqa, which runs only when it is among them."""
+    unused-noqa, which runs only when it is among them; `tree`: the text's tree, when the caller
+    parsed it already (the language server keeps it for its fixes)."""
     text = source.text
     active = [cls for cls in rule_classes if triggered(cls.triggers, text)
               and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
     try:
-        tree = parse(source)
+        tree = tree if tree is not None else parse(source)
     except SyntaxError as exc:
         return [syntax_error_finding(source, exc)]
     except (RecursionError, MemoryError):

@@ -22,7 +22,7 @@ def check_text(text: str, codes: Iterable[str] | None = None, path: str = "<stri
 
 def fix_text(text: str, codes: Iterable[str] | None = None, unsafe: bool = False, path: str = "<string>") -> str:
     """The text with every applicable fix applied until stable."""
-    from ptlint.run.fixer import fix_source
+    from ptlint.run.fix import fix_source
 
     selected = default_codes() if codes is None else tuple(codes)
     return fix_source(SourceFile(path, text), selected, unsafe).fixed

@@ -13,38 +13,61 @@ Positions: findings count 1-based lines and characters; LSP counts 0-based lines
 client offers another position encoding, UTF-16 code units. Line ends are `\\r\\n`, `\\r`, `\\n`
 for both Python and LSP (not `str.splitlines`, which also splits at `\\x0c` or U+2028), so the
 server asks for whole-document sync and converts positions itself.
+
+Responsiveness: a quick fix is the fix's own edits (after the structural check of
+ptlint.engine.structure, on the tree kept from the last lint: only the statements they touch are
+parsed again), a suppression is one insertion, and "fix all" one edit over the span that changed:
+no action diffs the whole document, so a 50,000-line file answers as fast as a small one. A client
+that cannot resolve actions lazily gets "fix all" with the cursor's actions only for documents of
+up to FIX_ALL_EAGER_LINES lines (it lints the whole file again), and whenever it asks for
+`source.fixAll` by kind.
+
+Framing (JSON-RPC over stdio): headers are read case-insensitively, one line at most 8 KiB, a
+body at most MAX_BODY bytes. A body that is not JSON, not a request or a notification, or a
+request whose params have the wrong shape is answered with a JSON-RPC error (-32700, -32600,
+-32602) and the server goes on; a header block without a usable Content-Length is answered with an
+error and skipped; a Content-Length past MAX_BODY is answered with an error and the connection is
+closed (reading that much could exhaust memory, and skipping it could take for ever).
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
-import difflib
+import bisect
+import json
 import logging
+import re
 import os
+import sys
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from ptlint import __version__
 from ptlint.engine.catalogue import DOCS_URL
-from ptlint.engine.finding import SAFE, Finding
+from ptlint.engine.finding import SAFE, Edit, Finding, applicable
 from ptlint.engine.registry import all_rules
-from ptlint.engine.source import SourceFile, line_starts, split_lines
-from ptlint.engine.edits import apply_edits
-from ptlint.engine.suppress import noqa_edit
-from ptlint.engine.traversal import lint_source
+from ptlint.engine.source import SourceFile, line_starts
+from ptlint.engine.structure import FixRejected, checked_text
+from ptlint.engine import suppress
+from ptlint.engine.traversal import lint_source, parse
 from ptlint.front.api import default_codes
 from ptlint.run.config import ConfigError, Resolver, Settings
-from ptlint.engine.finding import applicable
-from ptlint.run.fixer import fix_source
+from ptlint.run.fix import fix_source
 
 logger = logging.getLogger(__name__)
 
 # Seconds of quiet after a change before linting: typing does not lint on every key.
 DEBOUNCE = float(os.environ.get("PTLINT_LSP_DEBOUNCE", "0.25"))
 FIX_ALL_KIND = "source.fixAll.ptlint"
+FIX_ALL_EAGER_LINES = 5000  # without lazy resolve: "fix all" at the cursor only up to this size
+MAX_HEADER_LINE = 8 * 1024
+MAX_HEADERS = 64
+MAX_BODY = 64 * 1024 * 1024
 _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
              "info": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
 
@@ -115,56 +138,103 @@ def _bisect(starts: list[int], offset: int) -> int:
 # -- edits -------------------------------------------------------------------------------------
 
 def text_edits(old: str, new: str, encoding: str = types.PositionEncodingKind.Utf16) -> list[types.TextEdit]:
-    """Line-granular edits that turn `old` into `new` (non-overlapping, against `old`)."""
+    """One edit over the span where `old` and `new` differ (their common start and end are
+    found by comparing halves, in C: no line diff of the whole document)."""
+    if old == new:
+        return []
+    prefix = _common_length(old, new, lambda text, n: text[:n])
+    suffix = _common_length(old[prefix:], new[prefix:], lambda text, n: text[len(text) - n:])
+    start, old_end, new_end = prefix, len(old) - suffix, len(new) - suffix
+    # never between the two characters of a `\r\n`: LSP has no position there
+    while start > 0 and old[start - 1] == "\r" and old[start:start + 1] == "\n":
+        start -= 1
+    while old_end < len(old) and old_end > 0 and old[old_end - 1] == "\r" and old[old_end] == "\n":
+        old_end, new_end = old_end + 1, new_end + 1
     positions = Positions(old, encoding)
-    old_lines = split_lines(old)
-    new_lines = split_lines(new)
-    old_starts = positions.starts + [len(old)]
-    edits = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        start = old_starts[i1] if i1 < len(old_lines) else len(old)
-        end = old_starts[i2] if i2 < len(old_lines) else len(old)
-        edits.append(types.TextEdit(
-            range=types.Range(start=positions.from_offset(start), end=positions.from_offset(end)),
-            new_text="".join(new_lines[j1:j2])))
-    return edits
+    return [types.TextEdit(range=types.Range(start=positions.from_offset(start), end=positions.from_offset(old_end)),
+                           new_text=new[start:new_end])]
 
 
-def fix_one(text: str, path: str, finding: Finding) -> str | None:
-    """The text with only this finding's fix applied, or None when it cannot be applied cleanly."""
-    from ptlint.run.fixer import apply_fixes
+def _common_length(a: str, b: str, part) -> int:
+    """The length of the longest common prefix (or suffix, as `part` takes) of `a` and `b`."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if part(a, middle) == part(b, middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
+
+def edits_to_text_edits(edits: list[Edit], positions: Positions) -> list[types.TextEdit]:
+    """A fix's own edits (1-based finding positions) as LSP text edits, identical ones once."""
+    return [types.TextEdit(range=types.Range(start=positions.from_finding(e.line, e.column),
+                                             end=positions.from_finding(e.end_line, e.end_column)),
+                           new_text=e.content)
+            for e in sorted(set(edits), key=lambda e: (e.line, e.column, e.end_line, e.end_column))]
+
+
+def fix_one(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> str | None:
+    """The text with only this finding's fix applied, after the structural check; None when it
+    cannot be applied cleanly (or changes nothing)."""
     if finding.fix is None or not finding.fix.edits:
         return None
     try:
-        new_text = apply_fixes(SourceFile(path, text), [finding])
+        new_text = checked_text(SourceFile(path, text), finding.fix.edits, tree)
+    except FixRejected:
+        return None
     except Exception as exc:  # a failing fix must not take the server down
         logger.warning("fix of %s at %s:%s failed: %s", finding.code, path, finding.line, exc)
         return None
-    return new_text if new_text is not None and new_text != text else None
+    return new_text if new_text != text else None
 
 
-def add_noqa(text: str, path: str, finding: Finding) -> str | None:
-    """The text with `# noqa: CODE` on the finding's line (extending an existing `# noqa: …`),
-    or None when no comment there would suppress it (e.g. the line ends inside a string)."""
+def fix_edits(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> list[Edit] | None:
+    """This finding's own edits when they pass the structural check on this text, else None."""
+    return list(finding.fix.edits) if fix_one(text, path, finding, tree) is not None else None
+
+
+def noqa_edit(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> Edit | None:
+    """The edit that puts `# noqa: CODE` on the finding's line (extending an existing `# noqa:
+    …`), or None when no comment there would suppress it: the line ends inside a string or after
+    a line continuation, or a bare noqa already covers every code (engine.suppress.noqa_edit).
+    `tree`: the text's tree, so that only the top-level statement around the line is tokenised
+    (a code action on a 50,000-line document stays quick)."""
     if finding.code == "PTL001":
         return None
-    source = SourceFile(path, text)
-    edit = noqa_edit(source, finding.line, [finding.code])
+    positions = Positions(text)
+    if not 1 <= finding.line <= len(positions.starts):
+        return None
+    first, last = _statement_lines(tree, finding.line) if tree is not None else (1, len(positions.starts))
+    end = positions.starts[last] if last < len(positions.starts) else len(text)
+    statement = SourceFile(path, text[positions.starts[first - 1]:end])
+    edit = suppress.noqa_edit(statement, finding.line - first + 1, [finding.code])
     if edit is None:
         return None
-    new_text = apply_edits(source, [edit])
-    # Check it really suppresses the finding and keeps the file parsing.
-    rule = all_rules().get(finding.code)
-    if rule is None:
+    shift = first - 1
+    return Edit(edit.line + shift, edit.column, edit.end_line + shift, edit.end_column, edit.content)
+
+
+def add_noqa(text: str, path: str, finding: Finding, tree: ast.Module | None = None) -> str | None:
+    """The text with `# noqa: CODE` on the finding's line (see noqa_edit), or None."""
+    edit = noqa_edit(text, path, finding, tree)
+    if edit is None:
         return None
-    after = lint_source(SourceFile(path, new_text), [rule])
-    if any(f.code == "PTL001" or (f.code == finding.code and f.line == finding.line) for f in after):
-        return None
-    return new_text
+    positions = Positions(text)
+    start = positions.starts[edit.line - 1] + edit.column - 1
+    end = positions.starts[edit.end_line - 1] + edit.end_column - 1
+    return text[:start] + edit.content + text[end:]
+
+
+def _statement_lines(tree: ast.Module, line: int) -> tuple[int, int]:
+    """The first and last lines of the top-level statement that holds `line` (decorators
+    included); just `line` outside any."""
+    starts = [min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])]) for s in tree.body]
+    index = bisect.bisect_right(starts, line) - 1
+    if index >= 0 and line <= (tree.body[index].end_lineno or line):
+        return starts[index], tree.body[index].end_lineno or line
+    return line, line
 
 
 # -- the server --------------------------------------------------------------------------------
@@ -176,6 +246,7 @@ class LintState:
     path: str
     settings: Settings
     findings: list[Finding]
+    tree: ast.Module | None = None  # the text's tree, for the structural check of its fixes
 
 
 class PtlintServer(LanguageServer):
@@ -229,18 +300,23 @@ class PtlintServer(LanguageServer):
         text = document.source
         settings = self.settings_for(document.path)
         findings: list[Finding] = []
+        source = SourceFile(path, text)
+        try:
+            tree = parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeEncodeError):
+            tree = None  # lint_source reports why
         if not (document.path and settings.matches_exclude(document.path)):
             rules = all_rules()
             try:
-                findings = lint_source(SourceFile(path, text),
-                                       [rules[code] for code in settings.codes_for(path) if code in rules],
-                                       settings.is_test_code(path), settings.root)
+                codes = settings.codes_for(path)
+                findings = lint_source(source, [rules[code] for code in codes if code in rules],
+                                       settings.is_test_code(path), settings.root, enabled=codes, tree=tree)
             except Exception as exc:  # a rule's bug: log it, keep serving
                 logger.exception("ptlint failed on %s", path)
                 self.window_log_message(types.LogMessageParams(
                     type=types.MessageType.Error, message=f"ptlint: internal error on {path}: "
                                                           f"{type(exc).__name__}: {exc}"))
-        state = LintState(document.version, text, path, settings, findings)
+        state = LintState(document.version, text, path, settings, findings, tree)
         self.states[uri] = state
         return state
 
@@ -366,8 +442,7 @@ class PtlintServer(LanguageServer):
         properties = self._capability("text_document", "code_action", "resolve_support", "properties")
         return bool(properties) and "edit" in properties
 
-    def workspace_edit(self, uri: str, version: int | None, old: str, new: str) -> types.WorkspaceEdit:
-        edits = text_edits(old, new, self.encoding)
+    def workspace_edit(self, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
         if self._capability("workspace", "workspace_edit", "document_changes"):
             return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
                 text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
@@ -407,16 +482,17 @@ class PtlintServer(LanguageServer):
                               "span": list(_span(finding))})
                     if lazy or self.resolve(action).edit is not None:
                         actions.append(action)
-                suppressed = add_noqa(state.text, state.path, finding)
-                if suppressed is not None:
+                suppression = noqa_edit(state.text, state.path, finding, state.tree)
+                if suppression is not None:
                     actions.append(types.CodeAction(
                         title=f"Suppress with `# noqa: {finding.code}`", kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
-                        edit=self.workspace_edit(uri, state.version, state.text, suppressed)))
+                        edit=self.workspace_edit(uri, state.version, edits_to_text_edits([suppression], positions))))
         # Without resolve support the edit is computed now (a fix-all pass): on a plain request at
         # the cursor, only when a fixable finding is there.
-        eager_ok = lazy or bool(only) or any(action.kind == types.CodeActionKind.QuickFix and action.data
-                                             for action in actions)
+        small = len(positions.starts) <= FIX_ALL_EAGER_LINES
+        eager_ok = lazy or bool(only) or (small and any(action.kind == types.CodeActionKind.QuickFix
+                                                        and action.data for action in actions))
         if wanted(FIX_ALL_KIND) and eager_ok and \
                 any(applicable(f, state.settings.unsafe_fixes) for f in state.findings):
             action = types.CodeAction(
@@ -428,25 +504,51 @@ class PtlintServer(LanguageServer):
 
     def resolve(self, action: types.CodeAction) -> types.CodeAction:
         """Fill in the edit of a fix action (lazily: fix-all re-lints the file until stable)."""
+        state = self.resolvable(action)
+        if state is not None:
+            self.fill(action, state, self.fix_all_edits(state) if action.data.get("action") == "fixAll"
+                      else self.quick_fix_edits(state, action.data))
+        return action
+
+    async def resolve_async(self, action: types.CodeAction) -> types.CodeAction:
+        """`resolve`, with "fix all" (the whole file linted again, pass after pass) in a thread,
+        so that other requests are answered meanwhile."""
+        state = self.resolvable(action)
+        if state is None or action.data.get("action") != "fixAll":
+            return self.resolve(action)
+        edits = await asyncio.get_running_loop().run_in_executor(self.thread_pool, self.fix_all_edits, state)
+        if self.current(action.data["uri"]) is state:  # not typed over meanwhile
+            self.fill(action, state, edits)
+        return action
+
+    def resolvable(self, action: types.CodeAction) -> LintState | None:
+        """The document an action of ours is about, as it is now, if it is the version the
+        action was made for; None otherwise (no edit rather than a wrong one)."""
         data = action.data if isinstance(action.data, dict) else {}
         uri = data.get("uri")
-        state = self.current(uri) if uri else None
+        state = self.current(uri) if isinstance(uri, str) else None
         if state is None or state.version != data.get("version"):
-            return action  # the document changed since: no edit rather than a wrong one
-        new_text = None
-        if data.get("action") == "fix":
-            for finding in state.findings:
-                if finding.code == data.get("code") and list(_span(finding)) == data.get("span"):
-                    new_text = fix_one(state.text, state.path, finding)
-                    break
-        elif data.get("action") == "fixAll":
-            codes = state.settings.codes_for(state.path)
-            result = fix_source(SourceFile(state.path, state.text), codes, state.settings.unsafe_fixes,
-                                state.settings.is_test_code(state.path))
-            new_text = result.fixed if result.changed else None
-        if new_text is not None:
-            action.edit = self.workspace_edit(uri, state.version, state.text, new_text)
-        return action
+            return None
+        return state
+
+    def quick_fix_edits(self, state: LintState, data: dict) -> list[types.TextEdit]:
+        """The fix's own edits, when they pass the structural check."""
+        for finding in state.findings:
+            if finding.code == data.get("code") and list(_span(finding)) == data.get("span"):
+                own = fix_edits(state.text, state.path, finding, state.tree)
+                return edits_to_text_edits(own, Positions(state.text, self.encoding)) if own else []
+        return []
+
+    def fix_all_edits(self, state: LintState) -> list[types.TextEdit]:
+        """One edit over the span every applicable fix changes (until stable)."""
+        codes = state.settings.codes_for(state.path)
+        result = fix_source(SourceFile(state.path, state.text), codes, state.settings.unsafe_fixes,
+                            state.settings.is_test_code(state.path), findings=state.findings)
+        return text_edits(state.text, result.fixed, self.encoding) if result.changed else []
+
+    def fill(self, action: types.CodeAction, state: LintState, edits: list[types.TextEdit]) -> None:
+        if edits:
+            action.edit = self.workspace_edit(action.data["uri"], state.version, edits)
 
 
 def _span(finding: Finding) -> tuple[int, int, int, int]:
@@ -526,14 +628,167 @@ def create_server() -> PtlintServer:
         return ls.code_actions(params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
-    def code_action_resolve(ls: PtlintServer, params: types.CodeAction) -> types.CodeAction:
-        return ls.resolve(params)
+    async def code_action_resolve(ls: PtlintServer, params: types.CodeAction) -> types.CodeAction:
+        return await ls.resolve_async(params)
 
     return server
+
+
+# -- framing -----------------------------------------------------------------------------------
+
+class FramingError(Exception):
+    """A frame that cannot be read as sent: `fatal` when the stream cannot be followed past it."""
+
+    def __init__(self, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+
+
+class FrameReader:
+    """JSON-RPC frames (`Content-Length: N`, a blank line, N bytes) from a byte stream, read in
+    a thread: `next()` is a body, None at the end of the stream, or raises FramingError."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def next(self) -> bytes | None:
+        headers: dict[bytes, bytes] = {}
+        garbage = False
+        while True:
+            line = self.stream.readline(MAX_HEADER_LINE + 1)
+            if not line:
+                return None
+            if len(line) > MAX_HEADER_LINE and not line.endswith(b"\n"):
+                self._skip_line()
+                raise FramingError(f"a header line longer than {MAX_HEADER_LINE} bytes")
+            if not line.strip():
+                if headers or garbage:
+                    break
+                continue  # blank lines between frames
+            found = re.search(rb"content-length\s*:", line, re.IGNORECASE)
+            if found and found.start() > 0:  # a body that did not end its line ran into this header
+                line, garbage = line[found.start():], True
+            name, colon, value = line.partition(b":")
+            if not colon or not re.fullmatch(rb"[!-9;-~]+", name.strip()):
+                garbage = True
+                continue
+            headers[name.strip().lower()] = value.strip()
+            if len(headers) > MAX_HEADERS:
+                raise FramingError(f"more than {MAX_HEADERS} headers", fatal=True)
+        length = headers.get(b"content-length")
+        if length is None or not length.isdigit():
+            raise FramingError("a frame without a Content-Length header" if length is None else
+                               f"Content-Length {length[:40].decode('ascii', 'replace')!r} is not a number of bytes")
+        size = int(length)
+        if size > MAX_BODY:
+            raise FramingError(f"Content-Length {size} is more than the {MAX_BODY} bytes this server accepts",
+                               fatal=True)
+        body = b""
+        while len(body) < size:
+            chunk = self.stream.read(size - len(body))
+            if not chunk:
+                return None
+            body += chunk
+        return body
+
+    def _skip_line(self) -> None:
+        while True:
+            chunk = self.stream.readline(MAX_HEADER_LINE + 1)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+
+class _Writer:
+    """Writes whole frames to the client's stream."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def write(self, data: bytes) -> None:
+        self.stream.write(data)
+        self.stream.flush()
+
+
+def _serve_io(server: PtlintServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """pygls's stdio loop with framing that survives what a broken client sends (see the module
+    docstring): pygls 2.1 ran out of memory on a huge Content-Length and stopped reading for
+    good after some header errors."""
+    server._stop_event = threading.Event()
+    writer = _Writer(stdout)
+    server.protocol.set_writer(writer)
+    reader = FrameReader(stdin)
+
+    def error(ident, code: int, message: str) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}).encode()
+        writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    async def loop() -> None:
+        running = asyncio.get_running_loop()
+        while not server._stop_event.is_set():
+            try:
+                body = await running.run_in_executor(server.thread_pool, reader.next)
+            except FramingError as exc:
+                error(None, -32700, f"ptlint: {exc}")
+                if exc.fatal:
+                    return
+                continue
+            if body is None:
+                return
+            _handle_body(server, body, error)
+
+    try:
+        asyncio.run(loop())
+    except BrokenPipeError:
+        logger.error("The connection to the client is lost; shutting down.")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()
+
+
+def _handle_body(server: PtlintServer, body: bytes, error) -> None:
+    """One message: handed to pygls, or answered with the JSON-RPC error that says why not."""
+    from pygls.exceptions import JsonRpcException
+
+    try:
+        raw = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        error(None, -32700, f"Parse error: {str(exc)[:200]}")
+        return
+    if not isinstance(raw, dict):
+        error(None, -32600, "Invalid Request: not a JSON object")
+        return
+    ident = raw.get("id")
+    ident = ident if isinstance(ident, (int, str)) and not isinstance(ident, bool) else None
+    request = ident is not None and isinstance(raw.get("method"), str)
+    try:
+        message = json.loads(body, object_hook=server.protocol.structure_message)
+        if not hasattr(message, "jsonrpc"):
+            raise ValueError("not a JSON-RPC 2.0 message")
+    except JsonRpcException as exc:
+        logger.warning("unusable message: %s", exc)
+        if request:
+            error(ident, exc.CODE, f"Invalid params for {raw['method']}" if exc.CODE == -32602 else
+                  f"Cannot read the request {raw['method']}")
+        return
+    except Exception as exc:  # noqa: BLE001 - whatever pygls makes of it, the server goes on
+        logger.warning("unusable message: %s", exc)
+        if request:
+            error(ident, -32600, "Invalid Request")
+        return
+    try:
+        server.protocol.handle_message(message)
+    except (SystemExit, KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception:  # a handler's bug: logged, the server goes on
+        logger.exception("unable to handle a message")
 
 
 def serve() -> None:
     """Run the language server on stdin/stdout until the client says exit."""
     server = create_server()
     _warm_up()  # while the editor is still starting us, not on its first didOpen
-    server.start_io()
+    _serve_io(server, sys.stdin.buffer, sys.stdout.buffer)

@@ -2,6 +2,10 @@
 
 One small JSON file per entry, written to a temporary name and renamed into place, so two runs
 that share the folder never see half an entry. A corrupt entry counts as a miss.
+
+Entries live in a folder per version (`<cache-dir>/<version>/`). A `.gitignore` (`*`) goes only
+into a cache folder ptlint creates itself: a folder that already exists (the project root, a
+shared folder, a system folder) gets nothing written beside what it holds.
 """
 
 from __future__ import annotations
@@ -41,12 +45,15 @@ def code_fingerprint() -> str:
 
 class Cache:
     def __init__(self, directory: str, settings_key: str) -> None:
+        self.root = directory
         self.directory = os.path.join(directory, __version__)
         self.settings_key = settings_key + code_fingerprint()
+        self._made = False  # the folders exist (made or found) in this process
 
     @classmethod
     def location(cls, cli_dir: str | None, config_dir: str | None, root: str) -> str:
-        """--cache-dir wins, then PTLINT_CACHE_DIR, then the config's cache-dir, then .ptlint_cache/."""
+        """--cache-dir wins, then PTLINT_CACHE_DIR, then the config's cache-dir (the config
+        resolves a relative one from its own folder), then .ptlint_cache/ beside the config."""
         chosen = cli_dir or os.environ.get("PTLINT_CACHE_DIR") or config_dir
         if chosen:
             return chosen if os.path.isabs(chosen) else os.path.abspath(chosen)
@@ -83,8 +90,8 @@ class Cache:
         # a name no other process or thread uses (tempfile would cost its import at start-up)
         temporary = f"{target}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
+            self._make_folders()
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            _ensure_gitignore(os.path.dirname(self.directory))
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump([finding.to_cache() for finding in findings], handle)
@@ -95,6 +102,23 @@ class Cache:
             except OSError:
                 pass
             # a read-only or full disk costs speed, never a result
+
+
+    def _make_folders(self) -> None:
+        """The cache folder and its version folder; a `.gitignore` only in a cache folder made here."""
+        if self._made:
+            return
+        if not os.path.isdir(self.root):
+            parent = os.path.dirname(os.path.abspath(self.root))
+            os.makedirs(parent, exist_ok=True)
+            try:
+                os.mkdir(self.root)
+            except FileExistsError:  # another run made it meanwhile: its .gitignore, not ours
+                pass
+            else:
+                _write_gitignore(self.root)
+        os.makedirs(self.directory, exist_ok=True)
+        self._made = True
 
 
 class Caches:
@@ -113,14 +137,14 @@ class Caches:
         return self._open[key]
 
 
-def _ensure_gitignore(directory: str) -> None:
-    marker = os.path.join(directory, ".gitignore")
-    if not os.path.exists(marker):
-        try:
-            with open(marker, "w") as handle:
-                handle.write(CACHE_MARKER)
-        except OSError:
-            pass
+def _write_gitignore(directory: str) -> None:
+    """Keep a cache folder ptlint made out of git (and of `git status`); `ptlint clean` knows it by
+    this file."""
+    try:
+        with open(os.path.join(directory, ".gitignore"), "x") as handle:
+            handle.write(CACHE_MARKER)
+    except OSError:
+        pass
 
 
 def dependency_digest(source, rule_classes, root: str | None) -> str:

@@ -81,9 +81,46 @@ def check_file(job: Job, caches=None) -> FileResult:
 _WORKER_CACHES = None
 
 
-def _init_worker(caches) -> None:
+def _init_worker(caches, parent: int) -> None:
     global _WORKER_CACHES
     _WORKER_CACHES = caches
+    die_with_parent(parent)
+
+
+def die_with_parent(parent: int) -> None:
+    """Make this worker process end when the process that started it (pid `parent`) ends, even
+    by SIGKILL, which gives the pool no chance to stop its workers. Linux: the kernel sends
+    SIGKILL at once (prctl PR_SET_PDEATHSIG). Everywhere (macOS, Windows, and Linux should prctl
+    be unavailable): a thread waits on multiprocessing's parent sentinel, which the end of the
+    parent closes, and ends the process; a worker busy in one long C call (a huge ast.parse)
+    notices when it returns."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        except (OSError, AttributeError):  # no libc prctl: the thread below still watches
+            pass
+    if os.getppid() != parent:  # it ended before the request above took effect
+        os._exit(1)
+    import multiprocessing
+    import threading
+
+    started_by = multiprocessing.parent_process()
+    if started_by is not None and started_by.sentinel is not None:
+        threading.Thread(target=_exit_when_ready, args=(started_by.sentinel,), name="ptlint-parent-watch",
+                         daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _exit_when_ready(sentinel) -> None:
+    from multiprocessing.connection import wait
+
+    wait([sentinel])
+    os._exit(1)
 
 
 def _check_in_worker(job: Job) -> FileResult:
@@ -119,7 +156,7 @@ def check_files(jobs: list[Job], caches=None, workers: int | None = None,
     context = multiprocessing.get_context(method)
     chunk = max(1, min(32, len(jobs) // (workers * 8)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                             initargs=(caches,)) as pool:
+                             initargs=(caches, os.getpid())) as pool:
         for index, result in enumerate(pool.map(_check_in_worker, jobs, chunksize=chunk)):
             results.append(result)
             if progress:

@@ -377,7 +377,9 @@ class Resolver:
         return Settings(
             enabled=enabled, root=root, config_path=path, exclude=exclude, per_file_ignores=pfi,
             unsafe_fixes=flag("unsafe-fixes", self.unsafe_fixes, False), dynamic=dict(table.get("dynamic", {})),
-            cache_dir=table.get("cache-dir"), test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)),
+            # a relative cache-dir is relative to the config that names it (an extended one: rebased above)
+            cache_dir=os.path.join(root, table["cache-dir"]) if table.get("cache-dir") else None,
+            test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)),
             force_exclude=flag("force-exclude", self.force_exclude, False),
             respect_gitignore=flag("respect-gitignore", self.respect_gitignore, True),
         )

@@ -25,7 +25,7 @@ class NoqaOutcome:
 
 
 def add_noqa(jobs: list[Job], findings: list[Finding]) -> NoqaOutcome:
-    from ptlint.run.fixer import ChangedOnDisk, write_atomic
+    from ptlint.run.fix import ChangedOnDisk, write_atomic
 
     outcome = NoqaOutcome()
     wanted: dict[str, dict[int | None, dict[int, set[str]]]] = {}  # path -> cell -> line -> codes

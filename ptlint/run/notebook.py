@@ -247,12 +247,12 @@ def locate(module_text: str, path: str, findings: list[Finding]) -> list[Finding
 
 def check_notebook(notebook: Notebook, rule_classes: list, test_code: bool,
                    enabled: tuple[str, ...] | None = None) -> list[Finding]:
-    findings, _ = _check(notebook, rule_classes, test_code, enabled)
+    findings, _ = check_cells(notebook, rule_classes, test_code, enabled)
     return findings
 
 
-def _check(notebook: Notebook, rule_classes: list, test_code: bool,
-           enabled: tuple[str, ...] | None = None) -> tuple[list[Finding], set[int]]:
+def check_cells(notebook: Notebook, rule_classes: list, test_code: bool,
+                enabled: tuple[str, ...] | None = None) -> tuple[list[Finding], set[int]]:
     """Findings, and the cells that do not parse: each gets its PTL001 and is left out, so one
     broken cell does not hide the findings of the others. `enabled`: as for lint_source."""
     from ptlint.engine.traversal import lint_source
@@ -269,50 +269,3 @@ def _check(notebook: Notebook, rule_classes: list, test_code: bool,
         broken[errors[0].cell] = errors[0]
     findings = [f for f in findings if f.code != "PTL001"] + list(broken.values())
     return sorted(findings, key=Finding.sort_key), set(broken)
-
-
-@dataclass
-class NotebookFix:
-    path: str
-    original: str  # the notebook's text
-    fixed: str
-    changed_cells: dict[int, tuple[str, str]] = field(default_factory=dict)  # cell -> (before, after)
-    applied: list[Finding] = field(default_factory=list)
-    remaining: list[Finding] = field(default_factory=list)
-    messages: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return self.fixed != self.original
-
-
-def fix_notebook(notebook: Notebook, codes: tuple[str, ...], unsafe: bool, test_code: bool) -> NotebookFix:
-    """Fix the code cells; only the `source` of changed cells is rewritten in the file."""
-    from ptlint.engine.registry import rule_classes_for
-    from ptlint.engine.finding import applicable
-    from ptlint.run.fixer import fix_source
-
-    rule_classes = rule_classes_for(codes)
-    findings, broken = _check(notebook, rule_classes, test_code, codes)
-    outcome = NotebookFix(notebook.path, notebook.text, notebook.text, remaining=findings)
-    if not any(applicable(f, unsafe) for f in findings):
-        return outcome
-    module = build_module(notebook, broken)
-    result = fix_source(SourceFile(notebook.path, module.text), codes, unsafe, test_code)
-    sources = split_module(module, result.fixed)
-    if sources is None:  # a fix rewrote code around a magic or shell line: keep the notebook as it is
-        outcome.messages.append(f"{notebook.path}: fixes not applied: they would rewrite code around an "
-                                "IPython magic or shell line")
-        return outcome
-    outcome.messages.extend(result.messages)
-    sources = restore_endings(notebook, sources)
-    changed = {number: source for number, source in sources.items()
-               if number not in broken and source != notebook.cells[number - 1].source}
-    outcome.changed_cells = {number: (notebook.cells[number - 1].source, source) for number, source in changed.items()}
-    outcome.fixed = notebook.with_sources(changed)
-    outcome.applied = list(result.applied)
-    remaining = locate(result.fixed, notebook.path, result.remaining)
-    outcome.remaining = sorted([f for f in remaining if f.code != "PTL001"]
-                               + [f for f in findings if f.code == "PTL001"], key=Finding.sort_key)
-    return outcome
-

@@ -50,18 +50,11 @@ LOSS_CALLEES = {"criterion", "crit", "loss_fn", "loss_func", "loss_function", "l
                 "loss_module", "objective"}
 
 
-def peek(ctx: "FileFacts", node: ast.AST) -> str | None:
-    """The qualified name of `node` as the imports in scope resolve it now, without caching the
-    answer: for nodes the traversal has not reached yet (a cached answer would hide, from every
-    rule, a function-level import that appears between here and there)."""
-    return ctx.imports.qualname(node)
-
-
 def disables_grad(expr: ast.AST, ctx: "FileFacts") -> bool:
     """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`, or the bare
     decorators `@torch.no_grad` / `@torch.inference_mode`."""
     call = expr if isinstance(expr, ast.Call) else None
-    qual = peek(ctx, call.func if call else expr)
+    qual = ctx.qualname(call.func if call else expr)
     if qual is None or not qual.startswith("torch."):
         # a project's own wrapper: ultralytics' `@smart_inference_mode()`, `maybe_no_grad()`
         name = dotted(call.func if call else expr) or ""
@@ -83,7 +76,7 @@ def disables_grad(expr: ast.AST, ctx: "FileFacts") -> bool:
 def _switches_off(statement: ast.AST, ctx: "FileFacts") -> bool:
     """`torch.set_grad_enabled(False)` as a statement of its own."""
     return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
-        and peek(ctx, statement.value.func) in SET_GRAD and disables_grad(statement.value, ctx)
+        and ctx.qualname(statement.value.func) in SET_GRAD and disables_grad(statement.value, ctx)
 
 
 class GradRegions:
@@ -181,7 +174,7 @@ def gradient_users(scope: ast.AST, ctx: "FileFacts") -> list[ast.AST]:
                         func.attr in TRAINING_CALLS or func.attr == "step" and any(
                             word in (dotted(func.value) or "").lower() for word in OPTIMIZER_WORDS)):
                     found.append(node)
-                elif peek(ctx, func) in GRAD_FUNCTIONS:
+                elif ctx.qualname(func) in GRAD_FUNCTIONS:
                     found.append(node)
             elif isinstance(node, ast.Assign) and not is_constant(node.value, False) and any(
                     isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
@@ -254,7 +247,7 @@ def is_model_call(call: ast.AST, ctx: "FileFacts", models: set[str] = frozenset(
 
     if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute)):
         return False
-    if peek(ctx, call.func) is not None:
+    if ctx.qualname(call.func) is not None:
         return False  # an imported function, not a model object
     name = dotted(call.func)
     if name is not None and name in models:
@@ -285,7 +278,7 @@ def model_value(value: ast.AST, ctx: "FileFacts") -> bool:
         return False
     if module_class(value, ctx):
         return True
-    qual = peek(ctx, value.func) or ""
+    qual = ctx.qualname(value.func) or ""
     if qual.startswith(MODEL_FACTORIES):
         return True
     return isinstance(value.func, ast.Attribute) and value.func.attr == "from_pretrained"
@@ -296,7 +289,7 @@ def is_loss_call(call: ast.AST, ctx: "FileFacts") -> bool:
     `self.loss_fn(...)`, a loss module built here (`ce = nn.CrossEntropyLoss()`; `ce(out, y)`)."""
     if not isinstance(call, ast.Call):
         return False
-    qual = peek(ctx, call.func)
+    qual = ctx.qualname(call.func)
     if qual is not None:
         module, _, name = qual.rpartition(".")
         return module in ("torch.nn.functional", "torch") and (name in FUNCTIONAL_LOSSES or name.endswith("_loss"))
@@ -306,6 +299,6 @@ def is_loss_call(call: ast.AST, ctx: "FileFacts") -> bool:
         return True
     if isinstance(call.func, ast.Name):
         values = ctx.assignments(call.func.id)
-        return bool(values) and all(isinstance(v, ast.Call) and (peek(ctx, v.func) or "").endswith("Loss")
+        return bool(values) and all(isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").endswith("Loss")
                                     for v in values)
     return False

@@ -146,7 +146,7 @@ def _image_pipeline(ctx: "FileFacts") -> bool:
     key = "image-pipeline"
     if key not in ctx.memo:
         folders = set(ctx.path.replace("\\", "/").split("/")[:-1])
-        ctx.memo[key] = any(ctx.imports.imports_module(m) for m in IMAGE_PIPELINE_MODULES) \
+        ctx.memo[key] = any(ctx.names.imports_module(m) for m in IMAGE_PIPELINE_MODULES) \
             or bool(folders & PIPELINE_FOLDERS)
     return ctx.memo[key]
 
@@ -267,16 +267,3 @@ def true_when_compiling(test: ast.AST, ctx: "FileFacts") -> bool:
         check = all if isinstance(test.op, ast.And) else any
         return check(true_when_compiling(v, ctx) for v in test.values)
     return _check_name(test, ctx) == "compiling"
-
-
-def shadowed(name: str, ctx: "FileFacts") -> bool:
-    """A builtin or module name (`print`, `open`, `time`) rebound by a parameter or assignment in
-    the enclosing functions, or by a definition in the file."""
-    if name in ctx.imports.local_defs:
-        return True
-    for function in ctx.functions:
-        args = function.args
-        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-        if any(a is not None and a.arg == name for a in every) or ctx.assignments(name, function):
-            return True
-    return False

@@ -1,14 +1,14 @@
-"""What the semantic analyses know of the file being walked: its tree and text, the names its
-imports bind, the assignments seen so far, and where the traversal is (enclosing loops,
-functions, classes). The engine keeps the traversal state up to date (ptlint.engine.traversal);
-every analysis in this layer takes a `FileFacts`.
+"""What the semantic analyses know of the file being walked: its tree and text, what its names
+mean (`names`), the parent of every node (`parent`), the assignments seen so far, and where the
+traversal is (enclosing loops, functions, classes). The engine keeps the traversal state up to
+date (ptlint.engine.traversal); every analysis in this layer takes a `FileFacts`.
 """
 
 from __future__ import annotations
 
 import ast
 
-from ptlint.semantics.names import ImportMap, collect_module_imports
+from ptlint.semantics.names import Meaning, Names
 
 
 class FileFacts:
@@ -24,32 +24,49 @@ class FileFacts:
         self.text = text
         self.tree = tree
         self.project_root = project_root  # where the project's own imports resolve (ptlint.semantics.project)
-        self.imports = ImportMap()
-        collect_module_imports(tree, self.imports)
+        self.names = Names(tree, text, self.parent)  # the one name resolver of the file
+        self._parents: dict[int, ast.AST] | None = None
         self.stack: list[ast.AST] = []
         self.loops: list[ast.AST] = []
         self.functions: list[ast.AST] = []
         self.classes: list[ast.ClassDef] = []
         self._assignments: dict[int, dict[str, list[ast.AST]]] = {}
-        self._qualnames: dict[int, str | None] = {}
+        self._qualnames: dict[tuple[int, int], str | None] = {}
         self.memo: dict = {}  # per-file answers analyses and rules share (e.g. "does this loop hold a loop?")
 
     # -- names -------------------------------------------------------------------------------
     def qualname(self, node: ast.AST) -> str | None:
-        # Several rules ask about the same call; imports seen later in a function do not change
-        # what an earlier node meant, so one answer per node is enough.
-        key = id(node)
-        if key in self._qualnames:
-            return self._qualnames[key]
-        answer = self._qualnames[key] = self.imports.qualname(node)
+        """`F.relu` -> "torch.nn.functional.relu" under `import torch.nn.functional as F`, as the
+        scopes the traversal is in resolve its head name (ptlint.semantics.names); None when no
+        import binds it there."""
+        # Several rules ask about the same call: one answer per node and innermost scope
+        scopes = self.names.scopes
+        key = (id(node), id(scopes[-1]) if scopes else 0)
+        answer = self._qualnames.get(key, self)
+        if answer is self:
+            answer = self._qualnames[key] = self.names.qualname(node)
         return answer
 
-    def imports_torch(self) -> bool:
-        return self.imports.imports_module("torch")
+    def meaning(self, name: str, at: ast.AST | None = None) -> Meaning:
+        """What `name` means at `at` (default: where the traversal is): ptlint.semantics.names."""
+        return self.names.meaning(name, at)
 
-    @property
-    def parent(self) -> ast.AST | None:
-        return self.stack[-1] if self.stack else None
+    def imports_torch(self) -> bool:
+        return self.names.imports_module("torch")
+
+    # -- parents -----------------------------------------------------------------------------
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The parent of any node of the tree: the file's one parent map, built on first use."""
+        if self._parents is None:
+            table: dict[int, ast.AST] = {}
+            pending: list[ast.AST] = [self.tree]
+            while pending:
+                current = pending.pop()
+                for child in ast.iter_child_nodes(current):
+                    table[id(child)] = current
+                    pending.append(child)
+            self._parents = table
+        return self._parents.get(id(node))
 
     @property
     def function(self) -> ast.AST | None:

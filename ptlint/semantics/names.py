@@ -1,111 +1,330 @@
-"""Resolving names through imports, without importing anything.
+"""What a name means where it is used: the one name resolver of a file, without importing anything.
 
-`import torch as T` makes `T.cuda.synchronize` mean `torch.cuda.synchronize`;
-`from torch.cuda import synchronize as sync` makes `sync` mean the same.
+`import torch as T` makes `T.cuda.synchronize` mean `torch.cuda.synchronize`; `from torch.cuda
+import synchronize as sync` makes `sync` mean the same; `def f(torch): torch.sum(x)` calls a
+parameter, not torch. `Names` knows every binding of every scope of a file and resolves a name
+the way Python does:
+
+- scopes: the module, each class body, function, lambda and comprehension. A name is looked up
+  in the innermost scope that binds it; a class body's names are not seen by the functions in
+  it; `global x` sends `x` to the module, `nonlocal x` to the enclosing functions;
+- bindings: imports, parameters, assignments (also `for` / `with` / `except` targets, walrus,
+  `match` captures, comprehension variables), `def` and `class`, and `del`;
+- where a scope binds a name by an import, the import decides: an assignment beside it (`except
+  ImportError: apex = None`, `np = np.asarray(x)`) does not make the name a local; a `def` or
+  `class` of the same name after the import does (the last of them wins). A relative import
+  (`from . import utils`) binds a module of the project: a local, never torch;
+- a name no scope binds is free (a builtin, or undefined); where a star import could bind it, or
+  a `del` could have unbound it, it is unknown.
+
+Bindings are found without regard to order inside a scope (Python decides at compile time that a
+name bound anywhere in a function is local to all of it). The tables are built on first use, by
+one walk over the file's statements.
+
+Where the question is asked: `meaning(name)` and `qualname(node)` answer in the scopes the
+traversal is in (the engine keeps them with `enter` / `leave`); `meaning(name, at=node)` answers
+at any node of the tree, through its parent links.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
+from typing import Callable
 
-_SHADOWED = ""  # in a function scope: a relative import hides a module-level name
+from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS
+
+# What a name means (`Meaning.kind`).
+IMPORTED = "imported"  # an import binds it: `Meaning.target` is what it names ("torch.nn.functional")
+LOCAL = "local"  # a parameter, assignment, def, class or relative import: code of the project
+FREE = "free"  # no scope binds it: a builtin (`print`, `open`) or an undefined name
+UNKNOWN = "unknown"  # a star import could bind it, or a `del` unbinds it somewhere
+
+# Kinds of binding in a scope's table.
+_IMPORT, _RELATIVE, _DEF, _OTHER, _DEL = "import", "relative", "def", "other", "del"
 
 
-class ImportMap:
-    """Local name -> fully qualified name, for the imports in scope.
+@dataclass(frozen=True)
+class Meaning:
+    """What a name means at one place: `kind` is IMPORTED (then `target` is the qualified name the
+    import binds: `import torch.nn.functional as F` -> "torch.nn.functional"), LOCAL, FREE or
+    UNKNOWN."""
 
-    Module-level imports live in `names`. An import inside a function binds a local name of that
-    function only, so the engine opens a scope when it enters a function (`push`) and drops it
-    when it leaves (`pop`): `import numpy as torch` in one function changes nothing elsewhere.
-    """
+    kind: str
+    target: str | None = None
+
+
+_FREE = Meaning(FREE)
+_LOCAL = Meaning(LOCAL)
+_UNKNOWN = Meaning(UNKNOWN)
+
+
+class _Table:
+    """The bindings of one scope: name -> [(kind, import target)] in source order."""
+
+    __slots__ = ("bindings", "globals", "nonlocals", "star")
 
     def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-        self.local_defs: set[str] = set()  # classes/functions defined in this file
-        self.scopes: list[dict[str, str]] = []
+        self.bindings: dict[str, list[tuple[str, str | None]]] = {}
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.star = False
 
-    def push(self) -> None:
-        self.scopes.append({})
+    def bind(self, name: str, kind: str, target: str | None = None) -> None:
+        self.bindings.setdefault(name, []).append((kind, target))
 
-    def pop(self) -> None:
+
+def _meaning(bindings: list[tuple[str, str | None]]) -> Meaning:
+    if any(kind == _DEL for kind, _ in bindings):
+        return _UNKNOWN
+    declared = [(kind, target) for kind, target in bindings if kind in (_IMPORT, _RELATIVE, _DEF)]
+    if any(kind in (_IMPORT, _RELATIVE) for kind, _ in declared):
+        kind, target = declared[-1]
+        return Meaning(IMPORTED, target) if kind == _IMPORT else _LOCAL
+    return _LOCAL
+
+
+def _target_names(target: ast.AST) -> list[str]:
+    """Names an assignment target binds: `a`, `a, (b, *c)`; not `x.a` or `x[0]`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _target_names(element)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
+
+
+def _parameters(args: ast.arguments) -> list[str]:
+    every = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
+    return [a.arg for a in every if a is not None]
+
+
+class Names:
+    """The one name resolver of a file: see the module docstring.
+
+    `parent_of` gives the parent of a node (the file's parent map), for questions asked at a node
+    rather than where the traversal is."""
+
+    def __init__(self, tree: ast.Module, text: str, parent_of: Callable[[ast.AST], ast.AST | None]) -> None:
+        self.tree = tree
+        self._walrus = ":=" in text
+        self._parent_of = parent_of
+        self._tables: dict[int, _Table] | None = None
+        self.scopes: list[ast.AST] = []  # scopes the traversal is in, outermost first (not the module)
+
+    # -- where the traversal is --------------------------------------------------------------
+    def enter(self, scope: ast.AST) -> None:
+        """The traversal enters the body of a function, lambda, class or comprehension."""
+        self.scopes.append(scope)
+
+    def leave(self) -> None:
         self.scopes.pop()
 
-    def add(self, node: ast.Import | ast.ImportFrom) -> None:
-        table = self.scopes[-1] if self.scopes else self.names
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    table[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".")[0]
-                    table[top] = top
-        else:
-            if node.level:  # relative import: a project module, never torch
-                for alias in node.names:
-                    if self.scopes:
-                        table[alias.asname or alias.name] = _SHADOWED
-                    else:
-                        table.pop(alias.asname or alias.name, None)
-                return
-            module = node.module or ""
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                table[alias.asname or alias.name] = f"{module}.{alias.name}"
+    # -- questions ---------------------------------------------------------------------------
+    def meaning(self, name: str, at: ast.AST | None = None) -> Meaning:
+        """What `name` means at the node `at` (by default: where the traversal is): the module an
+        import binds it to (IMPORTED, with `target`), a local of the project (LOCAL: a parameter,
+        local variable, def, class or relative import of an enclosing scope), nothing (FREE: a
+        builtin or undefined name) or UNKNOWN (a star import or a `del`).
 
-    def lookup(self, name: str) -> str | None:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name] or None
-        return self.names.get(name)
+        A fix that writes `torch.xxx(...)` at `at` may rely on `torch` only when this is
+        `Meaning(IMPORTED, "torch")`; FREE means an `import torch` must be added first, LOCAL or
+        UNKNOWN that the name cannot be used there."""
+        return self._resolve(name, self._chain(at) if at is not None else self._here())
 
-    def visible(self) -> dict[str, str]:
-        """Every imported name in scope here, inner scopes winning."""
-        out = dict(self.names)
-        for scope in self.scopes:
-            out.update(scope)
-        return {name: target for name, target in out.items() if target}
-
-    def imports_module(self, prefix: str) -> bool:
-        """True when some import in scope brings in `prefix` or something under it."""
-        dotted = prefix + "."
-        return any(q == prefix or q.startswith(dotted)
-                   for table in (self.names, *self.scopes) for q in table.values())
-
-    def qualname(self, node: ast.AST) -> str | None:
-        """`T.nn.DataParallel` -> `torch.nn.DataParallel`; None when the head is not imported."""
+    def qualname(self, node: ast.AST, at: ast.AST | None = None) -> str | None:
+        """`T.nn.DataParallel` -> `torch.nn.DataParallel` under `import torch as T`; None when
+        the head name is not bound by an import (a local, a builtin, unknown)."""
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
         if not isinstance(node, ast.Name):
             return None
-        head = self.lookup(node.id)
-        if head is None:
+        meaning = self.meaning(node.id, at)
+        if meaning.kind != IMPORTED:
             return None
-        parts.append(head)
+        parts.append(meaning.target)
         return ".".join(reversed(parts))
 
+    def is_local(self, name: str, at: ast.AST | None = None) -> bool:
+        """`name` is rebound by the project's code here (a builtin such as `print` or `open`
+        given another value, a module name `time` used for a parameter)."""
+        return self.meaning(name, at).kind == LOCAL
 
-def collect_module_imports(tree: ast.Module, imports: ImportMap) -> None:
-    """Imports at module level (including inside top-level if/try blocks) and local definitions.
+    def visible(self, at: ast.AST | None = None) -> dict[str, str]:
+        """Every name that an import binds at the node `at` (by default: where the traversal is)
+        and that means that import there -> what it names (module imports first, in source
+        order). A name a local shadows there is left out."""
+        chain = self._chain(at) if at is not None else self._here()
+        names: dict[str, None] = {}
+        for scope in reversed(chain):
+            for name, bindings in self._table(scope).bindings.items():
+                if any(kind == _IMPORT for kind, _ in bindings):
+                    names[name] = None
+        out = {}
+        for name in names:
+            meaning = self._resolve(name, chain)
+            if meaning.kind == IMPORTED:
+                out[name] = meaning.target
+        return out
 
-    Function-level imports are added by the engine as the traversal meets them.
-    """
-    pending: list[ast.stmt] = list(tree.body)
-    while pending:
-        stmt = pending.pop(0)
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            imports.add(stmt)
-        elif isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            imports.local_defs.add(stmt.name)
-            imports.names.pop(stmt.name, None)  # a local definition shadows an earlier import
-        elif isinstance(stmt, ast.If):
-            pending.extend(stmt.body)
-            pending.extend(stmt.orelse)
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            pending.extend(stmt.body)
-            for handler in stmt.handlers:
-                pending.extend(handler.body)
-            pending.extend(stmt.orelse)
-            pending.extend(stmt.finalbody)
+    def imports_module(self, prefix: str) -> bool:
+        """Some import of the module, or of a scope the traversal is in, brings in `prefix` or
+        something under it."""
+        dotted = prefix + "."
+        return any(kind == _IMPORT and (target == prefix or target.startswith(dotted))
+                   for scope in self._here() for bindings in self._table(scope).bindings.values()
+                   for kind, target in bindings)
+
+    # -- scope chains ------------------------------------------------------------------------
+    def _here(self) -> list[ast.AST]:
+        return [*reversed(self.scopes), self.tree]
+
+    def _chain(self, node: ast.AST) -> list[ast.AST]:
+        """The scopes `node` is evaluated in, innermost first, ending with the module. A def's
+        decorators, defaults and annotations, a class's bases and a comprehension's first
+        iterable are evaluated in the scope around them."""
+        chain: list[ast.AST] = []
+        child, parent = node, self._parent_of(node)
+        while parent is not None:
+            if isinstance(parent, (*FUNCTION_DEFS, ast.ClassDef)):
+                if any(child is statement for statement in parent.body):
+                    chain.append(parent)
+            elif isinstance(parent, ast.Lambda):
+                if child is parent.body:
+                    chain.append(parent)
+            elif isinstance(parent, COMPREHENSIONS):
+                chain.append(parent)
+            elif isinstance(parent, ast.comprehension) and child is parent.iter:
+                comprehension = self._parent_of(parent)
+                if comprehension is not None and parent is comprehension.generators[0]:
+                    child, parent = comprehension, self._parent_of(comprehension)
+                    continue
+            child, parent = parent, self._parent_of(parent)
+        chain.append(self.tree)
+        return chain
+
+    def _resolve(self, name: str, chain: list[ast.AST]) -> Meaning:
+        for index, scope in enumerate(chain):
+            if index and isinstance(scope, ast.ClassDef):
+                continue  # a class body's names are not seen by the functions in it
+            table = self._table(scope)
+            if name in table.globals and scope is not self.tree:
+                return self._resolve(name, [self.tree])
+            if name in table.nonlocals:
+                continue
+            bindings = table.bindings.get(name)
+            if bindings:
+                return _meaning(bindings)
+        return _UNKNOWN if self._table(self.tree).star else _FREE
+
+    # -- tables ------------------------------------------------------------------------------
+    def _table(self, scope: ast.AST) -> _Table:
+        if self._tables is None:
+            self._tables = {}
+            self._collect(self.tree.body, self._new_table(self.tree))
+        table = self._tables.get(id(scope))
+        if table is None:  # a lambda or comprehension: bindings of its own header only
+            table = self._new_table(scope)
+            if isinstance(scope, ast.Lambda):
+                for name in _parameters(scope.args):
+                    table.bind(name, _OTHER)
+            elif isinstance(scope, COMPREHENSIONS):
+                for generator in scope.generators:
+                    for name in _target_names(generator.target):
+                        table.bind(name, _OTHER)
+        return table
+
+    def _new_table(self, scope: ast.AST) -> _Table:
+        table = self._tables[id(scope)] = _Table()
+        return table
+
+    def _collect(self, statements: list[ast.stmt], table: _Table) -> None:
+        """Record the bindings `statements` make in the scope of `table`; open a table for each
+        def and class among them."""
+        module = self._tables[id(self.tree)]
+        for statement in statements:
+            if self._walrus:
+                self._collect_walrus(statement, table)
+            if isinstance(statement, (*FUNCTION_DEFS, ast.ClassDef)):
+                self._bind(table, module, statement.name, _DEF)
+                inner = self._new_table(statement)
+                if not isinstance(statement, ast.ClassDef):
+                    for name in _parameters(statement.args):
+                        inner.bind(name, _OTHER)
+                self._collect(statement.body, inner)
+            elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+                self._collect_import(statement, table, module)
+            elif isinstance(statement, (ast.Global, ast.Nonlocal)):
+                (table.globals if isinstance(statement, ast.Global) else table.nonlocals).update(statement.names)
+            else:
+                for name in self._bound_names(statement):
+                    self._bind(table, module, name, _DEL if isinstance(statement, ast.Delete) else _OTHER)
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(statement, field, None)
+                    if isinstance(block, list):
+                        self._collect(block, table)
+                for handler in getattr(statement, "handlers", ()):
+                    if handler.name:
+                        self._bind(table, module, handler.name, _OTHER)
+                    self._collect(handler.body, table)
+                for case in getattr(statement, "cases", ()):
+                    for pattern in ast.walk(case.pattern):
+                        name = getattr(pattern, "name", None) or getattr(pattern, "rest", None)
+                        if name:
+                            self._bind(table, module, name, _OTHER)
+                    self._collect(case.body, table)
+
+    @staticmethod
+    def _bind(table: _Table, module: _Table, name: str, kind: str, target: str | None = None) -> None:
+        (module if name in table.globals else table).bind(name, kind, target)
+
+    def _collect_import(self, node: ast.Import | ast.ImportFrom, table: _Table, module: _Table) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self._bind(table, module, alias.asname, _IMPORT, alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    self._bind(table, module, top, _IMPORT, top)
+            return
+        for alias in node.names:
+            if alias.name == "*":
+                table.star = True
+            elif node.level:  # relative: a module of the project, never torch
+                self._bind(table, module, alias.asname or alias.name, _RELATIVE)
+            else:
+                self._bind(table, module, alias.asname or alias.name, _IMPORT, f"{node.module or ''}.{alias.name}")
+
+    @staticmethod
+    def _bound_names(statement: ast.stmt) -> list[str]:
+        if isinstance(statement, ast.Assign):
+            return [name for target in statement.targets for name in _target_names(target)]
+        if isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+            return _target_names(statement.target)
+        if isinstance(statement, (ast.For, ast.AsyncFor)):
+            return _target_names(statement.target)
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            return [name for item in statement.items if item.optional_vars is not None
+                    for name in _target_names(item.optional_vars)]
+        if isinstance(statement, ast.Delete):
+            return [name for target in statement.targets for name in _target_names(target)]
+        return []
+
+    def _collect_walrus(self, statement: ast.stmt, table: _Table) -> None:
+        """`(n := len(x))` in the statement's own expressions binds `n` in this scope (also from
+        inside a comprehension; not from inside a lambda, which is a scope of its own)."""
+        module = self._tables[id(self.tree)]
+        pending = [value for field, value in ast.iter_fields(statement)
+                   if field not in ("body", "orelse", "finalbody", "handlers", "cases")]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, list):
+                pending.extend(value)
+            elif isinstance(value, ast.NamedExpr) and isinstance(value.target, ast.Name):
+                self._bind(table, module, value.target.id, _OTHER)
+                pending.append(value.value)
+            elif isinstance(value, ast.AST) and not isinstance(value, (ast.Lambda, ast.stmt)):
+                pending.extend(ast.iter_child_nodes(value))

@@ -1,14 +1,18 @@
-"""Small questions rules ask of `ast` nodes, answered the same way everywhere."""
+"""Small questions rules ask of `ast` nodes, answered the same way everywhere, and the kinds of
+node they ask about. Nothing here depends on what a name means (ptlint.semantics.names) or on
+the file being walked: only on the nodes.
+"""
 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ptlint.semantics.facts import FileFacts
-
-NUMPY_MODULES = ("numpy", "pandas", "jax.numpy")
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Definitions: their bodies run when called (or, for a class, where it is defined), not where
+# they stand in the code around them.
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+STATEMENT_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def method_name(node: ast.AST) -> str | None:
@@ -54,42 +58,6 @@ def is_plain_python_value(node: ast.AST) -> bool:
                              ast.ListComp, ast.DictComp, ast.SetComp))
 
 
-def comes_from_module(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> bool:
-    """True when `node` is visibly a value of one of `modules` (e.g. numpy): a call or attribute
-    resolving there, a chain of method calls on such a value, arithmetic on one, or a local name
-    assigned one. Follows at most eight steps."""
-    pending = [node]
-    for _ in range(8):
-        if not pending:
-            return False
-        node = pending.pop()
-        if isinstance(node, ast.Call):
-            qual = ctx.qualname(node.func)
-            if qual is not None:
-                if any(qual == m or qual.startswith(m + ".") for m in modules):
-                    return True
-            elif isinstance(node.func, ast.Attribute):  # a method of a numpy value returns numpy
-                pending.append(node.func.value)
-        elif isinstance(node, ast.Attribute) and ctx.qualname(node) is not None:
-            qual = ctx.qualname(node)
-            if any(qual == m or qual.startswith(m + ".") for m in modules):
-                return True
-        elif isinstance(node, (ast.Subscript, ast.Attribute)):
-            pending.append(node.value)
-        elif isinstance(node, ast.Name):
-            # the last value that does not derive from the name itself (`s = s / s.sum()`)
-            values = [v for v in ctx.assignments(node.id) if root_name(v) != node.id]
-            if values:
-                pending.append(values[-1])
-        elif isinstance(node, ast.IfExp):  # `k.cpu().numpy() if is_tensor(k) else k`
-            pending.append(node.body)
-        elif isinstance(node, ast.BinOp):  # `a * b` of a NumPy value stays NumPy
-            pending += [node.right, node.left]
-        elif isinstance(node, ast.UnaryOp):
-            pending.append(node.operand)
-    return False
-
-
 def root_name(node: ast.AST) -> str | None:
     """The name a value derives from: `x` of `x.a[0].f()`, of `x * 2`."""
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp)):
@@ -97,21 +65,7 @@ def root_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def assigned_plain_python(node: ast.AST, ctx: "FileFacts") -> bool:
-    """A local name whose every assignment is a literal or display."""
-    if is_plain_python_value(node):
-        return True
-    if isinstance(node, ast.Name):
-        values = ctx.assignments(node.id)
-        return bool(values) and all(is_plain_python_value(v) for v in values)
-    return False
-
-
-LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
-SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def body_nodes(statements: list[ast.stmt], stop_at: tuple[type, ...] = SCOPE_NODES) -> list[ast.AST]:
+def body_nodes(statements: list[ast.stmt], stop_at: tuple[type, ...] = DEFINITIONS) -> list[ast.AST]:
     """Every node under `statements`; nodes of the `stop_at` types are listed but not entered
     (by default nested functions and classes, whose bodies do not run here)."""
     out: list[ast.AST] = []
@@ -134,21 +88,3 @@ def class_family(cls: ast.ClassDef, local: dict[str, ast.ClassDef]) -> list[ast.
         family.append(current)
         pending.extend(local[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in local)
     return family
-
-
-def parent_map(ctx: "FileFacts", root: ast.AST | None = None) -> dict[int, ast.AST]:
-    """Parent of every node under `root` (a function, or the module by default), one walk on
-    first use: the questions below stay inside one function, and most files never ask them."""
-    root = root or ctx.tree
-    key = ("parent-map", id(root))
-    table = ctx.memo.get(key)
-    if table is None:
-        table = {}
-        pending = [root]
-        while pending:
-            node = pending.pop()
-            for child in ast.iter_child_nodes(node):
-                table[id(child)] = node
-                pending.append(child)
-        ctx.memo[key] = table
-    return table

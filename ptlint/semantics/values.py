@@ -21,9 +21,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.nodes import (
-    NUMPY_MODULES,
     dotted,
-    comes_from_module,
     is_plain_python_value,
     method_name,
     root_name,
@@ -33,6 +31,8 @@ if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
 NONE, WEAK, STRONG = 0, 1, 2
+
+NUMPY_MODULES = ("numpy", "pandas", "jax.numpy")
 
 TORCH_OP_MODULES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
 # lower-case functions of those modules that return no tensor (capitalised names are classes)
@@ -290,15 +290,55 @@ def launches_device_work(node: ast.AST, ctx: "FileFacts") -> bool:
     return found
 
 
-def not_a_tensor(node: ast.AST, ctx: "FileFacts") -> bool:
-    """Visibly a NumPy value or a plain Python literal / display."""
+def comes_from_module(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> bool:
+    """True when `node` is visibly a value of one of `modules` (e.g. numpy): a call or attribute
+    resolving there, a chain of method calls on such a value, arithmetic on one, or a local name
+    assigned one. Follows at most eight steps."""
+    pending = [node]
+    for _ in range(8):
+        if not pending:
+            return False
+        node = pending.pop()
+        if isinstance(node, ast.Call):
+            qual = ctx.qualname(node.func)
+            if qual is not None:
+                if any(qual == m or qual.startswith(m + ".") for m in modules):
+                    return True
+            elif isinstance(node.func, ast.Attribute):  # a method of a numpy value returns numpy
+                pending.append(node.func.value)
+        elif isinstance(node, ast.Attribute) and ctx.qualname(node) is not None:
+            qual = ctx.qualname(node)
+            if any(qual == m or qual.startswith(m + ".") for m in modules):
+                return True
+        elif isinstance(node, (ast.Subscript, ast.Attribute)):
+            pending.append(node.value)
+        elif isinstance(node, ast.Name):
+            # the last value that does not derive from the name itself (`s = s / s.sum()`)
+            values = [v for v in ctx.assignments(node.id) if root_name(v) != node.id]
+            if values:
+                pending.append(values[-1])
+        elif isinstance(node, ast.IfExp):  # `k.cpu().numpy() if is_tensor(k) else k`
+            pending.append(node.body)
+        elif isinstance(node, ast.BinOp):  # `a * b` of a NumPy value stays NumPy
+            pending += [node.right, node.left]
+        elif isinstance(node, ast.UnaryOp):
+            pending.append(node.operand)
+    return False
+
+
+def assigned_plain_python(node: ast.AST, ctx: "FileFacts") -> bool:
+    """A local name whose every assignment is a literal or display."""
     if is_plain_python_value(node):
         return True
     if isinstance(node, ast.Name):
         values = ctx.assignments(node.id)
-        if values and all(is_plain_python_value(v) for v in values):
-            return True
-    return comes_from_module(node, ctx, NUMPY_MODULES)
+        return bool(values) and all(is_plain_python_value(v) for v in values)
+    return False
+
+
+def not_a_tensor(node: ast.AST, ctx: "FileFacts") -> bool:
+    """Visibly a NumPy value or a plain Python literal / display."""
+    return assigned_plain_python(node, ctx) or comes_from_module(node, ctx, NUMPY_MODULES)
 
 
 # -- values read back to Python ---------------------------------------------------------------

@@ -46,13 +46,11 @@ def test_comments_past_what_the_tokenizer_reads_are_found_by_lines():
 
 
 def test_the_edits_see_comment_columns_in_characters():
-    from ptlint.engine.edits import Edits
+    from ptlint.engine.file_context import FileContext
     from ptlint.engine.traversal import parse
-    from ptlint.semantics.names import ImportMap
 
     source = SourceFile("x.py", 'u = "éé"  # c\n')
-    tree = parse(source)
-    assert Edits(source, tree, ImportMap()).comments() == [(1, 11)]
+    assert FileContext(source, parse(source)).edits.comments() == [(1, 11)]
 
 
 @pytest.mark.parametrize("text,line,ok", [

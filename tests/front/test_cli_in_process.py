@@ -539,7 +539,8 @@ def test_the_options_reach_the_settings(here, capsys, monkeypatch):
                           "--force-exclude", "--respect-gitignore", "--extend-select", "PTL203")
     assert "PTL101" in overridden["enabled"] and "PTL203" in overridden["enabled"]
     assert overridden["exclude"] == ["gen"] and overridden["per-file-ignores"] == {"a.py": ["PTL3"]}
-    assert overridden["cache-dir"] == "c" and overridden["test-code"] == [] and overridden["dynamic"] == {"timeout": 3}
+    # a relative cache-dir is relative to the config's folder
+    assert overridden["cache-dir"] == str(here / "c") and overridden["test-code"] == [] and overridden["dynamic"] == {"timeout": 3}
     assert overridden["unsafe-fixes"] is True and overridden["force-exclude"] is True
     assert overridden["respect-gitignore"] is True
     assert settings("--no-unsafe-fixes")["unsafe-fixes"] is False

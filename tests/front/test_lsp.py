@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
 import tempfile
@@ -291,15 +292,97 @@ def test_positions_in_each_encoding():
     assert positions.to_offset(positions.from_finding(1, column)) == column - 1
 
 
-def test_noqa_extends_existing_comments_and_refuses_strings():
+@pytest.mark.parametrize("with_tree", [False, True], ids=["whole-text", "statement-only"])
+def test_noqa_extends_existing_comments_and_refuses_strings(with_tree):
+    """With the tree, only the statement around the line is tokenised: the same answers."""
+    import ast
+
     line = "        total += loss.item()"
+
+    def noqa(text):
+        [finding] = [f for f in check_text(text) if f.code == "PTL101"]  # `# noqa:PTL999` also gets a PTL002
+        return add_noqa(text, "<t>", finding, ast.parse(text) if with_tree else None)
+
     for tail, expected in [("  # noqa: E501", "  # noqa: E501, PTL101"),
                            ("  # why not", "  # why not  # noqa: PTL101"),
-                           ("   ", "  # noqa: PTL101")]:
+                           ("   ", "  # noqa: PTL101"),
+                           ("  # noqa:PTL999 (why)", "  # noqa:PTL999, PTL101 (why)")]:
         text = BAD.replace(line + "\n", line + tail + "\n")
-        [finding] = check_text(text)
-        assert add_noqa(text, "<t>", finding) == BAD.replace(line + "\n", line + expected + "\n")
-    # the reported line ends inside a string: no comment there can suppress it
-    text = BAD.replace(line + "\n", '        total += loss.item() + len("""\n""")\n')
+        assert noqa(text) == BAD.replace(line + "\n", line + expected + "\n")
+    # the reported line ends inside a string, or after a line continuation: no comment there can
+    # suppress it; a bare noqa already does
+    assert noqa(BAD.replace(line + "\n", '        total += loss.item() + len("""\n""")\n')) is None
+    assert noqa(BAD.replace(line + "\n", "        total += loss.item() + \\\n            1\n")) is None
+    # the line of a multi-line call, inside brackets: a comment there works
+    text = BAD.replace(line + "\n", "        total += max(\n            loss.item(), 0)\n")
     [finding] = check_text(text)
-    assert add_noqa(text, "<t>", finding) is None
+    fixed = add_noqa(text, "<t>", finding, ast.parse(text) if with_tree else None)
+    assert fixed is not None and not check_text(fixed)
+
+
+# -- code actions are the fixes' own edits, not a diff of the document ------------------------------
+
+@pytest.mark.asyncio
+async def test_a_quick_fix_is_the_fixs_own_edits(client: LanguageClient, tmp_path: Path):
+    """The resolved edit is exactly the finding's edits (positions and text), and "fix all" is one
+    edit over the span that changed: nothing compares the whole document line by line."""
+    text = "import torch\nimport torch.nn.functional as F\n\n" + "x = 1\n" * 2000 + \
+        "def f(x):\n    a = torch.log(torch.softmax(x, -1))\n    b = torch.log(F.softmax(x, 1))\n" + "y = 2\n" * 2000
+    (tmp_path / "pyproject.toml").write_text('[tool.ptlint]\nselect = ["PTL302"]\n')
+    path = tmp_path / "big.py"
+    params = await opened(client, path, text)
+    findings = check_text(text, ["PTL302"])
+    assert len(findings) == 2 and len(params.diagnostics) == 2
+    diagnostic = params.diagnostics[0]
+    [fix] = [a for a in await actions_at(client, path.as_uri(), diagnostic)
+             if a.kind == types.CodeActionKind.QuickFix and "noqa" not in a.title]
+    fix = await client.code_action_resolve_async(fix)
+    [change] = fix.edit.document_changes
+    positions = Positions(text)
+    expected = sorted(findings[0].fix.edits, key=lambda e: (e.line, e.column))
+    assert [(e.range.start, e.range.end, e.new_text) for e in change.edits] == [
+        (positions.from_finding(e.line, e.column), positions.from_finding(e.end_line, e.end_column), e.content)
+        for e in expected]
+    [fix_all] = await actions_at(client, path.as_uri(), diagnostic, only=["source.fixAll"])
+    fix_all = await client.code_action_resolve_async(fix_all)
+    [edit] = fix_all.edit.document_changes[0].edits
+    line = text.splitlines().index("def f(x):") + 1
+    assert (edit.range.start.line, edit.range.end.line) == (line, line + 1)  # the changed lines, not the file
+    assert apply_edit(text, fix_all.edit) == fix_text(text, ["PTL302"])
+    [suppress] = [a for a in await actions_at(client, path.as_uri(), diagnostic) if "noqa" in a.title]
+    [insertion] = suppress.edit.document_changes[0].edits
+    assert insertion.range.start == insertion.range.end and insertion.new_text == "  # noqa: PTL302"
+
+
+@pytest.mark.asyncio
+async def test_a_quick_fix_that_fails_the_structural_check_is_not_offered_as_an_edit(
+        plain_client: LanguageClient, tmp_path: Path):
+    """A client without resolve support gets the edits at once: a fix that would break the code
+    comes without an edit, never with a broken one."""
+    from ptlint.front import lsp
+
+    text = "import torch\n\ndef f(h):\n    return(torch.exp(h) - 1.0) / h\n"
+    [finding] = check_text(text, ["PTL305"])
+    assert lsp.fix_one(text, "a.py", finding) == "import torch\n\ndef f(h):\n    return torch.expm1(h) / h\n"
+    glued = dataclasses.replace(finding, fix=dataclasses.replace(
+        finding.fix, edits=tuple(dataclasses.replace(e, content=e.content.strip()) for e in finding.fix.edits)))
+    assert lsp.fix_edits(text, "a.py", glued) is None and lsp.fix_one(text, "a.py", glued) is None
+
+
+@pytest.mark.parametrize("old,new,span", [
+    ("a\r\nb\r\n", "a\r\nc\r\n", ((1, 0), (1, 1), "c")),
+    ("x\r\n", "x\r\ny\r\n", ((1, 0), (1, 0), "y\r\n")),
+    ("abc", "abc", None),
+    ("same start, end", "same start, other end", ((0, 12), (0, 12), "other ")),
+])
+def test_text_edits_is_one_edit_over_the_changed_span(old, new, span):
+    edits = text_edits(old, new)
+    if span is None:
+        assert edits == []
+        return
+    [edit] = edits
+    (line, character), (end_line, end_character), content = span
+    assert (edit.range.start.line, edit.range.start.character) == (line, character)
+    assert (edit.range.end.line, edit.range.end.character) == (end_line, end_character)
+    assert edit.new_text == content
+    assert apply_edit(old, types.WorkspaceEdit(changes={"u": edits})) == new

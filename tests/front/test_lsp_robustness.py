@@ -368,3 +368,79 @@ def test_memory_does_not_grow_over_a_thousand_edits(tmp_path):
         server.alive_and_linting(tmp_path)
     finally:
         server.close()
+
+
+# -- framing: what a broken client puts on the wire ------------------------------------------------
+
+def _framing_error(server: Server) -> dict:
+    return server.wait(lambda m: "error" in m and m.get("id") is None, timeout=30)
+
+
+def test_a_body_that_is_not_json_is_answered_with_a_parse_error(server, tmp_path):
+    server.send_body(b"{not json")
+    assert _framing_error(server)["error"]["code"] == -32700
+    server.send_body(b"[1, 2, 3]")
+    assert _framing_error(server)["error"]["code"] == -32600
+    server.alive_and_linting(tmp_path)
+
+
+def test_a_request_with_params_of_the_wrong_shape_gets_an_invalid_params_error(server, tmp_path):
+    server.send({"jsonrpc": "2.0", "id": 77, "method": "textDocument/codeAction", "params": {"title": 5}})
+    reply = server.wait(lambda m: m.get("id") == 77, timeout=30)
+    assert reply["error"]["code"] == -32602
+    server.alive_and_linting(tmp_path)
+
+
+@pytest.mark.parametrize("header", [b"content-length: %d\r\n\r\n", b"CONTENT-LENGTH:%d\r\n\r\n",
+                                    b"Content-Length:   %d  \r\n\r\n", b"Content-Length: %d\n\n",
+                                    b"Content-Type: application/vscode-jsonrpc\r\nContent-Length: %d\r\n\r\n"],
+                         ids=["lower-case", "upper-case-no-space", "spaces", "bare-newlines", "content-type-first"])
+def test_headers_as_clients_spell_them_are_understood(server, tmp_path, header):
+    body = json.dumps({"jsonrpc": "2.0", "id": 55, "method": "ptlint/noSuchMethod", "params": {}}).encode()
+    server.send_raw(header % len(body) + body)
+    assert server.wait(lambda m: m.get("id") == 55, timeout=30)["error"]["code"] == -32601
+    server.alive_and_linting(tmp_path)
+
+
+@pytest.mark.parametrize("frame,needle", [
+    (b"Content-Length: ten\r\n\r\n", "not a number"),
+    (b"X-Only: 1\r\n\r\n", "without a Content-Length"),
+    (b"this is not a header\r\n\r\n", "without a Content-Length"),
+    (b"X-Long: " + b"a" * 100_000 + b"\r\n\r\n", "longer than"),
+], ids=["not-a-number", "no-length", "garbage-line", "long-line"])
+def test_a_frame_that_cannot_be_read_is_answered_and_the_stream_goes_on(server, tmp_path, frame, needle):
+    server.send_raw(frame)
+    error = _framing_error(server)
+    assert error["error"]["code"] == -32700 and needle in error["error"]["message"], error
+    server.alive_and_linting(tmp_path)
+
+
+def test_a_body_that_runs_into_the_next_header_is_recovered_from(server, tmp_path):
+    """A client that counted its body short: the rest of it and the next frame's header share a
+    line; that frame is still read."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 66, "method": "ptlint/noSuchMethod", "params": {}}).encode()
+    server.send_raw(b"Content-Length: 2\r\n\r\n{}junk" + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert server.wait(lambda m: m.get("id") == 66, timeout=30)["error"]["code"] == -32601
+    server.alive_and_linting(tmp_path)
+
+
+def test_an_absurd_content_length_is_answered_and_the_connection_closed_cleanly(tmp_path):
+    """pygls 2.1 tried to read 10**12 bytes into memory and died of MemoryError."""
+    server = Server(tmp_path)
+    server.initialize(tmp_path)
+    server.send_raw(b"Content-Length: 1000000000000\r\n\r\n")
+    error = _framing_error(server)
+    assert "more than" in error["error"]["message"]
+    assert server.process.wait(timeout=30) == 0
+    assert "Traceback" not in server.stderr_text() and "MemoryError" not in server.stderr_text()
+    server.close()
+
+
+def test_a_stream_that_ends_inside_a_body_ends_the_server_cleanly(tmp_path):
+    server = Server(tmp_path)
+    server.initialize(tmp_path)
+    server.send_raw(b"Content-Length: 100\r\n\r\n{\"jsonrpc\": ")
+    server.process.stdin.close()
+    assert server.process.wait(timeout=30) == 0
+    assert "Traceback" not in server.stderr_text()
+    server.close()

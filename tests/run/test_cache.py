@@ -266,3 +266,62 @@ def test_caches_give_one_cache_per_location_and_settings(tmp_path, monkeypatch):
     assert configured.directory == os.path.join(str(tmp_path / "own"), __version__)
     chosen = Caches(str(tmp_path / "cli")).for_settings(settings(root=str(a), cache_dir=str(tmp_path / "own")))
     assert chosen.directory == os.path.join(str(tmp_path / "cli"), __version__)  # --cache-dir wins
+
+
+# -- a confined cache: nothing written beside what a folder already holds ------------------------
+
+def test_a_gitignore_goes_only_into_the_cache_folder_ptlint_makes(tmp_path):
+    folder = tmp_path / "a" / "b" / "cache"
+    store = Cache(str(folder), "s")
+    store.put(store.key(b"x\n", ()), [])
+    assert (folder / ".gitignore").read_text() == "# created by ptlint\n*\n"
+    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", __version__]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]  # the parents made get nothing
+    assert sorted(p.name for p in (tmp_path / "a" / "b").iterdir()) == ["cache"]
+
+
+@pytest.mark.parametrize("contents", [["train.py", "README.md"], []], ids=["holds-files", "empty"])
+def test_an_existing_folder_is_used_without_anything_written_beside_its_files(tmp_path, contents):
+    """`cache-dir = "."` (the project root) or a shared folder: entries go into the version folder,
+    and no `.gitignore` (`*` would hide the whole project from git)."""
+    for name in contents:
+        (tmp_path / name).write_text("mine\n")
+    store = Cache(str(tmp_path), "s")
+    key = store.key(b"x\n", ())
+    store.put(key, [])
+    store.put(store.key(b"y\n", ()), [])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(contents + [__version__])
+    assert all((tmp_path / name).read_text() == "mine\n" for name in contents)
+    assert store.get(key, "a.py") == []
+
+
+def test_a_cache_folder_made_by_another_run_meanwhile_is_not_given_a_gitignore(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    real = os.mkdir
+
+    def made_meanwhile(path, *args, **kwargs):
+        if os.fspath(path) == str(folder):
+            real(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(cache_module.os, "mkdir", made_meanwhile)
+    store = Cache(str(folder), "s")
+    key = store.key(b"x\n", ())
+    store.put(key, [])
+    assert sorted(p.name for p in folder.iterdir()) == [__version__]
+    assert store.get(key, "a.py") == []
+
+
+def test_a_relative_cache_dir_is_relative_to_the_config_that_names_it(tmp_path, monkeypatch):
+    from ptlint.run.config import Resolver
+
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.ptlint]\ncache-dir = "build-cache/ptlint"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    resolved = Resolver().settings_for(str(project / "src"))
+    assert resolved.cache_dir == str(project / "build-cache" / "ptlint")
+    (project / "pyproject.toml").write_text(f'[tool.ptlint]\ncache-dir = "{tmp_path / "abs"}"\n')
+    assert Resolver().settings_for(str(project / "src")).cache_dir == str(tmp_path / "abs")

@@ -118,3 +118,33 @@ def test_two_runs_sharing_a_cache(tmp_path):
         thread.join()
     assert results == [reference] * 3
     assert findings("--cache-dir", cache, ".", cwd=tree) == reference
+
+
+
+def _with_cache_dir(tree, value: str) -> None:
+    config = tree / "pyproject.toml"
+    text = config.read_text()
+    assert "[tool.ptlint]\n" in text and "cache-dir" not in text
+    config.write_text(text.replace("[tool.ptlint]\n", f'[tool.ptlint]\ncache-dir = "{value}"\n', 1))
+
+
+def test_cache_dir_dot_leaves_git_status_alone(tmp_path):
+    """`cache-dir = "."`: the entries go into a version folder, and the project root gets no
+    `.gitignore` (one with `*` made `git status` empty)."""
+    from ptlint import __version__
+
+    tree = sample_tree(tmp_path)
+    _with_cache_dir(tree, ".")
+    before = sorted(p.name for p in tree.iterdir())
+    findings(".", cwd=tree)
+    assert sorted(p.name for p in tree.iterdir()) == sorted(before + [__version__])
+
+
+def test_a_relative_cache_dir_is_found_beside_its_config_from_any_folder(tmp_path):
+    tree = sample_tree(tmp_path)
+    _with_cache_dir(tree, "cache-here")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    findings(str(tree), cwd=outside)
+    assert (tree / "cache-here" / ".gitignore").is_file()
+    assert sorted(p.name for p in outside.iterdir()) == []

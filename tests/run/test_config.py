@@ -170,7 +170,7 @@ def test_resolver_builds_every_setting_from_the_file_and_the_command_line(tmp_pa
     assert settings.exclude == ("gen", "old")
     assert settings.per_file_ignores == (("t/*", ("PTL101",)),)
     assert settings.unsafe_fixes is True and settings.force_exclude is True
-    assert settings.cache_dir == "cc" and settings.test_code == ("qa/**",)
+    assert settings.cache_dir == str(tmp_path / "cc") and settings.test_code == ("qa/**",)  # relative to the config
     assert settings.dynamic == {"targets": ["a.py:f"]}
     cli = Resolver(select="PTL2", unsafe_fixes=False, force_exclude=False).settings_for(str(tmp_path))
     assert cli.enabled == tuple(sorted(c for c in known_codes() if c.startswith("PTL2")))

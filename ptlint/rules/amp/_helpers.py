@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.nodes import parent_map
 from ptlint.semantics.project import imported_sources
 
 
@@ -171,19 +170,18 @@ def training_loop(ctx) -> ast.AST | None:
 
     key = "training-loop"
     if key not in ctx.memo:
-        table = parent_map(ctx)
         calls = sorted((n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)
                         and isinstance(n.func, ast.Attribute) and n.func.attr in BACKWARD_METHODS),
                        key=lambda n: (n.lineno, n.col_offset))
         found = None
         for call in calls:
-            node = table.get(id(call))
+            node = ctx.parent(call)
             while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                                                                ast.ClassDef)):
                 if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and not is_sub_step_loop(node):
                     found = node
                     break
-                node = table.get(id(node))
+                node = ctx.parent(node)
             if found is not None:
                 break
         ctx.memo[key] = found

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import FixExample, Rule
+from ptlint.engine.rule import FixExample, FixInput, Rule
 from ptlint.rules.amp._helpers import (
     DEPRECATED,
     Deprecated,
@@ -14,6 +14,21 @@ from ptlint.rules.amp._helpers import (
     version_choice,
 )
 
+# Three scaled optimizer steps of a small model on `device`, the second overflowing: the scale
+# and the parameters after them.
+SCALED_STEPS = """
+scaler = {scaler}
+model = torch.nn.Linear(4, 1).to("{device}")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    with torch.autocast("{device}", dtype=torch.bfloat16 if "{device}" == "cpu" else torch.float16):
+        loss = model(torch.randn(2, 4, device="{device}")).float().pow(2).mean() * (1e30 if step == 1 else 1)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+result = (scaler.get_scale(), model)
+"""
 
 class DeprecatedCudaAmp(Rule):
     code = "PTL601"
@@ -38,9 +53,12 @@ class DeprecatedCudaAmp(Rule):
             if found is not None:
                 qualname, api = found
                 edits = self.ctx.edits
-                spelled, imports = edits.reference(api.native)
-                fix = Fix(SAFE, f"Use `{api.native}(device_type=\"{api.device}\")`",
-                          (edits.replace(decorator, f'{spelled}(device_type="{api.device}")'), *imports))
+                reference = edits.reference(api.native, at=decorator)
+                fix = None
+                if reference is not None:
+                    spelled, imports = reference
+                    fix = Fix(SAFE, f"Use `{api.native}(device_type=\"{api.device}\")`",
+                              (edits.replace(decorator, f'{spelled}(device_type="{api.device}")'), *imports))
                 self.report(decorator, self._message(qualname, api), fix=fix)
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -64,31 +82,34 @@ class DeprecatedCudaAmp(Rule):
         positional arguments become keywords (the new one takes `dtype` second); GradScaler's
         keep their places after the device; custom_fwd / custom_bwd get `device_type=`."""
         edits = self.ctx.edits
-        spelled, imports = edits.reference(api.native)
+        reference = edits.reference(api.native, at=call)
+        if reference is None:
+            return None
+        spelled, imports = reference
         device = f'"{api.device}"'
         out = [edits.replace(call.func, spelled), *imports]
         if api.kind == "custom":
             keyword = f'device_type={device}'
             if call.args:
-                out.append(edits.insert_at(edits.end(call.args[-1]), f", {keyword}"))
+                out.append(edits.insert_at(edits.after(call.args[-1]), f", {keyword}"))
             elif call.keywords:
                 out.append(edits.insert_at(edits.start(call.keywords[0]), f"{keyword}, "))
             else:
-                out.append(edits.insert_at(_before_close(edits, call), keyword))
+                out.append(edits.insert_at(edits.before_close(call), keyword))
             return Fix(SAFE, f"Use `{api.native}(..., device_type={device})`", tuple(out))
         if api.kind == "autocast":
             if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(api.positional):
                 return None  # where *args lands in the new signature is unknown
             for index, argument in enumerate(call.args):
                 prefix = f"{device}, " if index == 0 else ""
-                out.append(edits.insert_at(edits.start(argument), f"{prefix}{api.positional[index]}="))
+                out.append(edits.insert_at(edits.before(argument), f"{prefix}{api.positional[index]}="))
         parts = [*call.args, *call.keywords]
         if api.kind == "scaler" or not call.args:
             if parts:
                 first = min(parts, key=lambda n: (n.lineno, n.col_offset))
-                out.append(edits.insert_at(edits.start(first), f"{device}, "))
+                out.append(edits.insert_at(edits.before(first), f"{device}, "))
             else:
-                out.append(edits.insert_at(_before_close(edits, call), device))
+                out.append(edits.insert_at(edits.before_close(call), device))
         return Fix(SAFE, f"Use `{api.native}({device}, ...)`", tuple(out))
 
     docs = """
@@ -349,6 +370,321 @@ with T.amp.autocast("cpu", **options):
     pass
 """,
         ),
+        FixExample(  # every autocast setting kept: device, dtype, enabled, cache
+            before="""
+import torch
+
+
+def made():
+    return [
+        torch.cuda.amp.autocast(),
+        torch.cuda.amp.autocast(enabled=False),
+        torch.cuda.amp.autocast(True, torch.bfloat16),
+        torch.cuda.amp.autocast(False, torch.float16, False),
+        torch.cuda.amp.autocast(dtype=torch.bfloat16, cache_enabled=False),
+        torch.cuda.amp.autocast(**{'enabled': False}),
+        torch.cpu.amp.autocast(),
+        torch.cpu.amp.autocast(enabled=False),
+        torch.cpu.amp.autocast(dtype=torch.float16),
+        torch.cpu.amp.autocast(True, torch.bfloat16, False),
+    ]
+""",
+            after="""
+import torch
+
+
+def made():
+    return [
+        torch.amp.autocast("cuda"),
+        torch.amp.autocast("cuda", enabled=False),
+        torch.amp.autocast("cuda", enabled=True, dtype=torch.bfloat16),
+        torch.amp.autocast("cuda", enabled=False, dtype=torch.float16, cache_enabled=False),
+        torch.amp.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
+        torch.amp.autocast("cuda", **{'enabled': False}),
+        torch.amp.autocast("cpu"),
+        torch.amp.autocast("cpu", enabled=False),
+        torch.amp.autocast("cpu", dtype=torch.float16),
+        torch.amp.autocast("cpu", enabled=True, dtype=torch.bfloat16, cache_enabled=False),
+    ]
+""",
+            inputs=(
+                FixInput("the settings", "result = [(a.device, a.fast_dtype, a._enabled, a._cache_enabled) for a in made()]"),
+            ),
+        ),
+        FixExample(  # a region computes the same: dtype and values
+            before="""
+import torch
+
+
+def region0(a, b):
+    with torch.cpu.amp.autocast():
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region1(a, b):
+    with torch.cpu.amp.autocast(enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region2(a, b):
+    with torch.cpu.amp.autocast(dtype=torch.float16):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region3(a, b):
+    with torch.cpu.amp.autocast(True, torch.bfloat16, False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+""",
+            after="""
+import torch
+
+
+def region0(a, b):
+    with torch.amp.autocast("cpu"):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region1(a, b):
+    with torch.amp.autocast("cpu", enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region2(a, b):
+    with torch.amp.autocast("cpu", dtype=torch.float16):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region3(a, b):
+    with torch.amp.autocast("cpu", enabled=True, dtype=torch.bfloat16, cache_enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+""",
+            inputs=(
+                FixInput("a matmul in each CPU region", "a, b = torch.randn(8, 16), torch.randn(16, 4)\n"
+                                                        "result = [region(a, b) for region in (region0, region1, region2, region3)]"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+
+
+def region0(a, b):
+    with torch.cuda.amp.autocast():
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region1(a, b):
+    with torch.cuda.amp.autocast(enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region2(a, b):
+    with torch.cuda.amp.autocast(True, torch.bfloat16):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region3(a, b):
+    with torch.cuda.amp.autocast(False, torch.float16, False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region4(a, b):
+    with torch.cuda.amp.autocast(dtype=torch.bfloat16, cache_enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region5(a, b):
+    with torch.cuda.amp.autocast(**{'enabled': False}):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+""",
+            after="""
+import torch
+
+
+def region0(a, b):
+    with torch.amp.autocast("cuda"):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region1(a, b):
+    with torch.amp.autocast("cuda", enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region2(a, b):
+    with torch.amp.autocast("cuda", enabled=True, dtype=torch.bfloat16):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region3(a, b):
+    with torch.amp.autocast("cuda", enabled=False, dtype=torch.float16, cache_enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region4(a, b):
+    with torch.amp.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+
+
+def region5(a, b):
+    with torch.amp.autocast("cuda", **{'enabled': False}):
+        return a @ b, torch.is_autocast_enabled(a.device.type)
+""",
+            inputs=(
+                FixInput("a matmul in each CUDA region", "a, b = torch.randn(64, 64, device='cuda'), torch.randn(64, 64, device='cuda')\n"
+                                                         "result = [region(a, b) for region in (region0, region1, region2, region3, region4, region5)]",
+                         device="cuda"),
+            ),
+        ),
+        FixExample(  # every scaler setting kept
+            before="""
+import torch
+
+
+def made():
+    return [
+        torch.cuda.amp.GradScaler(),
+        torch.cuda.amp.GradScaler(2.0 ** 10, enabled=True),
+        torch.cuda.amp.GradScaler(init_scale=128.0, growth_factor=3.0, backoff_factor=0.25, growth_interval=7),
+        torch.cuda.amp.GradScaler(enabled=False),
+        torch.cpu.amp.GradScaler(1024.0, 4.0),
+        torch.cpu.amp.GradScaler(enabled=False),
+    ]
+""",
+            after="""
+import torch
+
+
+def made():
+    return [
+        torch.amp.GradScaler("cuda"),
+        torch.amp.GradScaler("cuda", 2.0 ** 10, enabled=True),
+        torch.amp.GradScaler("cuda", init_scale=128.0, growth_factor=3.0, backoff_factor=0.25, growth_interval=7),
+        torch.amp.GradScaler("cuda", enabled=False),
+        torch.amp.GradScaler("cpu", 1024.0, 4.0),
+        torch.amp.GradScaler("cpu", enabled=False),
+    ]
+""",
+            inputs=(
+                FixInput("the settings", "result = [{k: v for k, v in vars(s).items() if k != '_per_optimizer_states'} "
+                                         "for s in made()]"),
+            ),
+        ),
+        FixExample(  # a scaler steps the same, through an overflowing step
+            before="""
+import torch
+
+
+def make_scaler():
+    return torch.cpu.amp.GradScaler(init_scale=2.0 ** 8, growth_interval=1)
+
+
+def make_cuda_scaler():
+    return torch.cuda.amp.GradScaler(init_scale=2.0 ** 8, growth_interval=1)
+""",
+            after="""
+import torch
+
+
+def make_scaler():
+    return torch.amp.GradScaler("cpu", init_scale=2.0 ** 8, growth_interval=1)
+
+
+def make_cuda_scaler():
+    return torch.amp.GradScaler("cuda", init_scale=2.0 ** 8, growth_interval=1)
+""",
+            inputs=(
+                FixInput("three CPU steps, one overflowing", SCALED_STEPS.format(scaler="make_scaler()", device="cpu")),
+                FixInput("three CUDA steps, one overflowing", SCALED_STEPS.format(scaler="make_cuda_scaler()", device="cuda"),
+                         device="cuda"),
+            ),
+        ),
+        FixExample(  # custom_fwd / custom_bwd: plain
+            before="""
+import torch
+from torch.cuda.amp import custom_fwd, custom_bwd
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    @custom_fwd
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @custom_bwd
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+""",
+            after="""
+import torch
+from torch.cuda.amp import custom_fwd, custom_bwd
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda")
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+""",
+            inputs=(
+                FixInput("forward and backward", "x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)\n"
+                                                 "y = Square.apply(x)\ny.sum().backward()\nresult = (y, x.grad)"),
+                FixInput("under CUDA autocast", "x = torch.randn(8, device='cuda', dtype=torch.float16)\n"
+                                                "with torch.autocast('cuda'):\n    y = Square.apply(x)\nresult = y",
+                         device="cuda"),
+            ),
+        ),
+        FixExample(  # custom_fwd / custom_bwd: casting inputs to float32
+            before="""
+import torch
+from torch.cuda.amp import custom_fwd, custom_bwd
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    @custom_fwd(cast_inputs=torch.float32)
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @custom_bwd
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+""",
+            after="""
+import torch
+from torch.cuda.amp import custom_fwd, custom_bwd
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+""",
+            inputs=(
+                FixInput("forward and backward", "x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)\n"
+                                                 "y = Square.apply(x)\ny.sum().backward()\nresult = (y, x.grad)"),
+                FixInput("under CUDA autocast", "x = torch.randn(8, device='cuda', dtype=torch.float16)\n"
+                                                "with torch.autocast('cuda'):\n    y = Square.apply(x)\nresult = y",
+                         device="cuda"),
+            ),
+        ),
     ]
 
     unfixable_examples = [
@@ -360,9 +696,3 @@ def f(args):
         pass
 """,
     ]
-
-
-def _before_close(edits, call: ast.Call) -> tuple[int, int]:
-    """The position of a call's closing parenthesis."""
-    line, column = edits.end(call)
-    return line, column - 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced, shadowed
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
                "warning_once", "info_once"}
@@ -28,7 +28,7 @@ def _is_logger(node: ast.AST, ctx) -> bool:
 def logging_call(node: ast.Call, ctx) -> str | None:
     """What the call is, in words, when it prints, logs or warns."""
     func = node.func
-    if isinstance(func, ast.Name) and func.id == "print" and not shadowed("print", ctx):
+    if isinstance(func, ast.Name) and func.id == "print" and not ctx.names.is_local("print"):
         return "`print()`"
     qual = ctx.qualname(func)
     if qual in WARN_FUNCTIONS:

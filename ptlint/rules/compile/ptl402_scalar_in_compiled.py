@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced, shadowed
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced
 from ptlint.semantics.values import (
     SCALAR_CONVERSIONS,
     STRONG,
@@ -40,7 +40,7 @@ class ScalarInCompiled(Rule):
             if not not_a_tensor(func.value, self.ctx) and not self._straight_back_to_torch(node):
                 what = f"`.{func.attr}()`"
         elif isinstance(func, ast.Name) and func.id in SCALAR_CONVERSIONS and len(node.args) == 1 and not node.keywords \
-                and not shadowed(func.id, self.ctx):
+                and not self.ctx.names.is_local(func.id):
             # only on what is visibly a tensor: `int(x.shape[0])`, `float(self.scale)` are fine
             if tensor_kind(node.args[0], self.ctx) == STRONG:
                 what = f"`{func.id}()` of a tensor"
@@ -87,7 +87,7 @@ class ScalarInCompiled(Rule):
         over in Python. NumPy code and a round trip back to torch trace without a break."""
         if node.func.attr != "numpy":
             return False
-        parent = self.ctx.parent
+        parent = self.ctx.parent(node)
         if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
             return False
         if isinstance(parent, ast.Call) and node in parent.args:

@@ -89,7 +89,7 @@ class DynamicShapeOp(Rule):
         self.report(node, self.message.format(what="boolean-mask indexing"))
 
     def _augmented(self, node: ast.Subscript) -> bool:
-        parent = self.ctx.parent
+        parent = self.ctx.parent(node)
         return isinstance(parent, ast.AugAssign) and parent.target is node
 
     docs = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced, shadowed
+from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced
 from ptlint.semantics.values import not_a_tensor
 
 # Python `random` functions that Dynamo traces in 2.13 (it replays their values as graph inputs)
@@ -14,16 +14,12 @@ TRACED_RANDOM = {"uniform", "randint", "randrange", "Random"}
 
 def untraceable(node: ast.Call, ctx) -> str | None:
     func = node.func
-    if isinstance(func, ast.Name) and func.id == "open" and not shadowed("open", ctx):
+    if isinstance(func, ast.Name) and func.id == "open" and not ctx.names.is_local("open"):
         return "`open()`"
     qual = ctx.qualname(func)
     if qual is None:
         return None
-    module, _, name = qual.rpartition(".")
-    head = (func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-            else getattr(func, "id", None))
-    if head is not None and shadowed(head, ctx):
-        return None  # a parameter or local called `time` / `random`
+    module, _, name = qual.rpartition(".")  # None for a parameter or local called `time` / `random`
     if module == "time":
         return f"`{qual}()`"
     if module == "random" and name not in TRACED_RANDOM:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.autograd import peek
 from ptlint.semantics.nodes import class_family
 
 ITERABLE_DATASETS = {"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"}
@@ -166,7 +165,7 @@ class IterableDatasetNotSharded(Rule):
                             and source.func.id == "range"):
                         return False
                 elif isinstance(node, ast.Call):
-                    qual = peek(self.ctx, node.func) or ""
+                    qual = self.ctx.qualname(node.func) or ""
                     if qual.startswith(("torch.rand", "random.", "numpy.random.")) or qual in ("torch.normal",):
                         random = True
         return random

@@ -6,16 +6,15 @@ import ast
 import re
 
 from ptlint.engine.finding import UNSAFE, Fix
-from ptlint.engine.rule import FixExample, Rule
+from ptlint.engine.rule import FixExample, FixInput, Rule
 from ptlint.semantics.autograd import (
     GradRegions,
     graph_wanted,
     is_loss_call,
     is_model_call,
-    peek,
     statements_of,
 )
-from ptlint.semantics.nodes import LOOP_NODES, SCOPE_NODES, body_nodes, dotted
+from ptlint.semantics.nodes import DEFINITIONS, STATEMENT_LOOPS, body_nodes, dotted
 from ptlint.semantics.values import backward_name, is_torch_op
 from ptlint.semantics.where import iterable_is_data
 
@@ -35,6 +34,26 @@ STEP_HOOKS_KEEPING = {"training_step"}  # Lightning backpropagates what it retur
 
 BACKWARD, EVALUATION, STEP = "backward", "evaluation", "step"
 
+
+# A run of a training or evaluation function that keeps losses: its results, and for each tensor
+# in them whether it still holds an autograd graph (`graphs`). The fix keeps the values and drops
+# the graphs: DETACHED_ONLY says exactly that.
+KEPT = """
+model = torch.nn.Linear(4, 2).to(torch.{dtype})
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+data = [torch.randn(8, 4).to(torch.{dtype}) for _ in range({batches})]
+returned = {call}
+tensors = [t for part in returned for t in (part if isinstance(part, list) else [part]) if isinstance(t, torch.Tensor)]
+result = (returned, model, [t.grad_fn is not None for t in tensors])
+"""
+EVALUATE = """
+model = torch.nn.Linear(4, 2)
+model.requires_grad_(not {frozen})
+loader = [(torch.randn(5, 4), torch.randn(5, 2)) for _ in range(3)]
+losses, total = evaluate(model, loader)
+result = ((losses, total), [t.grad_fn is not None for t in [*losses, total]])
+"""
+DETACHED_ONLY = "same(before[:-1], after[:-1]) and all(before[-1]) and not any(after[-1])"
 
 class GraphKeptAlive(Rule):
     code = "PTL103"
@@ -58,7 +77,7 @@ class GraphKeptAlive(Rule):
     # -- the two places a graph can outlive its step -------------------------------------------
     def _check_loop(self, loop: ast.AST) -> None:
         # nested loops are checked on their own visit
-        nodes = body_nodes(loop.body, stop_at=SCOPE_NODES + LOOP_NODES)
+        nodes = body_nodes(loop.body, stop_at=DEFINITIONS + STATEMENT_LOOPS)
         backpropagated = {name for n in nodes if isinstance(n, ast.Call) for name in _backpropagated(n)}
         trains = bool(backpropagated) or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                                              and n.func.attr in ("backward", "manual_backward") for n in nodes)
@@ -522,6 +541,155 @@ class Lit:
 """,
             unsafe=True,
         ),
+        FixExample(  # a training loop keeps its losses: the same values, without their graphs
+            before="""
+def train(model, batches, optimizer):
+    history = []
+    total = 0.0
+    for x in batches:
+        optimizer.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        history.append(loss)
+        total += loss
+    return history, total
+""",
+            after="""
+def train(model, batches, optimizer):
+    history = []
+    total = 0.0
+    for x in batches:
+        optimizer.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        history.append(loss.detach())
+        total += loss.detach()
+    return history, total
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("three batches", KEPT.format(dtype="float32", batches=3, call="train(model, data, optimizer)"),
+                         check=DETACHED_ONLY),
+            ),
+        ),
+        FixExample(  # subscripts and expressions of the loss
+            before="""
+import torch
+
+def train(model, batches, optimizer):
+    hist = torch.zeros(len(batches))
+    means, doubled = [], []
+    for i, x in enumerate(batches):
+        optimizer.zero_grad()
+        loss = model(x).float().pow(2)
+        loss.mean().backward()
+        optimizer.step()
+        hist[i] = loss.mean()
+        means.append(loss.mean())
+        doubled.append(loss * 2)
+    return hist, means, doubled
+""",
+            after="""
+import torch
+
+def train(model, batches, optimizer):
+    hist = torch.zeros(len(batches))
+    means, doubled = [], []
+    for i, x in enumerate(batches):
+        optimizer.zero_grad()
+        loss = model(x).float().pow(2)
+        loss.mean().backward()
+        optimizer.step()
+        hist[i] = loss.mean().detach()
+        means.append(loss.mean().detach())
+        doubled.append((loss * 2).detach())
+    return hist, means, doubled
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("three batches, float32", KEPT.format(dtype="float32", batches=3, call="train(model, data, optimizer)"),
+                         check=DETACHED_ONLY),
+                FixInput("no batches, float32", KEPT.format(dtype="float32", batches=0, call="train(model, data, optimizer)"),
+                         check="same(before[:-1], after[:-1]) and not any(after[-1])"),
+                FixInput("three batches, float16", KEPT.format(dtype="float16", batches=3, call="train(model, data, optimizer)"),
+                         check=DETACHED_ONLY),
+                FixInput("no batches, float16", KEPT.format(dtype="float16", batches=0, call="train(model, data, optimizer)"),
+                         check="same(before[:-1], after[:-1]) and not any(after[-1])"),
+                FixInput("three batches, bfloat16", KEPT.format(dtype="bfloat16", batches=3, call="train(model, data, optimizer)"),
+                         check=DETACHED_ONLY),
+                FixInput("no batches, bfloat16", KEPT.format(dtype="bfloat16", batches=0, call="train(model, data, optimizer)"),
+                         check="same(before[:-1], after[:-1]) and not any(after[-1])"),
+            ),
+        ),
+        FixExample(  # an evaluation loop without no_grad
+            before="""
+import torch.nn.functional as F
+
+def evaluate(model, val_loader):
+    model.eval()
+    losses = []
+    total = 0.0
+    for x, y in val_loader:
+        out = model(x)
+        losses.append(F.mse_loss(out, y))
+        total += F.mse_loss(out, y, reduction="sum")
+    return losses, total
+""",
+            after="""
+import torch.nn.functional as F
+
+def evaluate(model, val_loader):
+    model.eval()
+    losses = []
+    total = 0.0
+    for x, y in val_loader:
+        out = model(x)
+        losses.append(F.mse_loss(out, y).detach())
+        total += F.mse_loss(out, y, reduction="sum").detach()
+    return losses, total
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("a trainable model", EVALUATE.format(frozen=False), check=DETACHED_ONLY),
+                # a frozen model records nothing: the original keeps no graph either; .detach() is harmless
+                FixInput("a frozen model", EVALUATE.format(frozen=True), check="same(before, after)"),
+            ),
+        ),
+        FixExample(  # a Lightning-style step hook keeps its outputs; the returned loss stays differentiable
+            before="""
+class Lit:
+    def __init__(self, model):
+        self.model = model
+        self.outputs = []
+
+    def training_step(self, batch, batch_idx):
+        loss = self.model(batch).float().pow(2).mean()
+        self.outputs.append(loss)
+        return loss
+""",
+            after="""
+class Lit:
+    def __init__(self, model):
+        self.model = model
+        self.outputs = []
+
+    def training_step(self, batch, batch_idx):
+        loss = self.model(batch).float().pow(2).mean()
+        self.outputs.append(loss.detach())
+        return loss
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("three steps", """
+module = Lit(torch.nn.Linear(4, 2))
+returned = [module.training_step(torch.randn(6, 4), i) for i in range(3)]
+assert all(r.grad_fn is not None for r in returned)
+result = (module.outputs, [t.grad_fn is not None for t in module.outputs])
+""", check=DETACHED_ONLY),
+            ),
+        ),
     ]
 
 
@@ -633,11 +801,11 @@ class _Scan:
         func = call.func
         if is_loss_call(call, self.ctx):
             return self._loss_recorded(call)
-        if isinstance(func, ast.Attribute) and peek(self.ctx, func) is None:
+        if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
             if func.attr in DETACHING or func.attr in NOT_DIFFERENTIABLE:
                 return False
             return self.part(func.value, False) is not None
-        if is_torch_op(peek(self.ctx, func)):
+        if is_torch_op(self.ctx.qualname(func)):
             return any(self.part(a, False) is not None for a in [*call.args, *(k.value for k in call.keywords)])
         return False
 

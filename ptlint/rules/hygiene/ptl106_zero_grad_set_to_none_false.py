@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import UNSAFE, Fix
-from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, Rule
+from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, FixInput, Rule
 from ptlint.semantics.nodes import is_constant
 
 
@@ -18,6 +18,25 @@ def _set_to_none_false(call: ast.Call) -> bool:
     keyword = call.keywords[0]
     return keyword.arg == "set_to_none" and is_constant(keyword.value, False)
 
+
+# A training run of `train(model, batches, optimizer, use_head)`, the model a body and a head: the
+# model and the gradients after the final zero_grad.
+ZERO_TRAIN = """
+model = torch.nn.Module()
+model.body = torch.nn.Linear(4, 4).to(torch.{dtype})
+model.head = torch.nn.Linear(4, 4).to(torch.{dtype})
+if {frozen}:
+    model.body.bias.requires_grad_(False)
+optimizer = {optimizer}([p for p in model.parameters() if p.requires_grad], lr=0.1{options})
+batches = [torch.randn(2, 4).to(torch.{dtype}) for _ in range({steps})]
+grads = train(model, batches, optimizer, {use_head})
+result = (model, grads)
+"""
+# The same parameters; after the final zero_grad, zeros in the original and None in the fixed code
+# (a frozen parameter never had a gradient: None in both).
+SAME_PARAMETERS = ("[n for n, _, _ in before[0]['parameters']] == [n for n, _, _ in after[0]['parameters']] "
+                   "and same([p for _, p, _ in before[0]['parameters']], [p for _, p, _ in after[0]['parameters']]) "
+                   "and all(a is None or not a.any() for a in before[1]) and all(b is None for b in after[1])")
 
 class ZeroGradSetToNoneFalse(Rule):
     code = "PTL106"
@@ -207,6 +226,98 @@ def step(model, batch):
     model(batch).sum().backward()
 """,
             unsafe=True,
+        ),
+        FixExample(  # every parameter used every step: the same training
+            before="""
+def train(model, batches, optimizer, use_head):
+    for i, x in enumerate(batches):
+        optimizer.zero_grad(set_to_none=False)
+        out = model.body(x)
+        if use_head(i):
+            out = model.head(out)
+        out.float().pow(2).mean().backward()
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=False)
+    return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
+""",
+            after="""
+def train(model, batches, optimizer, use_head):
+    for i, x in enumerate(batches):
+        optimizer.zero_grad()
+        out = model.body(x)
+        if use_head(i):
+            out = model.head(out)
+        out.float().pow(2).mean().backward()
+        optimizer.step()
+    optimizer.zero_grad()
+    return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("SGD, float32", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options="", dtype="float32", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("SGD, float64", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options="", dtype="float64", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("SGD, bfloat16", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options="", dtype="bfloat16", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("SGD with momentum, float32", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options=", momentum=0.9, weight_decay=0.01", dtype="float32", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("SGD with momentum, float64", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options=", momentum=0.9, weight_decay=0.01", dtype="float64", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("SGD with momentum, bfloat16", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options=", momentum=0.9, weight_decay=0.01", dtype="bfloat16", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("Adam, float32", ZERO_TRAIN.format(optimizer="torch.optim.Adam", options="", dtype="float32", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("Adam, float64", ZERO_TRAIN.format(optimizer="torch.optim.Adam", options="", dtype="float64", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("Adam, bfloat16", ZERO_TRAIN.format(optimizer="torch.optim.Adam", options="", dtype="bfloat16", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("AdamW, float32", ZERO_TRAIN.format(optimizer="torch.optim.AdamW", options=", weight_decay=0.1", dtype="float32", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("AdamW, float64", ZERO_TRAIN.format(optimizer="torch.optim.AdamW", options=", weight_decay=0.1", dtype="float64", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("AdamW, bfloat16", ZERO_TRAIN.format(optimizer="torch.optim.AdamW", options=", weight_decay=0.1", dtype="bfloat16", steps=3, use_head="lambda i: True", frozen=False), check=SAME_PARAMETERS),
+                FixInput("frozen parameters", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options=", momentum=0.9",
+                                                                dtype="float32", steps=3, use_head="lambda i: True",
+                                                                frozen=True), check=SAME_PARAMETERS),
+                # no backward yet: zero_grad leaves None either way
+                FixInput("no steps at all", ZERO_TRAIN.format(optimizer="torch.optim.SGD", options="", dtype="float32",
+                                                              steps=0, use_head="lambda i: True", frozen=False)),
+                # a parameter unused in a step: its zero gradient keeps feeding momentum and weight decay
+                # in the original; with None the optimizer skips it (the difference the page names)
+                FixInput("the head used on the first step only, with momentum",
+                         ZERO_TRAIN.format(optimizer="torch.optim.SGD", options=", momentum=0.9, weight_decay=0.01",
+                                           dtype="float32", steps=3, use_head="lambda i: i == 0", frozen=False),
+                         check="torch.equal(before[0]['parameters'][0][1], after[0]['parameters'][0][1]) and not "
+                               "torch.equal(before[0]['parameters'][2][1], after[0]['parameters'][2][1])"),
+                # plain SGD: a zero step is no step
+                FixInput("the head used on the first step only, plain SGD",
+                         ZERO_TRAIN.format(optimizer="torch.optim.SGD", options="", dtype="float32", steps=3,
+                                           use_head="lambda i: i == 0", frozen=False), check=SAME_PARAMETERS),
+            ),
+        ),
+        FixExample(  # code reading `.grad` after zeroing meets None (the difference the page names)
+            before="""
+def train(model, batches, optimizer, use_head):
+    for i, x in enumerate(batches):
+        optimizer.zero_grad(set_to_none=False)
+        out = model.body(x)
+        if use_head(i):
+            out = model.head(out)
+        out.float().pow(2).mean().backward()
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=False)
+    total = sum(p.grad.sum() for p in model.parameters())
+    return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
+""",
+            after="""
+def train(model, batches, optimizer, use_head):
+    for i, x in enumerate(batches):
+        optimizer.zero_grad()
+        out = model.body(x)
+        if use_head(i):
+            out = model.head(out)
+        out.float().pow(2).mean().backward()
+        optimizer.step()
+    optimizer.zero_grad()
+    total = sum(p.grad.sum() for p in model.parameters())
+    return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("reading the gradients after zeroing", ZERO_TRAIN.format(
+                    optimizer="torch.optim.SGD", options="", dtype="float32", steps=3, use_head="lambda i: True",
+                    frozen=False), check="before_error is None and after_error == 'AttributeError'"),
+            ),
         ),
     ]
 

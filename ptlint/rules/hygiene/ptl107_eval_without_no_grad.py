@@ -6,7 +6,7 @@ import ast
 
 from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, Rule
 from ptlint.semantics.autograd import GradRegions, graph_wanted
-from ptlint.semantics.nodes import SCOPE_NODES, dotted, is_constant
+from ptlint.semantics.nodes import DEFINITIONS, dotted, is_constant
 
 
 def _mode_switch(call: ast.AST) -> tuple[str, str] | None:
@@ -80,7 +80,7 @@ class EvalWithoutNoGrad(Rule):
     def _scope(self) -> ast.AST | None:
         """The function, lambda or module whose body runs this call; None in a class body."""
         for node in reversed(self.ctx.stack):
-            if isinstance(node, SCOPE_NODES):
+            if isinstance(node, DEFINITIONS):
                 return None if isinstance(node, ast.ClassDef) else node
         return self.ctx.tree
 

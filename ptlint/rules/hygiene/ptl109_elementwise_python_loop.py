@@ -5,9 +5,8 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.autograd import peek
-from ptlint.semantics.nodes import NUMPY_MODULES, comes_from_module, dotted
-from ptlint.semantics.values import STRONG, tensor_kind
+from ptlint.semantics.nodes import dotted
+from ptlint.semantics.values import NUMPY_MODULES, STRONG, comes_from_module, tensor_kind
 
 # Elementwise functions of torch (and torch.nn.functional) and tensor methods: applying them row by
 # row gives what applying them once to the whole tensor gives.
@@ -130,7 +129,7 @@ class ElementwisePythonLoop(Rule):
             return all(self._elementwise(n, index, temporaries) for n in (node.left, *node.comparators))
         if isinstance(node, ast.Call):
             func = node.func
-            qual = peek(self.ctx, func)
+            qual = self.ctx.qualname(func)
             if qual is not None:
                 module, _, name = qual.rpartition(".")
                 if module not in ("torch", "torch.nn.functional", "torch.special") or name not in ELEMENTWISE:

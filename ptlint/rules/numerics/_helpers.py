@@ -9,8 +9,8 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ptlint.engine.rule import Rule
-from ptlint.semantics.nodes import argument, body_nodes, keyword, parent_map
+from ptlint.engine.rule import FixInput, Rule
+from ptlint.semantics.nodes import argument, body_nodes, keyword
 
 if TYPE_CHECKING:
     from ptlint.engine.file_context import FileContext
@@ -273,10 +273,9 @@ def scope_here(ctx) -> Scope:
     return Scope(tuple(ctx.functions), ctx.classes[-1] if ctx.classes else None)
 
 
-def statement_of(ctx, node: ast.AST, root: ast.AST | None = None) -> ast.AST | None:
-    table = parent_map(ctx, root)
+def statement_of(ctx, node: ast.AST) -> ast.AST | None:
     while node is not None and not isinstance(node, ast.stmt):
-        node = table.get(id(node))
+        node = ctx.parent(node)
     return node
 
 
@@ -284,14 +283,13 @@ def _ends_before(a: ast.AST, b: ast.AST) -> bool:
     return (a.end_lineno, a.end_col_offset) <= (b.lineno, b.col_offset)
 
 
-def _dominates(ctx, statement: ast.AST, use: ast.AST, root: ast.AST | None) -> bool:
+def _dominates(ctx, statement: ast.AST, use: ast.AST) -> bool:
     """`statement` runs before `use` whenever `use` runs: it sits earlier in a block that holds
-    the use (directly or in a nested statement). Both lie under `root`."""
-    table = parent_map(ctx, root)
-    holder = table.get(id(statement))
+    the use (directly or in a nested statement)."""
+    holder = ctx.parent(statement)
     node = use
     while node is not None:
-        parent = table.get(id(node))
+        parent = ctx.parent(node)
         if parent is holder:
             for field in ("body", "orelse", "finalbody"):
                 block = getattr(parent, field, None)
@@ -309,9 +307,9 @@ def _parameters(function: ast.AST) -> set[str]:
     return {a.arg for a in every if a is not None}
 
 
-def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool:
+def _plain_binding(ctx, value: ast.AST, name: str) -> bool:
     """`name = value` / `name: T = value` / `(name := value)`: not a loop target, not unpacking."""
-    parent = parent_map(ctx, root).get(id(value))
+    parent = ctx.parent(value)
     if isinstance(parent, ast.Assign) and parent.value is value:
         return any(isinstance(t, ast.Name) and t.id == name for t in parent.targets)
     if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)) and parent.value is value:
@@ -319,15 +317,15 @@ def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool
     return False
 
 
-def _last_reaching(ctx, values: list, name: str, use: ast.AST, root: ast.AST | None) -> list | None:
+def _last_reaching(ctx, values: list, name: str, use: ast.AST) -> list | None:
     """From the assignments before `use` (in source order): the last, and the earlier ones while
     the later sit in branches that do not enclose the use; None when a path is unknown."""
     found = []
     for value in reversed(values):
-        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name, root):
+        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name):
             return None
         found.append(value)
-        if _dominates(ctx, statement_of(ctx, value, root), use, root):
+        if _dominates(ctx, statement_of(ctx, value), use):
             return found
     return None
 
@@ -344,7 +342,7 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
         assigned = ctx.assignments(name.id, function)
         values = [v for v in assigned if _ends_before(v, use)]
         if values:
-            return _last_reaching(ctx, values, name.id, use, function)
+            return _last_reaching(ctx, values, name.id, use)
         if assigned or name.id in _parameters(function):
             return None  # a parameter, or assigned only after the read (a loop's previous round)
         use = function
@@ -353,8 +351,8 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
         return None
     if scope.functions:
         values = [v for v in values if not isinstance(v, ast.AugAssign)]
-        return list(values) if values and all(_plain_binding(ctx, v, name.id, None) for v in values) else None
-    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use, None)
+        return list(values) if values and all(_plain_binding(ctx, v, name.id) for v in values) else None
+    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use)
 
 
 # Methods that keep a tensor's values (a new view, another dtype or device).
@@ -482,7 +480,7 @@ def model_ends_in(ctx, call: ast.AST, scope: Scope, recognise, depth: int = 0) -
     """`call` runs a model whose output `recognise` accepts: an `nn.Sequential(..., last)` whose
     last layer it accepts, or an instance of a module class of this file whose `forward`
     returns only such values (`return F.softmax(x, dim=1)`)."""
-    from ptlint.semantics.compiled import local_classes, is_module_class
+    from ptlint.semantics.compiled import is_module_class, local_classes
 
     if depth > 2 or not isinstance(call, ast.Call):
         return False
@@ -625,3 +623,129 @@ class LossInputRule(Rule):
             loss = loss_call(self.ctx, node, scope, self.loss_functions, self.loss_classes, self._holders)
             if loss is not None:
                 yield node, loss, scope
+
+
+# -- the states the fixes run in, side by side (FixInput code, ptlint.engine.rule) ----------------
+
+# How far a result may be from the original's and from a float64 reference, by dtype: the fixed
+# functions round differently (and better) than the hand-written ones.
+TOLERANCE = {"float32": 1e-5, "float16": 2e-2, "bfloat16": 5e-2}
+# Inputs where `exp` overflows the dtype (float32 and bfloat16 past ~88, float16 past ~11).
+HUGE = {"float32": "torch.randn({shape}) * 300 + 200", "float16": "(torch.randn({shape}) * 50 + 300).half()",
+        "bfloat16": "(torch.randn({shape}) * 50 + 300).bfloat16()"}
+
+
+def reduction_inputs(call: str, reference: str, shape: str = "(4, 6)", empty: str = "(0, 6)") -> tuple:
+    """FixInputs for a softmax / log-softmax / log-sum-exp rewrite, `call` on `x` (`"f(x)"`),
+    `reference` its float64 value (`"torch.softmax(x.double(), -1)"`): ordinary inputs in float32,
+    float16 and bfloat16 (the same values to each dtype's rounding, and the reference's); huge
+    magnitudes, where the original overflows (checked: else the input proves nothing) and the fix
+    stays finite (and, in float32, right); an empty tensor (the same shape)."""
+    out = []
+    for dtype, tolerance in TOLERANCE.items():
+        out.append(FixInput(dtype, f"x = torch.randn{shape}.to(torch.{dtype})\nresult = {call}\n"
+                                   f"reference = {reference}\n",
+                            check=f"before.dtype == after.dtype == torch.{dtype} and close(before, after, {tolerance}) "
+                                  f"and close(after, reference, {tolerance})"))
+    for dtype, huge in HUGE.items():
+        right = " and close(after, reference, 1e-4)" if dtype == "float32" else ""
+        out.append(FixInput(f"huge magnitudes, {dtype}", f"x = {huge.format(shape=shape)}\nresult = {call}\n"
+                                                        f"reference = {reference}\n",
+                            check=f"not finite(before) and finite(after) and after.shape == before.shape{right}"))
+    out.append(FixInput("an empty tensor", f"x = torch.randn{empty}\nresult = {call}\n",
+                        check="before.shape == after.shape"))
+    return tuple(out)
+
+
+# float64 references for the log/exp rewrites (PTL305), defined in the inputs' code
+SOFTPLUS = """
+def softplus64(x):
+    x = x.double()
+    return torch.where(x > 30, x, torch.log1p(torch.exp(x.clamp(max=30))))
+"""
+# where `exp` overflows, by dtype: (low, high) of the inputs
+OVERFLOW = {"float32": (89.0, 400.0), "bfloat16": (89.0, 400.0), "float16": (11.5, 60.0)}
+LOG_EXP_TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+
+
+def log_exp_inputs(reference: str, setup: str = "", *, kind: str = "softplus", negate: bool = False) -> tuple:
+    """FixInputs for a PTL305 rewrite of `f(x)`, `reference` its float64 value: in float32,
+    float16 and bfloat16, ordinary inputs (the same values to each dtype's rounding, and the
+    reference's) and the inputs where the original breaks, checked first so that the comparison
+    means something — `exp` overflowing (softplus: the fix stays finite and right), `1 + x`
+    rounding a small `x` away (log1p: the fix keeps its relative precision), `exp(x) - 1`
+    cancelling (expm1: the fix's error is ten times smaller at least)."""
+    out = []
+    for dtype, tolerance in LOG_EXP_TOLERANCE.items():
+        if kind == "softplus":
+            ordinary, scale = "torch.randn(64) * 3", tolerance
+            low, high = OVERFLOW[dtype]
+            broken = f"{'-' if negate else ''}torch.linspace({low}, {high}, 32).to(torch.{dtype})"
+            breaks = "torch.isinf(before).all() and finite(after) and close(after, reference, {t})"
+        elif kind == "log1p":
+            ordinary, scale = "torch.rand(64) * 3 - 0.5", 4 * tolerance
+            broken = "torch.logspace(-9, -6, 16)" if dtype == "float32" else "torch.logspace(-5, -4, 16)"
+            broken += f".to(torch.{dtype})"
+            breaks = ("((before.double() - reference) / reference).abs().max() > 0.05 and "
+                      "((after.double() - reference) / reference).abs().max() < {t}")
+        else:
+            ordinary, scale = "torch.rand(64) * 2 + 0.5", 8 * tolerance
+            size = "1e-5" if dtype == "float32" else "3e-2"
+            broken = f"(torch.linspace(-1, 1, 33) * {size}).to(torch.{dtype})\nx = x[x != 0]"
+            breaks = ("((after.double() - reference) / reference).abs().max() * 10 < "
+                      "((before.double() - reference) / reference).abs().max() and "
+                      "((before.double() - reference) / reference).abs().max() > 0.02")
+        out.append(FixInput(dtype, f"{setup}\nx = ({ordinary}).to(torch.{dtype})\nresult = f(x)\n"
+                                   f"reference = {reference}\n",
+                            check=f"before.dtype == after.dtype == torch.{dtype} and close(before, after, {scale}) "
+                                  f"and close(after, reference, {scale})"))
+        out.append(FixInput(f"where the original breaks, {dtype}",
+                            f"{setup}\nx = {broken}\nresult = f(x)\nreference = {reference}\n",
+                            check=breaks.format(t=tolerance)))
+    return tuple(out)
+
+
+# the float64 reference of binary cross-entropy on logits
+BCE = """
+import torch.nn.functional as F
+
+def bce64(x, y, w=None, reduction="mean"):
+    return F.binary_cross_entropy_with_logits(x.double(), y.double(), None if w is None else w.double(),
+                                              reduction=reduction)
+"""
+BCE_TOLERANCE = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 5e-2}
+
+
+def bce_inputs(weight: bool = False, reduction: str = "mean") -> tuple:
+    """FixInputs for a PTL307 rewrite of `f(x, y, w)`: logits where the sigmoid is accurate, in
+    float32, float16 and bfloat16: the same loss to each dtype's rounding, and the reference's."""
+    reference = f"bce64(x, y, {'w' if weight else 'None'}, {reduction!r})"
+    return tuple(FixInput(dtype, f"""{BCE}
+x = (torch.randn(4, 16) * 2).clamp(-4, 4).to(torch.{dtype})
+y = torch.randint(0, 2, (4, 16)).to(torch.{dtype})
+w = torch.rand(4, 16).to(torch.{dtype}) + 0.5
+result = f(x, y, w)
+reference = {reference}
+""", check=f"before.shape == after.shape and before.dtype == after.dtype == torch.{dtype} and "
+           f"close(before, after, {tolerance}) and close(after, reference, {tolerance})")
+        for dtype, tolerance in BCE_TOLERANCE.items())
+
+
+def saturated_bce_inputs() -> tuple:
+    """For `f(x, y, w)` with `reduction='none'`, where the sigmoid rounds to 1 (target 0):
+    BCELoss clamps `log(1 - p)` at -100, so the original gives 100 whatever x is, with a zero
+    gradient (float32, bfloat16) or a NaN one (float16: the backward's 1e-12 underflows); the fix
+    gives the true loss, about x, and the gradient 1."""
+    out = []
+    for dtype, saturates in (("float32", 16.7), ("float16", 8.4), ("bfloat16", 6.3)):
+        broken_grad = "torch.isnan(before[1]).all()" if dtype == "float16" else \
+            "torch.equal(before[1], torch.zeros_like(before[1]))"
+        out.append(FixInput(f"a saturated sigmoid, {dtype}", f"""
+x = torch.tensor([{saturates}, 20.0, 40.0], dtype=torch.{dtype}, requires_grad=True)
+y = torch.zeros(3, dtype=torch.{dtype})
+loss = f(x, y, None)
+loss.sum().backward()
+result = (loss.detach(), x.grad)
+""", check=f"torch.equal(before[0].float(), torch.full((3,), 100.0)) and {broken_grad} and "
+           "close(after[0], x.detach(), 1e-2) and close(after[1], torch.ones(3), 1e-5)"))
+    return tuple(out)

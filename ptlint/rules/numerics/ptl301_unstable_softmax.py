@@ -12,6 +12,7 @@ from ptlint.rules.numerics._helpers import (
     exp_call,
     int_literal,
     is_true,
+    reduction_inputs,
     resolve,
     same,
     stabilised,
@@ -82,10 +83,13 @@ class UnstableSoftmax(DeferredRule):
         edits = self.ctx.edits
         if edits.has_comment(quotient):
             return None
-        x, d = edits.text(exp.operand), edits.text(dim)
+        x, d = edits.argument(exp.operand), edits.argument(dim)
         if exp.method:
             return (edits.replace(quotient, f"{edits.expression(exp.operand)}.softmax(dim={d})"),)
-        spelled, imports = edits.reference("torch.softmax")
+        found = edits.reference("torch.softmax", at=quotient)
+        if found is None:
+            return None
+        spelled, imports = found
         return (edits.replace(quotient, f"{spelled}({x}, dim={d})"), *imports)
 
     docs = """
@@ -284,6 +288,76 @@ def attn(scores):
     return e / e.sum(-1, keepdim=True)
 """,
         ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)
+""",
+            after="""
+import torch
+
+def f(x):
+    return torch.softmax(x, dim=-1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax(x.double(), -1)"),
+        ),
+        FixExample(
+            before="""
+import torch as T
+
+def f(x):
+    return (x * 2).exp() / (x * 2).exp().sum(dim=1, keepdim=True)
+""",
+            after="""
+import torch as T
+
+def f(x):
+    return (x * 2).softmax(dim=1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax((x * 2).double(), 1)", "(3, 5, 2)", "(3, 0, 2)"),
+        ),
+        FixExample(
+            before="""
+from torch import exp, sum
+
+def f(x):
+    return exp(x) / sum(exp(x), 0, keepdim=True)
+""",
+            after="""
+from torch import exp, sum
+import torch
+
+def f(x):
+    return torch.softmax(x, dim=0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax(x.double(), 0)", "(6, 3)", "(0, 3)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.exp() / x.exp().sum(dim=0, keepdim=True)
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.softmax(dim=0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.softmax(x.double(), 0)", "(6, 4)", "(6, 0)"),
+        ),
+    ]
+    unfixable_examples = [
+        # without keepdim=True the division broadcasts along another axis: softmax is another function
+        """
+import torch
+
+def g(x):
+    return torch.exp(x) / torch.exp(x).sum(-1)  # expect: PTL301
+""",
     ]
 
 

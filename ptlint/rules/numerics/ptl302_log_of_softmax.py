@@ -6,7 +6,13 @@ import ast
 
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
-from ptlint.rules.numerics._helpers import DeferredRule, log_call, resolve, softmax_call
+from ptlint.rules.numerics._helpers import (
+    DeferredRule,
+    log_call,
+    reduction_inputs,
+    resolve,
+    softmax_call,
+)
 
 
 class LogOfSoftmax(DeferredRule):
@@ -42,7 +48,10 @@ class LogOfSoftmax(DeferredRule):
         if isinstance(func, ast.Attribute):  # F.softmax / torch.softmax / x.softmax: same receiver
             return (edits.replace(log, f"{edits.expression(func.value)}.log_softmax{arguments}"),)
         qualname = self.ctx.qualname(func)  # `from torch.nn.functional import softmax`
-        spelled, imports = edits.reference(qualname.rsplit(".", 1)[0] + ".log_softmax")
+        found = edits.reference(qualname.rsplit(".", 1)[0] + ".log_softmax", at=log)
+        if found is None:
+            return None
+        spelled, imports = found
         return (edits.replace(log, f"{spelled}{arguments}"), *imports)
 
     docs = """
@@ -214,4 +223,92 @@ import torch
 logp = torch.nn.functional.log_softmax(x, 1)
 """,
         ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(F.softmax(x, dim=-1))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.log_softmax(x, dim=-1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), -1)", "(4, 9)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.softmax(1).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.log_softmax(1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), 1)", "(2, 8, 3)", "(2, 0, 3)"),
+        ),
+        FixExample(
+            before="""
+from torch.nn.functional import softmax
+
+def f(x):
+    return softmax(x, 0).log()
+""",
+            after="""
+from torch.nn.functional import softmax
+import torch
+
+def f(x):
+    return torch.nn.functional.log_softmax(x, 0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), 0)", "(8, 2)", "(0, 2)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return torch.log(torch.softmax(x, dim=-1))
+""",
+            after="""
+import torch
+
+def f(x):
+    return torch.log_softmax(x, dim=-1)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), -1)", "(5, 5)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.softmax(0).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.log_softmax(0)
+""",
+            inputs=reduction_inputs("f(x)", "torch.log_softmax(x.double(), 0)", "(6, 4)", "(6, 0)"),
+        ),
+    ]
+    unfixable_examples = [
+        # the softmax kept in a variable, used again: not rewritten
+        """
+import torch
+
+def entropy(x):
+    p = torch.softmax(x, -1)
+    return (p * p.log()).sum()  # expect: PTL302
+""",
     ]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import FixExample
+from ptlint.engine.rule import FixExample, FixInput
 from ptlint.rules.numerics._helpers import (
     DeferredRule,
     exp_call,
     is_true,
     log_call,
+    reduction_inputs,
     resolve,
     stabilised,
     sum_call,
@@ -59,11 +60,14 @@ class LogSumExp(DeferredRule):
         edits = self.ctx.edits
         if edits.has_comment(log):
             return None
-        arguments = edits.text(total.dim) + (", keepdim=True" if is_true(total.keepdim) else "")
+        arguments = edits.argument(total.dim) + (", keepdim=True" if is_true(total.keepdim) else "")
         if exp.method:
             return (edits.replace(log, f"{edits.expression(exp.operand)}.logsumexp({arguments})"),)
-        spelled, imports = edits.reference("torch.logsumexp")
-        return (edits.replace(log, f"{spelled}({edits.text(exp.operand)}, {arguments})"), *imports)
+        found = edits.reference("torch.logsumexp", at=log)
+        if found is None:
+            return None
+        spelled, imports = found
+        return (edits.replace(log, f"{spelled}({edits.argument(exp.operand)}, {arguments})"), *imports)
 
     docs = """
 ## What it does
@@ -212,4 +216,79 @@ import torch
 lse = torch.log(torch.exp(scores).sum())
 """,
         ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return torch.log(torch.exp(x).sum(dim=-1))
+""",
+            after="""
+import torch
+
+def f(x):
+    return torch.logsumexp(x, -1)
+""",
+            inputs=(
+                *reduction_inputs("f(x)", "torch.logsumexp(x.double(), -1)"),
+                # `exp` promotes an integer tensor to float, and so does `logsumexp`
+                FixInput("an integer tensor", "x = torch.arange(12).reshape(3, 4)\nresult = f(x)\n",
+                         check="close(before, after, 1e-5)"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.exp().sum(1, keepdim=True).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.logsumexp(1, keepdim=True)
+""",
+            inputs=reduction_inputs("f(x)", "torch.logsumexp(x.double(), 1, keepdim=True)", "(3, 6, 2)", "(3, 0, 2)"),
+        ),
+        FixExample(
+            before="""
+from torch import exp, log, sum as tsum
+
+def f(x):
+    return log(tsum(exp(x), (1, 2)))
+""",
+            after="""
+from torch import exp, log, sum as tsum
+import torch
+
+def f(x):
+    return torch.logsumexp(x, (1, 2))
+""",
+            inputs=reduction_inputs("f(x)", "torch.logsumexp(x.double(), (1, 2))", "(2, 3, 4)", "(2, 0, 4)"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def f(x):
+    return x.exp().sum(0, keepdim=True).log()
+""",
+            after="""
+import torch
+
+def f(x):
+    return x.logsumexp(0, keepdim=True)
+""",
+            inputs=reduction_inputs("f(x)", "torch.logsumexp(x.double(), 0, keepdim=True)", "(6, 4)", "(6, 0)"),
+        ),
+    ]
+    unfixable_examples = [
+        # a sum with its own dtype: logsumexp has none
+        """
+import torch
+
+def g(x):
+    return torch.log(torch.exp(x).sum(-1, dtype=torch.float64))  # expect: PTL303
+""",
     ]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ast
-import keyword
-import re
 
-from ptlint.engine.finding import SAFE, Edit, Fix
-from ptlint.engine.rule import FixExample
+from ptlint.engine.finding import SAFE, Fix
+from ptlint.engine.rule import FixExample, FixInput
 from ptlint.rules.numerics._helpers import (
+    SOFTPLUS,
     Call,
     DeferredRule,
     exp_call,
@@ -16,6 +15,7 @@ from ptlint.rules.numerics._helpers import (
     is_one,
     log1p_call,
     log_call,
+    log_exp_inputs,
     one_hop,
     resolve,
     same,
@@ -195,21 +195,6 @@ def _relative_digits_needed(ctx, stack: list[ast.AST], node: ast.AST, x: ast.AST
     return signal
 
 
-def _replace_grouped(edits, node: ast.AST, call: str) -> Edit:
-    """Replace `node` with `call` (one call), and the grouping parentheses right around it with
-    it: `alpha * (torch.exp(h) - 1.0)` -> `alpha * torch.expm1(h)`. Parentheses of a call or a
-    subscript (`f(torch.exp(h) - 1)`) stay."""
-    source = edits.source.text
-    first, last = edits.offset(edits.start(node)), edits.offset(edits.end(node))
-    before = source[:first - 1].rstrip()
-    word = re.search(r"\w*$", before).group()
-    if first >= 1 and source[first - 1] == "(" and source[last:last + 1] == ")" \
-            and not (before and (word and not keyword.iskeyword(word) or before[-1] in ")]")):
-        (line, column), (end_line, end_column) = edits.start(node), edits.end(node)
-        return Edit(line, column - 1, end_line, end_column + 1, call)
-    return edits.replace(node, call)
-
-
 class LogExpPrecision(DeferredRule):
     code = "PTL305"
     name = "log-exp-precision"
@@ -302,16 +287,22 @@ class LogExpPrecision(DeferredRule):
             return Fix(SAFE, "Use `log1p(x)`", (edit,))
         func = log.func
         if isinstance(func, ast.Attribute):  # torch.log(1 + x) -> torch.log1p(x), same namespace
-            return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{edits.text(func.value)}.log1p({edits.text(x)})"),))
-        spelled, imports = edits.reference("torch.log1p")
-        return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{spelled}({edits.text(x)})"), *imports))
+            return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{edits.text(func.value)}.log1p({edits.argument(x)})"),))
+        found = edits.reference("torch.log1p", at=log)
+        if found is None:
+            return None
+        spelled, imports = found
+        return Fix(SAFE, "Use `log1p(x)`", (edits.replace(log, f"{spelled}({edits.argument(x)})"), *imports))
 
     def _softplus_fix(self, node: ast.AST, x: ast.AST) -> Fix | None:
         edits = self.ctx.edits
         if edits.has_comment(node) or integer_valued(self.ctx, x):
             return None  # softplus refuses integer tensors, which exp promotes to float
-        spelled, imports = edits.reference("torch.nn.functional.softplus")
-        return Fix(SAFE, "Use `F.softplus(x)`", (edits.replace(node, f"{spelled}({edits.text(x)})"), *imports))
+        found = edits.reference("torch.nn.functional.softplus", at=node)
+        if found is None:
+            return None
+        spelled, imports = found
+        return Fix(SAFE, "Use `F.softplus(x)`", (edits.replace(node, f"{spelled}({edits.argument(x)})"), *imports))
 
     def _expm1_fix(self, node: ast.BinOp, exp: Call, subtracted: ast.AST | None) -> Fix | None:
         """`exp(x) - 1` -> `expm1(x)`; `exp(x) - x - 1` -> `expm1(x) - x`."""
@@ -322,12 +313,15 @@ class LogExpPrecision(DeferredRule):
         if exp.method:  # x.exp() - 1 -> x.expm1()
             text = f"{edits.expression(exp.operand)}.expm1()"
         elif isinstance(exp.node.func, ast.Attribute):
-            text = f"{edits.text(exp.node.func.value)}.expm1({edits.text(exp.operand)})"
+            text = f"{edits.text(exp.node.func.value)}.expm1({edits.argument(exp.operand)})"
         else:
-            spelled, imports = edits.reference("torch.expm1")
-            text = f"{spelled}({edits.text(exp.operand)})"
+            found = edits.reference("torch.expm1", at=node)
+            if found is None:
+                return None
+            spelled, imports = found
+            text = f"{spelled}({edits.argument(exp.operand)})"
         if subtracted is None:
-            edit = _replace_grouped(edits, node, text)
+            edit = edits.replace_grouped(node, text)  # `alpha * (exp(h) - 1)` -> `alpha * expm1(h)`
         else:  # a difference: the parentheses around it stay
             edit = edits.replace(node, f"{text} - {edits.expression(subtracted)}")
         return Fix(SAFE, "Use `expm1(x)`", (edit, *imports))
@@ -711,6 +705,226 @@ from torch.nn import functional as fn
 
 y = T.where(g > 20.0, g, fn.softplus(g))
 """,
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(1 + torch.exp(x))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=(
+                *log_exp_inputs("softplus64(x)", SOFTPLUS),
+                # the gradient: inf * 0 in the original where exp overflows; sigmoid(x) in the fix
+                FixInput("the gradient where exp overflows", SOFTPLUS + """
+x = torch.tensor([100.0, 0.0, -5.0], requires_grad=True)
+f(x).sum().backward()
+result = x.grad
+reference = torch.sigmoid(x.detach())
+""", check="not finite(before) and finite(after) and close(after, reference, 1e-6)"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log1p(torch.exp(x))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=log_exp_inputs("softplus64(x)", SOFTPLUS),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x.exp().log1p()
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=log_exp_inputs("softplus64(x)", SOFTPLUS),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(torch.exp(x) + 1.0)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(x)
+""",
+            inputs=log_exp_inputs("softplus64(x)", SOFTPLUS),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(1 + torch.exp(-x))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return F.softplus(-x)
+""",
+            inputs=log_exp_inputs("softplus64(-x)", SOFTPLUS, negate=True),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.where(x > 20.0, x, torch.log(1.0 + torch.exp(x)))
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.where(x > 20.0, x, F.softplus(x))
+""",
+            inputs=(
+                # a transformers gate: the guard keeps float32 finite, but float16 overflows from 11.1 on
+                FixInput("float16 below the guard's threshold", SOFTPLUS + """
+x = torch.tensor([0.5, 12.0, 15.0, 25.0], dtype=torch.float16)
+result = f(x)
+reference = softplus64(x)
+""", check="not finite(before) and close(after, reference, 2e-3)"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log(1 + x)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.log1p(x)
+""",
+            inputs=log_exp_inputs("torch.log1p(x.double())", kind="log1p"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (x + 1).log()
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x.log1p()
+""",
+            inputs=log_exp_inputs("torch.log1p(x.double())", kind="log1p"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (torch.exp(x) - 1) / x
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.expm1(x) / x
+""",
+            inputs=log_exp_inputs("torch.expm1(x.double()) / x.double()", kind="expm1"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x / (x.exp() - 1.0)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return x / x.expm1()
+""",
+            inputs=log_exp_inputs("x.double() / torch.expm1(x.double())", kind="expm1"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (torch.exp(x) - 1 - x) / x
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return (torch.expm1(x) - x) / x
+""",
+            inputs=log_exp_inputs("(torch.expm1(x.double()) - x.double()) / x.double()", kind="expm1"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.exp(x) - x - 1
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x):
+    return torch.expm1(x) - x
+""",
+            inputs=log_exp_inputs("torch.expm1(x.double()) - x.double()", kind="expm1"),
         ),
     ]
 

@@ -8,7 +8,9 @@ from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
 from ptlint.rules.numerics._helpers import (
     LossInputRule,
+    bce_inputs,
     producers,
+    saturated_bce_inputs,
     sigmoid_call,
     sigmoid_output,
 )
@@ -60,9 +62,12 @@ class SigmoidThenBCE(LossInputRule):
             renamed = f"{edits.text(target.value)}.{new_name}"
         else:  # `from torch.nn.functional import binary_cross_entropy`
             module = "torch.nn.functional" if form == "function" else "torch.nn"
-            renamed, imports = edits.reference(f"{module}.{new_name}")
+            found = edits.reference(f"{module}.{new_name}", at=target)
+            if found is None:
+                return None
+            renamed, imports = found
         operand = sigmoid.operand
-        inner = edits.expression(operand) if isinstance(operand, (ast.NamedExpr, ast.Starred)) else edits.text(operand)
+        inner = edits.argument(operand)
         return (edits.replace(target, renamed), edits.replace(sigmoid.node, inner), *imports)
 
     docs = """
@@ -286,9 +291,128 @@ import torch
 loss = nn.BCEWithLogitsLoss(reduction="none")(z, t)
 """,
         ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(torch.sigmoid(x), y)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y)
+""",
+            inputs=bce_inputs(),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(x.sigmoid(), y, w)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y, w)
+""",
+            inputs=bce_inputs(weight=True),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(torch.special.expit(x), y, weight=w, reduction='sum')
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y, weight=w, reduction='sum')
+""",
+            inputs=bce_inputs(weight=True, reduction="sum"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCELoss(reduction='none')(torch.sigmoid(x), y)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCEWithLogitsLoss(reduction='none')(x, y)
+""",
+            inputs=bce_inputs(reduction="none"),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCELoss(w)(F.sigmoid(x), y)
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return torch.nn.BCEWithLogitsLoss(w)(x, y)
+""",
+            inputs=bce_inputs(weight=True),
+        ),
+        FixExample(
+            before="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy(torch.sigmoid(x), y, reduction='none')
+""",
+            after="""
+import torch
+import torch.nn.functional as F
+
+def f(x, y, w):
+    return F.binary_cross_entropy_with_logits(x, y, reduction='none')
+""",
+            inputs=(*bce_inputs(reduction="none"), *saturated_bce_inputs()),
+        ),
     ]
 
     unfixable_examples = [
+        # the sigmoid kept in a variable (used again), a loss module on self: not rewritten
+        """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bce = nn.BCELoss()
+
+    def forward(self, x, y):
+        p = torch.sigmoid(x)
+        a = F.binary_cross_entropy(p, y)  # expect: PTL307
+        b = self.bce(torch.sigmoid(x), y)  # expect: PTL307
+        return a + b, p
+""",
         # the probabilities are kept in a variable (used again), the module lives on self
         """
 import torch

@@ -237,10 +237,6 @@ class AttentionByHand(Rule):
         wanted = {n.id for n in names}
         values = [v for n in names for v in (reaching_values(self.ctx, n, scope) or [])]
         in_values = {id(n) for v in values for n in ast.walk(v)}
-        parents = {}
-        for node in ast.walk(function):
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
         for node in ast.walk(function):
             if not (isinstance(node, ast.Name) and node.id in wanted and isinstance(node.ctx, ast.Load)):
                 continue
@@ -248,7 +244,7 @@ class AttentionByHand(Rule):
                 continue
             if (node.lineno, node.col_offset) < start:
                 continue
-            parent = parents.get(id(node))
+            parent = self.ctx.parent(node)
             if isinstance(parent, ast.Attribute) and parent.attr in HARMLESS_ATTRIBUTES:
                 continue
             return True

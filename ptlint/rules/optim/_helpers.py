@@ -17,6 +17,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from ptlint.engine.rule import FixInput
 from ptlint.semantics.nodes import body_nodes
 
 # Names that clearly hold a list of parameters when nothing else tells us what they are.
@@ -32,7 +33,7 @@ PARAM_LIST_NAME = re.compile(r"_*(?:[a-z0-9]+_)*(?:params|parameters)(?:_?[a-z0-
 PASS_THROUGH = {"list", "tuple", "filter", "reversed", "sorted"}
 
 __all__ = ["param_names", "tensor_kind", "in_place_base", "fixable_loop", "unguarded_body", "may_repeat",
-           "ForeachWriter", "Unsupported", "body_nodes"]
+           "ForeachWriter", "Unsupported", "body_nodes", "MODEL_CODE", "MODEL_STATES", "model_inputs", "pair_inputs"]
 
 
 # -- which loops run over parameters --------------------------------------------------------------
@@ -287,14 +288,15 @@ class ForeachWriter:
     def scalar(self, node: ast.AST) -> str:
         if not loop_invariant(node, self.loop_names):
             raise Unsupported
-        return self.ctx.edits.text(node)  # it goes where an argument goes: no parentheses needed
+        return self.ctx.edits.argument(node)  # it goes where an argument goes
 
     def add(self, function: str, *args) -> None:
         self.calls.append(Call(function, list(args)))
 
     # -- the replacement ----------------------------------------------------------------------
-    def fix_edits(self) -> tuple:
-        """The edits replacing the loop: (edit of the loop, import edits...)."""
+    def fix_edits(self) -> tuple | None:
+        """The edits replacing the loop: (edit of the loop, import edits...); None when `torch`
+        cannot be named there."""
         edits = self.ctx.edits
         target = edits.text(self.loop.target)
         iterable = edits.expression(self.loop.iter)
@@ -313,7 +315,10 @@ class ForeachWriter:
         for call in self.calls:
             for function in _functions(call):
                 if function not in spelled:
-                    spelled[function], needed = edits.reference(function)
+                    found = edits.reference(function, at=self.loop)
+                    if found is None:
+                        return None
+                    spelled[function], needed = found
                     imports.extend(needed)
 
         def render(argument) -> str:
@@ -349,3 +354,116 @@ def fresh_name(text: str, base: str) -> str:
         index += 1
         name = f"{base}_{index}"
     return name
+
+
+# -- the states the fixes run in, side by side (FixInput code, ptlint.engine.rule) ----------------
+
+# A model with an embedding (sparse gradients when asked), two linear layers and a parameter that
+# forward never uses (its gradient stays None), and a backward pass through it.
+MODEL_CODE = '''import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self, sparse=False):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4, sparse=sparse)
+        self.body = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
+        self.unused = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, ids):
+        return self.body(self.embed(ids).mean(1))
+
+
+def backward(model, **options):
+    model(torch.tensor([[1, 2, 3], [4, 5, 6]])).square().mean().backward(**options)
+
+
+def half_and_bfloat16(model):
+    model.body[0].half()
+    model.body[2].bfloat16()
+
+    def forward(ids):
+        h = model.embed(ids).mean(1)
+        return model.body[2](model.body[1](model.body[0](h.half()).float()).bfloat16()).float()
+
+    model.forward = forward
+'''
+
+# The states a training program's model is in when an update or zeroing loop runs; each binds
+# `model` and asserts what it claims.
+MODEL_STATES = {
+    "gradients": "model = Net()\nbackward(model)\nassert model.unused.grad is None and model.body[0].bias.grad is not None\n",
+    "no gradients yet": "model = Net()\nassert all(p.grad is None for p in model.parameters())\n",
+    "frozen parameters": "model = Net()\nmodel.body[0].requires_grad_(False)\nbackward(model)\n"
+                         "assert model.body[0].weight.grad is None and model.body[2].weight.grad is not None\n",
+    "no parameters": "model = torch.nn.ReLU()\nassert list(model.parameters()) == []\n",
+    "float32, float16 and bfloat16 parameters": "model = Net()\nhalf_and_bfloat16(model)\nbackward(model)\n"
+                                                "assert {p.dtype for p in model.parameters()} == "
+                                                "{torch.float32, torch.float16, torch.bfloat16}\n",
+    "sparse gradients": "model = Net(sparse=True)\nbackward(model)\nassert model.embed.weight.grad.is_sparse\n",
+    "gradients that require grad": "model = Net()\nbackward(model, create_graph=True)\n"
+                                   "assert model.body[0].weight.grad.requires_grad\n",
+}
+
+# On the CPU, `_foreach_mul_` of a float16 or bfloat16 tensor by a Python number may round the last
+# bit differently from `mul_` (torch 2.13): one unit in the last place, relative.
+LAST_BIT = {"float16": 2 ** -10, "bfloat16": 2 ** -7}
+
+
+def model_inputs(call: str, *, skips_missing_grads: bool = True, scalar_multiply: bool = False,
+                 states: dict[str, str] = MODEL_STATES):
+    """FixInputs running `call` (`"step(model, 0.1)"`) on a model in each state; the result is
+    the model (parameters and gradients). `skips_missing_grads=False`: the loop reads `p.grad`
+    without testing it, so it raises on a parameter without one, where the fix skips it — the
+    difference the unsafe fix's page names, and nothing else may differ. `scalar_multiply`: the
+    half-precision parameters may round their last bit differently (LAST_BIT)."""
+    out = []
+    for name, state in states.items():
+        tolerance = LAST_BIT if scalar_multiply and "float16" in name else 0.0
+        check = None
+        if not skips_missing_grads:
+            check = ("after_error is None if before_error in ('TypeError', 'AttributeError') else "
+                     f"after_error == before_error and same(before, after, {tolerance!r})")
+        out.append(FixInput(name, f"{MODEL_CODE}\n{state}{call}\nresult = model\n", tolerance, check))
+    return tuple(out)
+
+
+# Two models, an online one (`source`) and the average or target network updated from it (`target`),
+# in the states an EMA or a Polyak update meets; `untouched` is what they held before the update.
+PAIR_STATES = {
+    "two models": "",
+    "no parameters": "source, target = torch.nn.ReLU(), torch.nn.ReLU()\n",
+    "float32, float16 and bfloat16 parameters": "half_and_bfloat16(source)\nhalf_and_bfloat16(target)\n",
+    "a float16 average of a float32 model": "target.half()\n",
+    "frozen parameters": "source.body[0].requires_grad_(False)\ntarget.body[0].requires_grad_(False)\n",
+    "a layer shared by both": "target.body[0] = source.body[0]\n",
+    "a longer target": "target.head = torch.nn.Linear(3, 2)\n",
+    "a target with another parameter first": "target.extra = torch.nn.Parameter(torch.randn(2))\n",
+}
+
+
+def pair_inputs(call: str, *, strict: bool = False, multiplies: bool = False):
+    """FixInputs running `call` (`"update(source, target, weight)"`) in each pair state, with a
+    weight whose product with a float16 value is exact (0.5) and one that rounds (0.37); the
+    result is both models. `strict`: the loop zips with `strict=True`, so where the target is
+    longer the fix (which reads the lists first) raises before updating anything, where the
+    loop updated the pairs before the shorter list ended — the difference its page names.
+    `multiplies`: `mul_` by a Python number, which may round the last bit of half-precision
+    values differently (LAST_BIT, relative to the values' scale)."""
+    out = []
+    for name, state in PAIR_STATES.items():
+        for weight in (0.5, 0.37):
+            code = (f"{MODEL_CODE}\nsource, target = Net(), Net()\n{state}"
+                    "untouched = [p.detach().clone() for p in [*source.parameters(), *target.parameters()]]\n"
+                    f"weight = {weight}\n{call}\nresult = (source, target)\n")
+            tolerance = LAST_BIT if multiplies and weight != 0.5 else 0.0
+            check = None
+            if strict and name in ("a longer target", "a target with another parameter first"):
+                check = (f"before_error == {'ValueError' if name == 'a longer target' else 'RuntimeError'!r} "
+                         "and after_error == 'ValueError' and all(torch.equal(p, q) for p, q in "
+                         "zip([*source.parameters(), *target.parameters()], untouched))")
+            elif name == "two models":
+                check = (f"before_error is None and same(before, after, {tolerance!r}) and not all("
+                         "torch.equal(p, q) for p, q in zip([*source.parameters(), *target.parameters()], untouched))")
+            out.append(FixInput(f"{name}, weight {weight}", code, tolerance, check))
+    return tuple(out)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import UNSAFE, Fix
-from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, Rule
+from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, FixInput, Rule
 from ptlint.rules.optim._helpers import (
+    MODEL_CODE,
+    MODEL_STATES,
     Call,
     ForeachWriter,
     Unsupported,
@@ -14,6 +16,8 @@ from ptlint.rules.optim._helpers import (
     fixable_loop,
     in_place_base,
     may_repeat,
+    model_inputs,
+    pair_inputs,
     param_names,
     tensor_kind,
     unguarded_body,
@@ -591,6 +595,7 @@ def sgd_step(model, lr):
             torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
 """,
             unsafe=True,
+            inputs=model_inputs("sgd_step(model, 0.1)"),
         ),
         FixExample(
             before="""
@@ -611,6 +616,7 @@ def update_ema(ema, model, decay):
         T._foreach_lerp_([ema_p for ema_p, p in param_pairs], [p for ema_p, p in param_pairs], 1 - decay)
 """,
             unsafe=True,
+            inputs=pair_inputs("update_ema(target, source, 1 - weight)"),
         ),
         FixExample(
             before="""
@@ -626,6 +632,7 @@ def scale_down(model, factor):
         torch._foreach_mul_([p.data for p in param_list], factor)
 """,
             unsafe=True,
+            inputs=model_inputs("scale_down(model, 0.5)", scalar_multiply=True),
         ),
         FixExample(
             before="""
@@ -645,6 +652,16 @@ def scale_grads(model, scale):
         torch._foreach_mul_([p.grad for p in params_with_grad], scale)
 """,
             unsafe=True,
+            inputs=(
+                *model_inputs("scale_grads(model, 0.37)", scalar_multiply=True),
+                *model_inputs("scale_grads(model, torch.tensor(0.37))",
+                              states={f"{name}, a 0-dim tensor factor": state for name, state in MODEL_STATES.items()}),
+                # `_foreach_mul_` takes a tensor factor only with 0 dimensions; the loop broadcasts a
+                # one-element 1-D tensor (a difference the page names)
+                FixInput("a one-element 1-D tensor factor", MODEL_CODE + MODEL_STATES["gradients"]
+                         + "scale_grads(model, torch.tensor([0.37]))\nresult = model\n",
+                         check="before_error is None and after_error == 'RuntimeError'"),
+            ),
         ),
         FixExample(
             before="""
@@ -666,6 +683,7 @@ def unscale(model, inv_scale):
         torch._foreach_mul_([p.grad for p in params_with_grad], inv_scale)
 """,
             unsafe=True,
+            inputs=model_inputs("unscale(model, 0.5)", scalar_multiply=True),
         ),
         FixExample(
             before="""
@@ -686,6 +704,7 @@ def average_grads(model, accumulation_steps):
         T._foreach_div_([param.grad.data for param in params_with_grad], accumulation_steps)
 """,
             unsafe=True,
+            inputs=model_inputs("average_grads(model, 3)"),
         ),
         FixExample(
             before="""
@@ -702,6 +721,7 @@ def sync_target_model(model, target_model, alpha):
         torch._foreach_add_([target_param.data for target_param, copy_param in param_pairs], [copy_param.data for target_param, copy_param in param_pairs], alpha=alpha)
 """,
             unsafe=True,
+            inputs=pair_inputs("sync_target_model(source, target, weight)", strict=True, multiplies=True),
         ),
         FixExample(
             before="""
@@ -724,6 +744,7 @@ def soft_update(critic, critic_target, tau):
             th._foreach_add_([target_param.data for param, target_param in param_pairs], [param.data for param, target_param in param_pairs], alpha=tau)
 """,
             unsafe=True,
+            inputs=pair_inputs("soft_update(source, target, weight)", strict=True, multiplies=True),
         ),
         FixExample(
             before="""
@@ -745,6 +766,209 @@ def follow(online, target, tau):
         torch._foreach_add_([t for t, p in param_pairs], [p for t, p in param_pairs], alpha=tau)
 """,
             unsafe=True,
+            inputs=pair_inputs("follow(source, target, weight)"),
+        ),
+        FixExample(  # `continue` guards the gradient too; `p.data -= ...` is an in-place update
+            before="""
+def sgd_continue(model, lr):
+    for p in model.parameters():
+        if p.grad is None:
+            continue
+        p.data -= lr * p.grad
+""",
+            after="""import torch
+
+def sgd_continue(model, lr):
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_sub_([p.data for p in params_with_grad], torch._foreach_mul([p.grad for p in params_with_grad], lr))
+""",
+            unsafe=True,
+            inputs=model_inputs("sgd_continue(model, 0.1)"),
+        ),
+        FixExample(  # the list built once before the loop
+            before="""
+def sgd_list(model, lr):
+    params = list(model.parameters())
+    for p in params:
+        if p.grad is None:
+            continue
+        p.data -= lr * p.grad
+""",
+            after="""import torch
+
+def sgd_list(model, lr):
+    params = list(model.parameters())
+    params_with_grad = [p for p in params if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_sub_([p.data for p in params_with_grad], torch._foreach_mul([p.grad for p in params_with_grad], lr))
+""",
+            unsafe=True,
+            inputs=model_inputs("sgd_list(model, 0.1)"),
+        ),
+        FixExample(  # weight decay then the step, over named parameters
+            before="""
+import torch
+
+@torch.no_grad()
+def decay_and_step(model, lr):
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            p.mul_(1 - lr * 0.01)
+            p.add_(p.grad, alpha=-lr)
+""",
+            after="""
+import torch
+
+@torch.no_grad()
+def decay_and_step(model, lr):
+    params_with_grad = [p for name, p in model.named_parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_mul_(params_with_grad, 1 - lr * 0.01)
+        torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
+""",
+            unsafe=True,
+            inputs=model_inputs("decay_and_step(model, 0.1)", scalar_multiply=True),
+        ),
+        FixExample(
+            before="""
+def named_step(model, lr):
+    for name, param in model.named_parameters():
+        if param.grad is not None:
+            param.data.add_(param.grad.data, alpha=-lr)
+""",
+            after="""import torch
+
+def named_step(model, lr):
+    params_with_grad = [param for name, param in model.named_parameters() if param.grad is not None]
+    if params_with_grad:
+        torch._foreach_add_([param.data for param in params_with_grad], [param.grad.data for param in params_with_grad], alpha=-lr)
+""",
+            unsafe=True,
+            inputs=model_inputs("named_step(model, 0.1)"),
+        ),
+        FixExample(  # the groups of an optimizer: one fix per group's loop
+            before="""
+import torch
+
+def group_step(model, lr):
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    opt.param_groups[0]["weight_decay"] = 0.01
+    for group in opt.param_groups:
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            p.data.mul_(1 - group["lr"] * group["weight_decay"])
+            p.data.add_(p.grad, alpha=-group["lr"])
+""",
+            after="""
+import torch
+
+def group_step(model, lr):
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    opt.param_groups[0]["weight_decay"] = 0.01
+    for group in opt.param_groups:
+        params_with_grad = [p for p in group["params"] if p.grad is not None]
+        if params_with_grad:
+            torch._foreach_mul_([p.data for p in params_with_grad], 1 - group["lr"] * group["weight_decay"])
+            torch._foreach_add_([p.data for p in params_with_grad], [p.grad for p in params_with_grad], alpha=-group["lr"])
+""",
+            unsafe=True,
+            inputs=model_inputs("group_step(model, 0.1)", scalar_multiply=True),
+        ),
+        FixExample(  # unguarded: the loop raises on a parameter without a gradient, the fix skips it
+            before="""
+import torch
+
+@torch.no_grad()
+def plain_step(model, lr):
+    for p in model.parameters():
+        p.add_(p.grad, alpha=-lr)
+""",
+            after="""
+import torch
+
+@torch.no_grad()
+def plain_step(model, lr):
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
+""",
+            unsafe=True,
+            inputs=model_inputs("plain_step(model, 0.1)", skips_missing_grads=False),
+        ),
+        FixExample(
+            before="""
+def scale_all_grads(model, factor):
+    for p in model.parameters():
+        p.grad.data.mul_(factor)
+""",
+            after="""import torch
+
+def scale_all_grads(model, factor):
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_mul_([p.grad.data for p in params_with_grad], factor)
+""",
+            unsafe=True,
+            inputs=model_inputs("scale_all_grads(model, 0.37)", skips_missing_grads=False, scalar_multiply=True),
+        ),
+        FixExample(  # a generator of parameters: the fix reads it once, as the loop did
+            before="""
+import torch
+
+def step_trainable(model, lr):
+    with torch.no_grad():
+        for p in filter(lambda t: t.requires_grad, model.parameters()):
+            if p.grad is not None:
+                p.add_(p.grad, alpha=-lr)
+""",
+            after="""
+import torch
+
+def step_trainable(model, lr):
+    with torch.no_grad():
+        params_with_grad = [p for p in filter(lambda t: t.requires_grad, model.parameters()) if p.grad is not None]
+        if params_with_grad:
+            torch._foreach_add_(params_with_grad, [p.grad for p in params_with_grad], alpha=-lr)
+""",
+            unsafe=True,
+            inputs=(
+                *model_inputs("step_trainable(model, 0.5)"),
+                FixInput("parameters() counted", MODEL_CODE + MODEL_STATES["gradients"] + """
+calls = []
+
+class Counting:
+    def parameters(self):
+        calls.append(1)
+        return model.parameters()
+
+step_trainable(Counting(), 0.5)
+result = (model, len(calls))
+"""),
+            ),
+        ),
+        FixExample(  # an average kept with `mul_` then `add_`, updated three times
+            before="""
+import torch
+
+def update_average(ema, model, decay):
+    with torch.no_grad():
+        for e, p in zip(ema.parameters(), model.parameters()):
+            e.mul_(decay).add_(p, alpha=1 - decay)
+""",
+            after="""
+import torch
+
+def update_average(ema, model, decay):
+    with torch.no_grad():
+        param_pairs = list(zip(ema.parameters(), model.parameters()))
+        if param_pairs:
+            torch._foreach_mul_([e for e, p in param_pairs], decay)
+            torch._foreach_add_([e for e, p in param_pairs], [p for e, p in param_pairs], alpha=1 - decay)
+""",
+            unsafe=True,
+            inputs=pair_inputs("for _ in range(3):\n    update_average(target, source, 1 - weight)", multiplies=True),
         ),
     ]
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, UNSAFE, Fix
-from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, Rule
+from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, FixInput, Rule
 from ptlint.rules.optim._helpers import (
+    MODEL_CODE,
+    MODEL_STATES,
     ForeachWriter,
     body_nodes,
     fixable_loop,
+    model_inputs,
     param_names,
     tensor_kind,
     unguarded_body,
@@ -58,11 +61,14 @@ class PerParameterZeroGrad(Rule):
             return None
         writer = ForeachWriter(loop, self.ctx, guarded)
         writer.add("torch._foreach_zero_", writer.tensor(zeroed, names))
+        edits = writer.fix_edits()
+        if edits is None:
+            return None
         if guarded:
-            return Fix(SAFE, "Zero all gradients with one `torch._foreach_zero_` call", writer.fix_edits())
+            return Fix(SAFE, "Zero all gradients with one `torch._foreach_zero_` call", edits)
         # the loop raises on a parameter without a gradient; the fix skips it
         return Fix(UNSAFE, "Zero all gradients with one `torch._foreach_zero_` call (parameters without a "
-                           "gradient are skipped, where the loop raised)", writer.fix_edits())
+                           "gradient are skipped, where the loop raised)", edits)
 
     docs = """
 ## What it does
@@ -190,6 +196,17 @@ def zero_grads(model):
     if params_with_grad:
         torch._foreach_zero_([p.grad for p in params_with_grad])
 """,
+            inputs=(
+                *model_inputs("zero_grads(model)"),
+                # zeroed in place: the same gradient tensors, and a missing one stays missing
+                FixInput("gradients zeroed in place", MODEL_CODE + MODEL_STATES["gradients"] + """
+grads = [p.grad for p in model.parameters()]
+zero_grads(model)
+assert all(p.grad is g for p, g in zip(model.parameters(), grads))
+assert model.unused.grad is None and not model.body[0].weight.grad.any()
+result = model
+"""),
+            ),
         ),
         FixExample(
             before="""
@@ -207,6 +224,7 @@ def zero_grad(optimizer):
             torch._foreach_zero_([p.grad.data for p in params_with_grad])
 """,
             unsafe=True,
+            inputs=model_inputs("zero_grad(torch.optim.SGD(model.parameters(), lr=0.1))", skips_missing_grads=False),
         ),
         FixExample(  # `if p.grad is None: continue` guards it too: safe
             before="""
@@ -226,6 +244,64 @@ def zero_grad(params):
     if params_with_grad:
         T._foreach_zero_([p.grad for p in params_with_grad])
 """,
+            inputs=model_inputs("zero_grad(list(model.parameters()))"),
+        ),
+        FixExample(
+            before="""
+def zero_data(model):
+    for p in list(model.parameters()):
+        if p.grad is None:
+            continue
+        p.grad.data.zero_()
+""",
+            after="""import torch
+
+def zero_data(model):
+    params_with_grad = [p for p in list(model.parameters()) if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_zero_([p.grad.data for p in params_with_grad])
+""",
+            inputs=model_inputs("zero_data(model)"),
+        ),
+        FixExample(  # unguarded: the loop raises on a parameter without a gradient, the fix skips it
+            before="""
+def zero_all(model):
+    for p in model.parameters():
+        p.grad.zero_()
+""",
+            after="""import torch
+
+def zero_all(model):
+    params_with_grad = [p for p in model.parameters() if p.grad is not None]
+    if params_with_grad:
+        torch._foreach_zero_([p.grad for p in params_with_grad])
+""",
+            unsafe=True,
+            inputs=model_inputs("zero_all(model)", skips_missing_grads=False),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def zero_groups(model):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+    for group in opt.param_groups:
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            p.grad.data.zero_()
+""",
+            after="""
+import torch
+
+def zero_groups(model):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+    for group in opt.param_groups:
+        params_with_grad = [p for p in group["params"] if p.grad is not None]
+        if params_with_grad:
+            torch._foreach_zero_([p.grad.data for p in params_with_grad])
+""",
+            inputs=model_inputs("zero_groups(model)"),
         ),
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import UNSAFE, Fix
-from ptlint.engine.rule import FixExample, Rule
+from ptlint.engine.rule import FixExample, FixInput, Rule
 from ptlint.semantics.nodes import keyword
 
 # torch 2.13: the optimizers that take `fused=` ...
@@ -23,6 +23,22 @@ def optimizer_class(qualname: str | None) -> str | None:
         return None
     name = parts[-1]
     return name if name in FUSED or name in FOREACH_ONLY else None
+
+
+def steps_in_each_dtype(build: str) -> tuple[FixInput, ...]:
+    """FixInputs taking three optimizer steps with the optimizer `build(model)` makes, on a model
+    in float32, float16 and bfloat16. The fused kernels round differently: the same step to within
+    rounding, not bit for bit (one reason the fix is unsafe)."""
+    return tuple(FixInput(dtype, f"""
+model = torch.nn.Linear(4, 3).to(torch.{dtype})
+optimizer = {build}(model)
+inputs = torch.randn(2, 4).to(torch.{dtype})
+for _ in range(3):
+    optimizer.zero_grad()
+    model(inputs).float().square().sum().backward()
+    optimizer.step()
+result = model
+""", tolerance={"float32": 1e-5, "float16": 2e-2, "bfloat16": 2e-2}) for dtype in ("float32", "float16", "bfloat16"))
 
 
 class OptimizerNotFused(Rule):
@@ -178,6 +194,7 @@ def build(model):
     return torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
 """,
             unsafe=True,
+            inputs=steps_in_each_dtype("build"),
         ),
         FixExample(
             before="""
@@ -199,5 +216,49 @@ opt = SGD(
 )
 """,
             unsafe=True,
+        ),
+        FixExample(
+            before="""
+import torch
+
+def build_adam(model):
+    return torch.optim.Adam(model.parameters(), lr=0.1)
+""",
+            after="""
+import torch
+
+def build_adam(model):
+    return torch.optim.Adam(model.parameters(), lr=0.1, fused=True)
+""",
+            unsafe=True,
+            inputs=steps_in_each_dtype("build_adam"),
+        ),
+        FixExample(
+            before="""
+import torch
+
+def build_sgd(model):
+    return torch.optim.SGD(model.parameters(), lr=0.1)
+""",
+            after="""
+import torch
+
+def build_sgd(model):
+    return torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+""",
+            unsafe=True,
+            inputs=(
+                *steps_in_each_dtype("build_sgd"),
+                # fused SGD refuses sparse gradients, where plain SGD steps (a difference the page names)
+                FixInput("sparse gradients", """
+model = torch.nn.Embedding(10, 4, sparse=True)
+optimizer = build_sgd(model)
+for _ in range(3):
+    optimizer.zero_grad()
+    model(torch.tensor([[1, 2, 3]])).square().sum().backward()
+    optimizer.step()
+result = model
+""", check="before_error is None and after_error == 'RuntimeError'"),
+            ),
         ),
     ]

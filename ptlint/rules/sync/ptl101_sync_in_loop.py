@@ -5,15 +5,11 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
-from ptlint.semantics.compiled import is_traced, shadowed
-from ptlint.semantics.nodes import (
-    NUMPY_MODULES,
-    assigned_plain_python,
-    comes_from_module,
-    method_name,
-)
+from ptlint.semantics.compiled import is_traced
+from ptlint.semantics.nodes import method_name
 from ptlint.semantics.values import (
     DATA_PREDICATES,
+    NUMPY_MODULES,
     DEVICE_STEP_METHODS,
     SCALAR_CONVERSIONS,
     STRONG,
@@ -22,6 +18,7 @@ from ptlint.semantics.values import (
     is_torch_op,
     launches_device_work,
     loop_trains,
+    not_a_tensor,
     tensor_kind,
     type_guarded,
     value_test,
@@ -177,11 +174,11 @@ class SyncInLoop(Rule):
             return
         if isinstance(func, ast.Name) and func.id in NUMBER_CONVERSIONS:
             if len(node.args) == 1 and not node.keywords and self._strong(node.args[0]) \
-                    and not shadowed(func.id, self.ctx):
+                    and not self.ctx.names.is_local(func.id):
                 self._implicit_read(node, node.args[0], f"`{func.id}()` of a tensor")
         elif isinstance(func, ast.Name) and func.id == "print":
             arg = next((a for a in node.args if self._strong(a)), None)
-            if arg is not None and not shadowed("print", self.ctx):
+            if arg is not None and not self.ctx.names.is_local("print"):
                 self._implicit_read(arg, arg, "`print()` of a tensor")
         elif isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant) \
                 and isinstance(func.value.value, str):
@@ -352,8 +349,7 @@ class SyncInLoop(Rule):
     def _in_host_memory(self, value: ast.AST) -> bool:
         """Visibly NumPy or plain Python, in host memory, type-checked by the code, read from a
         checkpoint, or a NumPy array's method's result: reading it costs no device sync."""
-        return comes_from_module(value, self.ctx, NUMPY_MODULES) or assigned_plain_python(value, self.ctx) \
-            or visibly_on_host(value, self.ctx) or self._type_guarded(value) \
+        return not_a_tensor(value, self.ctx) or visibly_on_host(value, self.ctx) or self._type_guarded(value) \
             or _is_checkpoint_value(value, self.ctx) or self._numpy_array(value)
 
     def _statement(self) -> ast.stmt | None:

@@ -6,15 +6,8 @@ import ast
 
 from ptlint.engine.rule import Rule
 from ptlint.semantics.autograd import is_model_call, statements_of
-from ptlint.semantics.nodes import (
-    NUMPY_MODULES,
-    SCOPE_NODES,
-    assigned_plain_python,
-    body_nodes,
-    comes_from_module,
-    dotted,
-)
-from ptlint.semantics.values import STRONG, is_torch_op, tensor_kind
+from ptlint.semantics.nodes import DEFINITIONS, body_nodes, dotted
+from ptlint.semantics.values import STRONG, is_torch_op, not_a_tensor, tensor_kind
 
 CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
           "time.monotonic_ns", "timeit.default_timer"}
@@ -94,7 +87,7 @@ class UnsynchronizedTiming(Rule):
         if name is None:
             return None
         best = None
-        for node in body_nodes(statements_of(scope), stop_at=SCOPE_NODES):
+        for node in body_nodes(statements_of(scope), stop_at=DEFINITIONS):
             if not isinstance(node, ast.Assign) or _position(node) >= _position(before):
                 continue
             if any(dotted(t) == name for t in node.targets):
@@ -117,7 +110,7 @@ class UnsynchronizedTiming(Rule):
             statement = self._parents.get(id(statement))
         start = _end(statement or first)
         stop = _position(second)
-        return [n for n in body_nodes(statements_of(scope), stop_at=SCOPE_NODES)
+        return [n for n in body_nodes(statements_of(scope), stop_at=DEFINITIONS)
                 if hasattr(n, "lineno") and start <= _position(n) and _end(n) <= stop]
 
     # -- what happens in between -----------------------------------------------------------------
@@ -143,8 +136,7 @@ class UnsynchronizedTiming(Rule):
     def _fed_host_data(self, call: ast.Call) -> bool:
         """A model called on NumPy arrays, file names or lists is a high-level predictor (YOLO,
         a pipeline): it hands back host objects, which waits for the device."""
-        return any(comes_from_module(a, self.ctx, NUMPY_MODULES) or assigned_plain_python(a, self.ctx)
-                   for a in call.args)
+        return any(not_a_tensor(a, self.ctx) for a in call.args)
 
     def _waits(self, region: list[ast.AST], scope: ast.AST, seen: set[int]) -> bool:
         """Something in between waits for the device: `torch.cuda.synchronize()`, an event's or a
@@ -166,7 +158,7 @@ class UnsynchronizedTiming(Rule):
                 if isinstance(func, ast.Name) and name in PLAIN_CONVERSIONS and node.args \
                         and not all(isinstance(a, ast.Constant) for a in node.args):
                     return True
-                if any(self._waits(body_nodes(f.body, stop_at=SCOPE_NODES), f, seen)
+                if any(self._waits(body_nodes(f.body, stop_at=DEFINITIONS), f, seen)
                        for f in self._local_functions(node, seen)):
                     return True
             elif isinstance(node, ast.FormattedValue) and tensor_kind(node.value, self.ctx) == STRONG:

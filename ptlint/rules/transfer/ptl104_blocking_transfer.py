@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import PER_STEP, FixExample, Rule
+from ptlint.engine.rule import PER_STEP, FixExample, FixInput, Rule
 from ptlint.rules.transfer._helpers import has_non_blocking, to_host, transfer_device
 from ptlint.semantics.nodes import is_constant
 
@@ -31,6 +31,15 @@ def _root(node: ast.AST) -> ast.AST:
         else:
             return node
 
+
+# A training run of `train(model, inputs, targets, device, batch_size)`: the losses and the model.
+# On the CPU the fix changes nothing, but float32 training in one long process may differ in its
+# last bit from run to run (the vector path a kernel takes depends on the memory it gets): 1e-6.
+TRAIN = """
+model = torch.nn.Linear(5, 3)
+losses = train(model, {inputs}, {targets}, torch.device("cpu"), 4)
+result = (losses, model)
+"""
 
 class BlockingTransfer(Rule):
     code = "PTL104"
@@ -609,5 +618,53 @@ def train(model, ds, device):
         )
         model(x)
 """,
+        ),
+        FixExample(  # on the CPU, non_blocking is a no-op and pin_memory falls back to ordinary memory
+            before="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, inputs, targets, device, batch_size):
+    loader = DataLoader(TensorDataset(inputs, targets), batch_size=batch_size, pin_memory=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        out = model(x.float())
+        loss = torch.nn.functional.cross_entropy(out, y.long())
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+""",
+            after="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, inputs, targets, device, batch_size):
+    loader = DataLoader(TensorDataset(inputs, targets), batch_size=batch_size, pin_memory=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        optimizer.zero_grad()
+        out = model(x.float())
+        loss = torch.nn.functional.cross_entropy(out, y.long())
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+""",
+            inputs=(
+                FixInput("batches of float32", TRAIN.format(inputs="(torch.rand(10, 5) * 4).to(torch.float32)", targets="torch.randint(0, 3, (10,), dtype=torch.int32)"), tolerance=1e-6),
+                FixInput("batches of float16", TRAIN.format(inputs="(torch.rand(10, 5) * 4).to(torch.float16)", targets="torch.randint(0, 3, (10,), dtype=torch.int32)"), tolerance=1e-6),
+                FixInput("batches of bfloat16", TRAIN.format(inputs="(torch.rand(10, 5) * 4).to(torch.bfloat16)", targets="torch.randint(0, 3, (10,), dtype=torch.int32)"), tolerance=1e-6),
+                FixInput("batches of float64", TRAIN.format(inputs="(torch.rand(10, 5) * 4).to(torch.float64)", targets="torch.randint(0, 3, (10,), dtype=torch.int32)"), tolerance=1e-6),
+                FixInput("batches of uint8", TRAIN.format(inputs="(torch.rand(10, 5) * 4).to(torch.uint8)", targets="torch.randint(0, 3, (10,), dtype=torch.int32)"), tolerance=1e-6),
+                FixInput("no batches", TRAIN.format(inputs="torch.zeros(0, 5)", targets="torch.zeros(0, dtype=torch.long)")),
+            ),
         ),
     ]

@@ -7,7 +7,7 @@ import ast
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.rules.transfer._helpers import to_host, transfer_device
 from ptlint.semantics.autograd import looks_like_model, model_value
-from ptlint.semantics.nodes import SCOPE_NODES, dotted
+from ptlint.semantics.nodes import DEFINITIONS, dotted
 from ptlint.semantics.values import loop_trains, visibly_on_host
 from ptlint.semantics.where import iterable_is_data
 
@@ -42,7 +42,7 @@ def changed_in(loop: ast.AST, ctx) -> set[str]:
     pending: list[ast.AST] = [loop]
     while pending:
         node = pending.pop()
-        if node is not loop and isinstance(node, SCOPE_NODES):
+        if node is not loop and isinstance(node, DEFINITIONS):
             continue
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             _store_names(node.target, out)
@@ -67,7 +67,7 @@ def changed_in(loop: ast.AST, ctx) -> set[str]:
                     if name:
                         out.add(name)
             if not (isinstance(func, ast.Attribute) and func.attr in ("to", "cuda")) \
-                    and not (ctx.imports.qualname(func) or "").startswith("torch."):
+                    and not (ctx.qualname(func) or "").startswith("torch."):
                 # handed to a function that may change it in place: `refresh(stats)`
                 out.update(name for a in [*node.args, *(k.value for k in node.keywords)]
                            if isinstance(a, (ast.Name, ast.Attribute)) and (name := dotted(a)))

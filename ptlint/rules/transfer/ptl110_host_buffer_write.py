@@ -6,19 +6,14 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import UNSAFE, Fix
-from ptlint.engine.rule import PER_STEP, FixExample, Rule
+from ptlint.engine.rule import PER_STEP, FixExample, FixInput, Rule
 from ptlint.rules.transfer._helpers import to_host, transfer_device
 from ptlint.semantics.autograd import is_loss_call, is_model_call, statements_of
-from ptlint.semantics.nodes import (
-    NUMPY_MODULES,
-    body_nodes,
-    dotted,
-    method_name,
-    root_name,
-)
+from ptlint.semantics.nodes import body_nodes, dotted, method_name, root_name
 from ptlint.semantics.values import (
     HOST_FACTORIES,
     KEPT_ATTRIBUTES,
+    NUMPY_MODULES,
     REDUCTIONS,
     TENSOR_METHODS,
     backward_names,
@@ -62,6 +57,14 @@ def _runs_a_model(func: ast.AST) -> bool:
     parts = name.lower().split("_")
     return len(parts) > 1 and parts[0] in RUNNER_VERBS
 
+
+# Batches of (inputs, labels), the same for the same seed.
+BATCHES = """
+def batches(n=5, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return [(torch.randn(4, 3, generator=generator), torch.randint(0, 2, (4,), generator=generator))
+            for _ in range(n)]
+"""
 
 class HostBufferWrite(Rule):
     code = "PTL110"
@@ -238,7 +241,7 @@ class HostBufferWrite(Rule):
         """The device this function visibly works on, spelled so that it is defined where the
         factory runs: the one target of its `.to(...)` / `.cuda(...)` / `device=`, or
         `fabric.device` / `accelerator.device`. None when there is none, or more than one."""
-        found = {self.ctx.edits.text(d) for d in devices
+        found = {self.ctx.edits.argument(d) for d in devices
                  if not self._host_device(d, scope) and self._defined_before(d, factory, scope)}
         if len(found) == 1:
             return found.pop()
@@ -697,6 +700,86 @@ def evaluate(model, loader, n, use_gpu):
     return losses.mean().item()
 """,
             unsafe=True,
+        ),
+        FixExample(
+            before="""
+import torch
+
+@torch.no_grad()
+def validate(model, loader, device, max_iters):
+    model.eval()
+    losses = torch.zeros(min(len(loader), max_iters))
+    for k, (x, y) in enumerate(loader):
+        if k >= max_iters:
+            break
+        logits = model(x.to(device))
+        losses[k] = torch.nn.functional.cross_entropy(logits, y.to(device))
+    model.train()
+    return losses.mean()
+""",
+            after="""
+import torch
+
+@torch.no_grad()
+def validate(model, loader, device, max_iters):
+    model.eval()
+    losses = torch.zeros(min(len(loader), max_iters), device=device)
+    for k, (x, y) in enumerate(loader):
+        if k >= max_iters:
+            break
+        logits = model(x.to(device))
+        losses[k] = torch.nn.functional.cross_entropy(logits, y.to(device))
+    model.train()
+    return losses.mean()
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("on the CPU", BATCHES + "result = validate(torch.nn.Linear(3, 2), batches(), 'cpu', 4)\n"),
+                # with the model on a device (`meta` stands in for an accelerator: it keeps the buffer's
+                # later ops on itself, and refuses `.numpy()`, like CUDA), the caller gets a tensor on
+                # that device where the original returned a host tensor: why the fix is unsafe (the
+                # original cannot run there: a meta value has no data to copy to the host, where
+                # CUDA's would sync)
+                FixInput("the model on a device", BATCHES + "result = validate(torch.nn.Linear(3, 2, device='meta'), "
+                                                           "batches(), 'meta', 3)\n",
+                         check="after.device.type == 'meta' and after_error is None"),
+            ),
+        ),
+        FixExample(
+            before="""
+import torch
+from torch import full
+
+class Fabric:
+    device = "cpu"
+
+def evaluate(fabric, model, loader):
+    scores = full((len(loader), 2), float("nan"), dtype=torch.float64)
+    for i, (x, y) in enumerate(loader):
+        out = model(x)
+        scores[i, 0] = out.max()
+        scores[i, 1].copy_(out.softmax(-1)[:, 0].mean())
+    return scores
+""",
+            after="""
+import torch
+from torch import full
+
+class Fabric:
+    device = "cpu"
+
+def evaluate(fabric, model, loader):
+    scores = full((len(loader), 2), float("nan"), dtype=torch.float64, device=fabric.device)
+    for i, (x, y) in enumerate(loader):
+        out = model(x)
+        scores[i, 0] = out.max()
+        scores[i, 1].copy_(out.softmax(-1)[:, 0].mean())
+    return scores
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("on the CPU", BATCHES + "result = evaluate(Fabric(), torch.nn.Linear(3, 2), batches(seed=1))\n"),
+            ),
         ),
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, UNSAFE, Fix
-from ptlint.engine.rule import CALLED, PER_STEP, FixExample, Rule
+from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
 from ptlint.semantics.nodes import keyword
 from ptlint.semantics.values import DEVICE_STRING, is_device_expr
 
@@ -241,15 +241,15 @@ class MoveAfterCreate(Rule):
             elif isinstance(device, ast.Constant) and type(device.value) is int:
                 spelled_device = f'"cuda:{device.value}"'
             elif isinstance(device, ast.Constant) and isinstance(device.value, str):
-                spelled_device = edits.text(device)
+                spelled_device = edits.argument(device)
             else:
                 return None
         else:
             if device is None:
                 return None
-            spelled_device = edits.text(device)
+            spelled_device = edits.argument(device)
             dtype = move.args[1] if len(move.args) > 1 else kwargs.get("dtype")
-        arguments = ([f"dtype={edits.text(dtype)}"] if dtype is not None else []) + [f"device={spelled_device}"]
+        arguments = ([f"dtype={edits.argument(dtype)}"] if dtype is not None else []) + [f"device={spelled_device}"]
         return (edits.replace(move, edits.call_with_keywords(factory, arguments)),)
 
     docs = """
@@ -522,5 +522,135 @@ def train(model, loader, d, device):
         model(x).sum().backward()
 """,
             unsafe=True,
+        ),
+        FixExample(  # every deterministic factory: the same tensor created in place
+            before="""
+import torch
+
+def make(device="cpu"):
+    for _ in range(2):
+        a = torch.zeros(3, 4).to(device)
+        b = torch.ones(2, 2).to(device=device, non_blocking=True)
+        c = torch.arange(10).to(device)
+        d = torch.linspace(0, 1, 7).to(device)
+        e = torch.full((2, 3), 0.25).to(device)
+        f = torch.eye(4).to(device, torch.float16)
+        g = torch.ones(2, 3).to(device, dtype=torch.bfloat16)
+        h = torch.zeros(5).to(device=device, dtype=torch.int32)
+        i = torch.logspace(0, 2, 5).to(device)
+        j = torch.hann_window(8).to(device)
+        k = torch.tril_indices(4, 4).to(device)
+    return a, b, c, d, e, f, g, h, i, j, k
+""",
+            after="""
+import torch
+
+def make(device="cpu"):
+    for _ in range(2):
+        a = torch.zeros(3, 4, device=device)
+        b = torch.ones(2, 2, device=device)
+        c = torch.arange(10, device=device)
+        d = torch.linspace(0, 1, 7, device=device)
+        e = torch.full((2, 3), 0.25, device=device)
+        f = torch.eye(4, dtype=torch.float16, device=device)
+        g = torch.ones(2, 3, dtype=torch.bfloat16, device=device)
+        h = torch.zeros(5, dtype=torch.int32, device=device)
+        i = torch.logspace(0, 2, 5, device=device)
+        j = torch.hann_window(8, device=device)
+        k = torch.tril_indices(4, 4, device=device)
+    return a, b, c, d, e, f, g, h, i, j, k
+""",
+            inputs=(
+                # on the CPU, where a real program passes "cuda": both draw from the same generator, so
+                # even the random factories agree; the moved tensor and the created one are the same
+                FixInput("created on the CPU", "made = make()\nresult = (made, [t.requires_grad for t in made])\n"),
+            ),
+        ),
+        FixExample(  # the random factories, and what else may not give the same tensor on a device
+            before="""
+import torch
+from torch import randn as rnd
+
+def make(device="cpu"):
+    for _ in range(2):
+        a = torch.randn(4, 5).to(device)
+        b = torch.rand(3).to(device=device)
+        c = torch.randint(0, 10, (6,)).to(device)
+        d = torch.randperm(9).to(device)
+        e = torch.normal(0.0, 1.0, size=(4,)).to(device)
+        f = rnd(2, 3).to(device, non_blocking=True)
+        g = torch.zeros(3, requires_grad=True).to(device)
+        h = torch.arange(0, 1, 0.25).to(device, torch.float64)
+    return a, b, c, d, e, f, g, h
+""",
+            after="""
+import torch
+from torch import randn as rnd
+
+def make(device="cpu"):
+    for _ in range(2):
+        a = torch.randn(4, 5, device=device)
+        b = torch.rand(3, device=device)
+        c = torch.randint(0, 10, (6,), device=device)
+        d = torch.randperm(9, device=device)
+        e = torch.normal(0.0, 1.0, size=(4,), device=device)
+        f = rnd(2, 3, device=device)
+        g = torch.zeros(3, requires_grad=True, device=device)
+        h = torch.arange(0, 1, 0.25, dtype=torch.float64, device=device)
+    return a, b, c, d, e, f, g, h
+""",
+            unsafe=True,
+            inputs=(
+                # on the CPU, where a real program passes "cuda": both draw from the same generator, so
+                # even the random factories agree; the moved tensor and the created one are the same
+                FixInput("created on the CPU", "made = make()\nresult = (made, [t.requires_grad for t in made])\n"),
+            ),
+        ),
+        FixExample(  # a dtype moved into a value-computing factory: float16 cannot hold 1e30
+            before="""
+import torch
+
+def make(device="cpu"):
+    for _ in range(2):
+        out = torch.full((2,), 1e30).to(device, torch.float16)
+    return out
+""",
+            after="""
+import torch
+
+def make(device="cpu"):
+    for _ in range(2):
+        out = torch.full((2,), 1e30, dtype=torch.float16, device=device)
+    return out
+""",
+            unsafe=True,
+            inputs=(
+                # casting gives inf, creating in float16 raises: why the fix is unsafe
+                FixInput("a value past float16", "result = make()",
+                         check="torch.isinf(before).all() and after_error == 'RuntimeError'"),
+            ),
+        ),
+        FixExample(  # computing in half precision is not computing in float32 and casting
+            before="""
+import torch
+
+def make(device="cpu"):
+    for _ in range(2):
+        out = torch.arange(0, 300, 0.7).to(device, torch.float16)
+    return out
+""",
+            after="""
+import torch
+
+def make(device="cpu"):
+    for _ in range(2):
+        out = torch.arange(0, 300, 0.7, dtype=torch.float16, device=device)
+    return out
+""",
+            unsafe=True,
+            inputs=(
+                FixInput("steps that round in float16", "result = make()",
+                         check="before.shape != after.shape or not torch.equal(before, after)"),
+            ),
         ),
     ]

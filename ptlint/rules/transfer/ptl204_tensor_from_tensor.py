@@ -5,9 +5,23 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import SAFE, Fix
-from ptlint.engine.rule import CALLED, PER_STEP, FixExample, Rule
+from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
 from ptlint.semantics.values import STRONG, tensor_kind
 
+# A copy made of a tensor `make` builds, the warnings it printed, and what it means that the copy is
+# the same tensor as `torch.tensor(t)` gave (dtype, shape, contiguity, not requiring grad), a copy
+# and not a view, without the warning torch prints for the original.
+COPY = """
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    source, copy = copy_of(lambda: {make})
+warned = [str(w.message) for w in caught]
+result = (source, copy)
+"""
+COPY_CHECK = ("same(before, after) and not after[1].requires_grad and after[1].grad_fn is None "
+              "and after[1].is_contiguous() == before[1].is_contiguous() "
+              "and (not after[1].numel() or after[1].data_ptr() != after[0].data_ptr()) and warned == []")
 
 class TensorFromTensor(Rule):
     code = "PTL204"
@@ -235,6 +249,36 @@ def f(a, b):
     s = torch.sum(a)
     return (s * 2).clone().detach()
 """,
+        ),
+        FixExample(  # what torch.tensor(t) gives, for every kind of tensor the code may hold
+            before="""
+import torch
+
+def copy_of(make):
+    source = torch.clone(make())
+    return source, torch.tensor(source)
+""",
+            after="""
+import torch
+
+def copy_of(make):
+    source = torch.clone(make())
+    return source, source.clone().detach()
+""",
+            inputs=(
+                FixInput('float32', COPY.format(make="torch.randn(3, 4)"), check=COPY_CHECK),
+                FixInput('float16', COPY.format(make="torch.randn(3, 4).half()"), check=COPY_CHECK),
+                FixInput('bfloat16', COPY.format(make="torch.randn(3, 4).bfloat16()"), check=COPY_CHECK),
+                FixInput('int64', COPY.format(make="torch.arange(6)"), check=COPY_CHECK),
+                FixInput('uint8', COPY.format(make="torch.arange(6, dtype=torch.uint8)"), check=COPY_CHECK),
+                FixInput('bool', COPY.format(make="torch.tensor([True, False])"), check=COPY_CHECK),
+                FixInput('complex64', COPY.format(make="torch.randn(2, dtype=torch.complex64)"), check=COPY_CHECK),
+                FixInput('a 0-dim tensor', COPY.format(make="torch.tensor(2.5)"), check=COPY_CHECK),
+                FixInput('an empty tensor', COPY.format(make="torch.zeros(0, 3)"), check=COPY_CHECK),
+                FixInput('a non-contiguous tensor', COPY.format(make="torch.randn(4, 3).t()"), check=COPY_CHECK),
+                FixInput('a tensor that requires grad', COPY.format(make="torch.randn(3, requires_grad=True) * 2"), check=COPY_CHECK),
+                FixInput('a leaf that requires grad', COPY.format(make="torch.randn(3, requires_grad=True)"), check=COPY_CHECK),
+            ),
         ),
     ]
 
