@@ -19,7 +19,6 @@ from ptlint.engine.registry import BUILTIN_CODES
 from ptlint.engine.rule import Rule, triggered
 from ptlint.engine.source import SourceFile
 from ptlint.engine.suppress import Suppressions
-from ptlint.semantics.where import forget_execution_model
 
 # Deeply nested expressions: ast.parse itself copes with a few thousand levels; so must we.
 _RECURSION_LIMIT = 20000
@@ -273,10 +272,7 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
     try:
-        Traversal(ctx, rules).run()
-        # a model a rule built during the walk saw the assignments made so far only: where code
-        # runs is decided on the whole file, so build it again (parents do not change; callers do)
-        forget_execution_model(ctx)
+        Traversal(ctx, rules).run()  # where code runs is decided after it, on the whole file
         for rule in rules:
             rule.end_file()
         findings = ctx.finish()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.semantics.names import Meaning, Names
+from ptlint.semantics.nodes import FUNCTION_DEFS
 
 
 class FileFacts:
@@ -26,6 +27,8 @@ class FileFacts:
         self.project_root = project_root  # where the project's own imports resolve (ptlint.semantics.project)
         self.names = Names(tree, text, self.parent)  # the one name resolver of the file
         self._parents: dict[int, ast.AST] | None = None
+        self._defs: list[ast.AST] = []
+        self._calls: list[ast.Call] = []
         self.stack: list[ast.AST] = []
         self.loops: list[ast.AST] = []
         self.functions: list[ast.AST] = []
@@ -54,19 +57,52 @@ class FileFacts:
     def imports_torch(self) -> bool:
         return self.names.imports_module("torch")
 
-    # -- parents -----------------------------------------------------------------------------
+    # -- the tree's structure -----------------------------------------------------------------
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The parent of any node of the tree: the file's one parent map, built on first use."""
         if self._parents is None:
-            table: dict[int, ast.AST] = {}
-            pending: list[ast.AST] = [self.tree]
-            while pending:
-                current = pending.pop()
-                for child in ast.iter_child_nodes(current):
-                    table[id(child)] = current
-                    pending.append(child)
-            self._parents = table
+            self._index()
         return self._parents.get(id(node))
+
+    def function_defs(self) -> list[ast.AST]:
+        """Every def of the file (methods and nested functions too)."""
+        if self._parents is None:
+            self._index()
+        return self._defs
+
+    def calls(self) -> list[ast.Call]:
+        """Every call of the file."""
+        if self._parents is None:
+            self._index()
+        return self._calls
+
+    def _index(self) -> None:
+        """One walk over the tree: parents, defs and calls."""
+        parents: dict[int, ast.AST] = {}
+        defs, calls = self._defs, self._calls
+        pending: list[ast.AST] = [self.tree]
+        while pending:
+            node = pending.pop()
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                pending.append(child)
+            if isinstance(node, ast.Call):
+                calls.append(node)
+            elif isinstance(node, FUNCTION_DEFS):
+                defs.append(node)
+        self._parents = parents
+
+    def enclosing_function(self, node: ast.AST) -> ast.AST | None:
+        """The innermost def around `node` (lambdas are transparent)."""
+        parent = self.parent(node)
+        while parent is not None and not isinstance(parent, FUNCTION_DEFS):
+            parent = self.parent(parent)
+        return parent
+
+    def owner_class(self, function: ast.AST) -> ast.ClassDef | None:
+        """The class a def is a method of."""
+        parent = self.parent(function)
+        return parent if isinstance(parent, ast.ClassDef) else None
 
     @property
     def function(self) -> ast.AST | None:

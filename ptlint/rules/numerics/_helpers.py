@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.nodes import argument, body_nodes, keyword
+from ptlint.semantics.nodes import FUNCTION_DEFS, argument, body_nodes, keyword
 
 if TYPE_CHECKING:
     from ptlint.engine.file_context import FileContext
@@ -257,7 +257,6 @@ def sigmoid_call(ctx, node) -> Call | None:
 
 # -- what a local name holds where it is read ------------------------------------------------
 
-FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
 @dataclass(frozen=True)
@@ -400,7 +399,7 @@ def attribute_values(ctx, cls: ast.ClassDef, attr: str) -> list[ast.expr]:
     if key not in ctx.memo:
         table: dict[str, list[ast.expr]] = {}
         for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not isinstance(method, FUNCTION_DEFS):
                 continue
             for node in ast.walk(method):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -480,7 +479,7 @@ def model_ends_in(ctx, call: ast.AST, scope: Scope, recognise, depth: int = 0) -
     """`call` runs a model whose output `recognise` accepts: an `nn.Sequential(..., last)` whose
     last layer it accepts, or an instance of a module class of this file whose `forward`
     returns only such values (`return F.softmax(x, dim=1)`)."""
-    from ptlint.semantics.compiled import local_classes, is_module_class
+    from ptlint.semantics.compiled import is_module_class, local_classes
 
     if depth > 2 or not isinstance(call, ast.Call):
         return False

@@ -7,7 +7,6 @@ import ast
 
 from ptlint.engine.rule import Rule
 from ptlint.rules.numerics._helpers import (
-    FUNCTION_NODES,
     Scope,
     built_from,
     module_calls,
@@ -16,6 +15,7 @@ from ptlint.rules.numerics._helpers import (
     softmax_call,
     softmax_output,
 )
+from ptlint.semantics.nodes import FUNCTION_DEFS
 
 PRODUCTS = {"torch.matmul", "torch.bmm"}
 TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "t"}
@@ -272,7 +272,7 @@ class AttentionByHand(Rule):
             found = []
             if any(marker in source for marker in FUSED_MARKERS):
                 for node in ast.walk(self.ctx.tree):
-                    if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and not isinstance(node, ast.Lambda):
+                    if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
                         text = self.ctx.edits.text(node).lower()
                         if any(marker in text for marker in FUSED_MARKERS):
                             found.append(node)
