@@ -240,19 +240,14 @@ def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
     return Finding("PTL001", name, message, source.path, line, column, end_line, end_column, severity="error")
 
 
-# Rule families that stay silent in test code (DESIGN.md): performance and compile rules.
-# Numerics rules (PTL3) still report there: a wrong formula is wrong in a test too.
-SILENT_IN_TESTS = ("PTL1", "PTL2", "PTL4", "PTL5", "PTL6")
-
-
 def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
                 project_root: str | None = None) -> list[Finding]:
     """All findings for one decoded file: suppressions applied, sorted, deduplicated.
     `test_code`: the file is test code (Settings.is_test_code); `project_root`: the folder of
     the configuration, where rules that read imported project modules resolve them."""
     text = source.text
-    active = [cls for cls in rule_classes if triggered(cls.triggers, text)
-              and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
+    active = [cls for cls in rule_classes
+              if triggered(cls.triggers, text) and (cls.reports_in_tests or not test_code)]
     try:
         tree = parse(source)
     except SyntaxError as exc:

@@ -127,7 +127,13 @@ def resolve(ctx, node: ast.AST, recogniser, names: set[str]) -> tuple[Call | Non
     return None, False
 
 
-class DeferredRule(Rule):
+class NumericsRule(Rule):
+    """A rule of the numerics family: a wrong formula is wrong in test code too."""
+
+    reports_in_tests = True
+
+
+class DeferredRule(NumericsRule):
     """A rule whose findings through local names wait for the end of the file: the traversal
     knows only the assignments made so far, and a name reassigned later in the function (in a
     loop, say) may reach the use with another value. Reported only when every name it went
@@ -593,7 +599,7 @@ def note_loss_holder(ctx, node: ast.AST, functions: set[str], classes: set[str],
                 holders.add(target.attr)
 
 
-class LossInputRule(Rule):
+class LossInputRule(NumericsRule):
     """A rule about what a loss is fed (PTL306, PTL307). Every call may be a loss module's, and a
     module-level `criterion = ...` can come after the function that uses it, so the calls are
     checked at the end of the file: `loss_calls()` gives each call of one of `loss_functions` /

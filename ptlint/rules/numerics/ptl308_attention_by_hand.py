@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.engine.rule import Rule
 from ptlint.rules.numerics._helpers import (
+    NumericsRule,
     Scope,
     built_from,
     module_calls,
@@ -37,7 +37,7 @@ POOLING = {"mean", "amax", "amin", "max", "sum", "logsumexp"}
 HARMLESS_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "is_cuda"}
 
 
-class AttentionByHand(Rule):
+class AttentionByHand(NumericsRule):
     code = "PTL308"
     name = "attention-by-hand"
     message = ("attention written by hand (`softmax(q @ kᵀ) @ v`) materialises the full score matrix; "
