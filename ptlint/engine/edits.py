@@ -22,7 +22,7 @@ from ptlint.engine.finding import Edit
 
 if TYPE_CHECKING:
     from ptlint.engine.source import SourceFile
-    from ptlint.semantics.names import ImportMap
+    from ptlint.semantics.names import Names
 
 # Expressions that never need parentheses when substituted into another expression.
 ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple, ast.Dict,
@@ -30,7 +30,7 @@ ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.Li
 
 
 class Edits:
-    def __init__(self, source: "SourceFile", tree: ast.Module, imports: "ImportMap") -> None:
+    def __init__(self, source: "SourceFile", tree: ast.Module, imports: "Names") -> None:
         self.source = source
         self.tree = tree
         self.imports = imports

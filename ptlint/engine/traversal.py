@@ -271,6 +271,7 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
         for rule in rules:
             rule.end_file()
         findings = ctx.finish()
+        ctx.memo.clear()  # analyses kept there refer back to the file: let it go now, not at the next collection
     finally:
         sys.setrecursionlimit(limit)
     return finalize(source, findings)

@@ -29,6 +29,7 @@ at any node of the tree, through its parent links.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -42,6 +43,9 @@ UNKNOWN = "unknown"  # a star import could bind it, or a `del` unbinds it somewh
 
 # Kinds of binding in a scope's table.
 _IMPORT, _RELATIVE, _DEF, _OTHER, _DEL = "import", "relative", "def", "other", "del"
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# statements that bind no name and hold no block
+_BINDS_NOTHING = {ast.Expr, ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break, ast.Continue}
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class Meaning:
     target: str | None = None
 
 
+_NONE: frozenset[str] = frozenset()
+_WALRUS = re.compile(r"(\w+)\s*:=")
 _FREE = Meaning(FREE)
 _LOCAL = Meaning(LOCAL)
 _UNKNOWN = Meaning(UNKNOWN)
@@ -62,16 +68,24 @@ _UNKNOWN = Meaning(UNKNOWN)
 class _Table:
     """The bindings of one scope: name -> [(kind, import target)] in source order."""
 
-    __slots__ = ("bindings", "globals", "nonlocals", "star")
+    __slots__ = ("bindings", "globals", "nonlocals", "star", "meanings")
 
     def __init__(self) -> None:
         self.bindings: dict[str, list[tuple[str, str | None]]] = {}
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
+        self.globals: frozenset[str] | set[str] = _NONE  # a set of its own once a scope declares one
+        self.nonlocals: frozenset[str] | set[str] = _NONE
         self.star = False
+        self.meanings: dict[str, Meaning] = {}  # what each bound name means, once asked
 
     def bind(self, name: str, kind: str, target: str | None = None) -> None:
         self.bindings.setdefault(name, []).append((kind, target))
+
+    def meaning(self, name: str) -> Meaning | None:
+        """What the scope's bindings of `name` make of it; None when it binds no `name`."""
+        meaning = self.meanings.get(name)
+        if meaning is None and name in self.bindings:
+            meaning = self.meanings[name] = _meaning(self.bindings[name])
+        return meaning
 
 
 def _meaning(bindings: list[tuple[str, str | None]]) -> Meaning:
@@ -108,18 +122,32 @@ class Names:
 
     def __init__(self, tree: ast.Module, text: str, parent_of: Callable[[ast.AST], ast.AST | None]) -> None:
         self.tree = tree
-        self._walrus = ":=" in text
+        # names a walrus may bind (`(n := len(x))`): the tables look for walrus bindings, which
+        # means walking every expression, only once one of these is asked about
+        self._walrus_names = set(_WALRUS.findall(text)) if ":=" in text else set()
+        self._walrus = False
         self._parent_of = parent_of
         self._tables: dict[int, _Table] | None = None
         self.scopes: list[ast.AST] = []  # scopes the traversal is in, outermost first (not the module)
+        # answers where the traversal is, kept per innermost scope: name -> meaning, node -> qualname
+        self._answers: dict[int, tuple[dict[str, Meaning], dict[int, str | None]]] = {}
+        self.meanings_here, self.qualnames_here = self._answers_for(None)
 
     # -- where the traversal is --------------------------------------------------------------
     def enter(self, scope: ast.AST) -> None:
         """The traversal enters the body of a function, lambda, class or comprehension."""
         self.scopes.append(scope)
+        self.meanings_here, self.qualnames_here = self._answers_for(scope)
 
     def leave(self) -> None:
         self.scopes.pop()
+        self.meanings_here, self.qualnames_here = self._answers_for(self.scopes[-1] if self.scopes else None)
+
+    def _answers_for(self, scope: ast.AST | None) -> tuple[dict[str, Meaning], dict[int, str | None]]:
+        answers = self._answers.get(id(scope))
+        if answers is None:
+            answers = self._answers[id(scope)] = ({}, {})
+        return answers
 
     # -- questions ---------------------------------------------------------------------------
     def meaning(self, name: str, at: ast.AST | None = None) -> Meaning:
@@ -131,7 +159,12 @@ class Names:
         A fix that writes `torch.xxx(...)` at `at` may rely on `torch` only when this is
         `Meaning(IMPORTED, "torch")`; FREE means an `import torch` must be added first, LOCAL or
         UNKNOWN that the name cannot be used there."""
-        return self._resolve(name, self._chain(at) if at is not None else self._here())
+        if at is not None:
+            return self._resolve(name, self._chain(at))
+        meaning = self.meanings_here.get(name)
+        if meaning is None:
+            meaning = self.meanings_here[name] = self._resolve(name, self._here())
+        return meaning
 
     def qualname(self, node: ast.AST, at: ast.AST | None = None) -> str | None:
         """`T.nn.DataParallel` -> `torch.nn.DataParallel` under `import torch as T`; None when
@@ -198,7 +231,7 @@ class Names:
                 chain.append(parent)
             elif isinstance(parent, ast.comprehension) and child is parent.iter:
                 comprehension = self._parent_of(parent)
-                if comprehension is not None and parent is comprehension.generators[0]:
+                if parent is comprehension.generators[0]:  # evaluated outside the comprehension
                     child, parent = comprehension, self._parent_of(comprehension)
                     continue
             child, parent = parent, self._parent_of(parent)
@@ -206,6 +239,9 @@ class Names:
         return chain
 
     def _resolve(self, name: str, chain: list[ast.AST]) -> Meaning:
+        if name in self._walrus_names and not self._walrus:
+            self._walrus = True
+            self._tables = None  # built again, with walrus bindings
         for index, scope in enumerate(chain):
             if index and isinstance(scope, ast.ClassDef):
                 continue  # a class body's names are not seen by the functions in it
@@ -214,9 +250,9 @@ class Names:
                 return self._resolve(name, [self.tree])
             if name in table.nonlocals:
                 continue
-            bindings = table.bindings.get(name)
-            if bindings:
-                return _meaning(bindings)
+            meaning = table.meaning(name)
+            if meaning is not None:
+                return meaning
         return _UNKNOWN if self._table(self.tree).star else _FREE
 
     # -- tables ------------------------------------------------------------------------------
@@ -237,8 +273,8 @@ class Names:
         return table
 
     def _new_table(self, scope: ast.AST) -> _Table:
-        table = self._tables[id(scope)] = _Table()
-        return table
+        self._tables[id(scope)] = _Table()
+        return self._tables[id(scope)]
 
     def _collect(self, statements: list[ast.stmt], table: _Table) -> None:
         """Record the bindings `statements` make in the scope of `table`; open a table for each
@@ -247,34 +283,60 @@ class Names:
         for statement in statements:
             if self._walrus:
                 self._collect_walrus(statement, table)
-            if isinstance(statement, (*FUNCTION_DEFS, ast.ClassDef)):
+            kind = type(statement)
+            if kind in _BINDS_NOTHING:
+                continue
+            if kind is ast.Assign:
+                for target in statement.targets:
+                    for name in _target_names(target):
+                        self._bind(table, module, name, _OTHER)
+            elif kind in _DEFS:
                 self._bind(table, module, statement.name, _DEF)
                 inner = self._new_table(statement)
-                if not isinstance(statement, ast.ClassDef):
+                if kind is not ast.ClassDef:
                     for name in _parameters(statement.args):
                         inner.bind(name, _OTHER)
                 self._collect(statement.body, inner)
-            elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            elif kind is ast.Import or kind is ast.ImportFrom:
                 self._collect_import(statement, table, module)
-            elif isinstance(statement, (ast.Global, ast.Nonlocal)):
-                (table.globals if isinstance(statement, ast.Global) else table.nonlocals).update(statement.names)
+            elif kind is ast.Global:
+                table.globals = {*table.globals, *statement.names}
+            elif kind is ast.Nonlocal:
+                table.nonlocals = {*table.nonlocals, *statement.names}
             else:
-                for name in self._bound_names(statement):
-                    self._bind(table, module, name, _DEL if isinstance(statement, ast.Delete) else _OTHER)
-                for field in ("body", "orelse", "finalbody"):
-                    block = getattr(statement, field, None)
-                    if isinstance(block, list):
-                        self._collect(block, table)
-                for handler in getattr(statement, "handlers", ()):
-                    if handler.name:
-                        self._bind(table, module, handler.name, _OTHER)
-                    self._collect(handler.body, table)
-                for case in getattr(statement, "cases", ()):
-                    for pattern in ast.walk(case.pattern):
-                        name = getattr(pattern, "name", None) or getattr(pattern, "rest", None)
-                        if name:
-                            self._bind(table, module, name, _OTHER)
-                    self._collect(case.body, table)
+                self._collect_compound(statement, table, module)
+
+    def _collect_compound(self, statement: ast.stmt, table: _Table, module: _Table) -> None:
+        """The other statements: augmented and annotated assignments, `del`, and the blocks of
+        `for`, `while`, `if`, `with`, `try` and `match` with the names they bind."""
+        if isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            names = _target_names(statement.target)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            names = [name for item in statement.items if item.optional_vars is not None
+                     for name in _target_names(item.optional_vars)]
+        elif isinstance(statement, ast.Delete):
+            for target in statement.targets:
+                for name in _target_names(target):
+                    self._bind(table, module, name, _DEL)
+            return
+        else:
+            names = []
+        for name in names:
+            self._bind(table, module, name, _OTHER)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(statement, field, None)
+            if block:
+                self._collect(block, table)
+        for handler in getattr(statement, "handlers", ()):
+            if handler.name:
+                self._bind(table, module, handler.name, _OTHER)
+            self._collect(handler.body, table)
+        for case in getattr(statement, "cases", ()):
+            for pattern in ast.walk(case.pattern):
+                name = getattr(pattern, "name", None) or getattr(pattern, "rest", None)
+                if name:
+                    self._bind(table, module, name, _OTHER)
+            self._collect(case.body, table)
 
     @staticmethod
     def _bind(table: _Table, module: _Table, name: str, kind: str, target: str | None = None) -> None:
@@ -296,21 +358,6 @@ class Names:
                 self._bind(table, module, alias.asname or alias.name, _RELATIVE)
             else:
                 self._bind(table, module, alias.asname or alias.name, _IMPORT, f"{node.module or ''}.{alias.name}")
-
-    @staticmethod
-    def _bound_names(statement: ast.stmt) -> list[str]:
-        if isinstance(statement, ast.Assign):
-            return [name for target in statement.targets for name in _target_names(target)]
-        if isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
-            return _target_names(statement.target)
-        if isinstance(statement, (ast.For, ast.AsyncFor)):
-            return _target_names(statement.target)
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            return [name for item in statement.items if item.optional_vars is not None
-                    for name in _target_names(item.optional_vars)]
-        if isinstance(statement, ast.Delete):
-            return [name for target in statement.targets for name in _target_names(target)]
-        return []
 
     def _collect_walrus(self, statement: ast.stmt, table: _Table) -> None:
         """`(n := len(x))` in the statement's own expressions binds `n` in this scope (also from

@@ -278,9 +278,10 @@ def scope_here(ctx) -> Scope:
     return Scope(tuple(ctx.functions), ctx.classes[-1] if ctx.classes else None)
 
 
-def statement_of(ctx, node: ast.AST) -> ast.AST | None:
+def statement_of(ctx, node: ast.AST, root: ast.AST | None = None) -> ast.AST | None:
+    """The statement that holds `node` (under `root`, its function, when given)."""
     while node is not None and not isinstance(node, ast.stmt):
-        node = ctx.parent(node)
+        node = ctx.parent(node, root)
     return node
 
 
@@ -288,13 +289,14 @@ def _ends_before(a: ast.AST, b: ast.AST) -> bool:
     return (a.end_lineno, a.end_col_offset) <= (b.lineno, b.col_offset)
 
 
-def _dominates(ctx, statement: ast.AST, use: ast.AST) -> bool:
+def _dominates(ctx, statement: ast.AST, use: ast.AST, root: ast.AST | None) -> bool:
     """`statement` runs before `use` whenever `use` runs: it sits earlier in a block that holds
-    the use (directly or in a nested statement)."""
-    holder = ctx.parent(statement)
+    the use (directly or in a nested statement). Both lie under `root` (a function, or the
+    module when None)."""
+    holder = ctx.parent(statement, root)
     node = use
-    while node is not None:
-        parent = ctx.parent(node)
+    while node is not None and node is not root:
+        parent = ctx.parent(node, root)
         if parent is holder:
             for field in ("body", "orelse", "finalbody"):
                 block = getattr(parent, field, None)
@@ -312,9 +314,9 @@ def _parameters(function: ast.AST) -> set[str]:
     return {a.arg for a in every if a is not None}
 
 
-def _plain_binding(ctx, value: ast.AST, name: str) -> bool:
+def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool:
     """`name = value` / `name: T = value` / `(name := value)`: not a loop target, not unpacking."""
-    parent = ctx.parent(value)
+    parent = ctx.parent(value, root)
     if isinstance(parent, ast.Assign) and parent.value is value:
         return any(isinstance(t, ast.Name) and t.id == name for t in parent.targets)
     if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)) and parent.value is value:
@@ -322,15 +324,15 @@ def _plain_binding(ctx, value: ast.AST, name: str) -> bool:
     return False
 
 
-def _last_reaching(ctx, values: list, name: str, use: ast.AST) -> list | None:
+def _last_reaching(ctx, values: list, name: str, use: ast.AST, root: ast.AST | None) -> list | None:
     """From the assignments before `use` (in source order): the last, and the earlier ones while
     the later sit in branches that do not enclose the use; None when a path is unknown."""
     found = []
     for value in reversed(values):
-        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name):
+        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name, root):
             return None
         found.append(value)
-        if _dominates(ctx, statement_of(ctx, value), use):
+        if _dominates(ctx, statement_of(ctx, value, root), use, root):
             return found
     return None
 
@@ -347,7 +349,7 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
         assigned = ctx.assignments(name.id, function)
         values = [v for v in assigned if _ends_before(v, use)]
         if values:
-            return _last_reaching(ctx, values, name.id, use)
+            return _last_reaching(ctx, values, name.id, use, function)
         if assigned or name.id in _parameters(function):
             return None  # a parameter, or assigned only after the read (a loop's previous round)
         use = function
@@ -356,8 +358,8 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
         return None
     if scope.functions:
         values = [v for v in values if not isinstance(v, ast.AugAssign)]
-        return list(values) if values and all(_plain_binding(ctx, v, name.id) for v in values) else None
-    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use)
+        return list(values) if values and all(_plain_binding(ctx, v, name.id, None) for v in values) else None
+    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use, None)
 
 
 # Methods that keep a tensor's values (a new view, another dtype or device).

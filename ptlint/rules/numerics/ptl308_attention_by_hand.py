@@ -242,7 +242,7 @@ class AttentionByHand(NumericsRule):
                 continue
             if (node.lineno, node.col_offset) < start:
                 continue
-            parent = self.ctx.parent(node)
+            parent = self.ctx.parent(node, function)
             if isinstance(parent, ast.Attribute) and parent.attr in HARMLESS_ATTRIBUTES:
                 continue
             return True

@@ -28,6 +28,8 @@ SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # 
 # `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
 # `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
 NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
+
+
 def is_sync_call(node: ast.AST) -> bool:
     name = method_name(node)
     if name not in SYNC_METHODS:
