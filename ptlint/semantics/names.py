@@ -66,36 +66,33 @@ _UNKNOWN = Meaning(UNKNOWN)
 
 
 class _Table:
-    """The bindings of one scope: name -> [(kind, import target)] in source order."""
+    """The bindings of one scope, kept as what each name means so far (later bindings update it,
+    see `bind`), and the names its imports bind, in source order."""
 
-    __slots__ = ("bindings", "globals", "nonlocals", "star", "meanings")
+    __slots__ = ("meanings", "imports", "globals", "nonlocals", "star")
 
     def __init__(self) -> None:
-        self.bindings: dict[str, list[tuple[str, str | None]]] = {}
+        self.meanings: dict[str, Meaning] = {}
+        self.imports: list[tuple[str, str]] = []  # (name, what it names)
         self.globals: frozenset[str] | set[str] = _NONE  # a set of its own once a scope declares one
         self.nonlocals: frozenset[str] | set[str] = _NONE
         self.star = False
-        self.meanings: dict[str, Meaning] = {}  # what each bound name means, once asked
 
     def bind(self, name: str, kind: str, target: str | None = None) -> None:
-        self.bindings.setdefault(name, []).append((kind, target))
-
-    def meaning(self, name: str) -> Meaning | None:
-        """What the scope's bindings of `name` make of it; None when it binds no `name`."""
-        meaning = self.meanings.get(name)
-        if meaning is None and name in self.bindings:
-            meaning = self.meanings[name] = _meaning(self.bindings[name])
-        return meaning
-
-
-def _meaning(bindings: list[tuple[str, str | None]]) -> Meaning:
-    if any(kind == _DEL for kind, _ in bindings):
-        return _UNKNOWN
-    declared = [(kind, target) for kind, target in bindings if kind in (_IMPORT, _RELATIVE, _DEF)]
-    if any(kind in (_IMPORT, _RELATIVE) for kind, _ in declared):
-        kind, target = declared[-1]
-        return Meaning(IMPORTED, target) if kind == _IMPORT else _LOCAL
-    return _LOCAL
+        """Where the scope binds a name by an import, the import decides: another assignment
+        does not make it a local, a later def or class does; a `del` makes it unknown."""
+        meanings = self.meanings
+        if meanings.get(name) is _UNKNOWN:
+            return
+        if kind == _OTHER:
+            meanings.setdefault(name, _LOCAL)
+        elif kind == _IMPORT:
+            meanings[name] = Meaning(IMPORTED, target)
+            self.imports.append((name, target))
+        elif kind == _DEL:
+            meanings[name] = _UNKNOWN
+        else:  # a def, a class, a relative import
+            meanings[name] = _LOCAL
 
 
 def _target_names(target: ast.AST) -> list[str]:
@@ -192,9 +189,8 @@ class Names:
         chain = self._here()
         names: dict[str, None] = {}
         for scope in reversed(chain):
-            for name, bindings in self._table(scope).bindings.items():
-                if any(kind == _IMPORT for kind, _ in bindings):
-                    names[name] = None
+            for name, _ in self._table(scope).imports:
+                names[name] = None
         out = {}
         for name in names:
             meaning = self._resolve(name, chain)
@@ -206,9 +202,8 @@ class Names:
         """Some import of the module, or of a scope the traversal is in, brings in `prefix` or
         something under it."""
         dotted = prefix + "."
-        return any(kind == _IMPORT and (target == prefix or target.startswith(dotted))
-                   for scope in self._here() for bindings in self._table(scope).bindings.values()
-                   for kind, target in bindings)
+        return any(target == prefix or target.startswith(dotted)
+                   for scope in self._here() for _, target in self._table(scope).imports)
 
     # -- scope chains ------------------------------------------------------------------------
     def _here(self) -> list[ast.AST]:
@@ -250,7 +245,7 @@ class Names:
                 return self._resolve(name, [self.tree])
             if name in table.nonlocals:
                 continue
-            meaning = table.meaning(name)
+            meaning = table.meanings.get(name)
             if meaning is not None:
                 return meaning
         return _UNKNOWN if self._table(self.tree).star else _FREE
