@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS
+from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS, parameter_names
 
 # What a name means (`Meaning.kind`).
 IMPORTED = "imported"  # an import binds it: `Meaning.target` is what it names ("torch.nn.functional")
@@ -84,15 +84,15 @@ class _Table:
         meanings = self.meanings
         if meanings.get(name) is _UNKNOWN:
             return
-        if kind == _OTHER:
-            meanings.setdefault(name, _LOCAL)
-        elif kind == _IMPORT:
+        if kind == _IMPORT:
             meanings[name] = Meaning(IMPORTED, target)
             self.imports.append((name, target))
         elif kind == _DEL:
             meanings[name] = _UNKNOWN
-        else:  # a def, a class, a relative import
+        elif kind == _DEF or kind == _RELATIVE:
             meanings[name] = _LOCAL
+        else:  # a parameter, an assignment, a loop or `with` target ...
+            meanings.setdefault(name, _LOCAL)
 
 
 def _target_names(target: ast.AST) -> list[str]:
@@ -104,11 +104,6 @@ def _target_names(target: ast.AST) -> list[str]:
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
     return []
-
-
-def _parameters(args: ast.arguments) -> list[str]:
-    every = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
-    return [a.arg for a in every if a is not None]
 
 
 class Names:
@@ -187,12 +182,9 @@ class Names:
         """Every name that an import binds where the traversal is -> what it names (module
         imports first, in source order)."""
         chain = self._here()
-        names: dict[str, None] = {}
-        for scope in reversed(chain):
-            for name, _ in self._table(scope).imports:
-                names[name] = None
+        names = [name for scope in reversed(chain) for name, _ in self._table(scope).imports]
         out = {}
-        for name in names:
+        for name in dict.fromkeys(names):
             meaning = self._resolve(name, chain)
             if meaning.kind == IMPORTED:
                 out[name] = meaning.target
@@ -259,7 +251,7 @@ class Names:
         if table is None:  # a lambda or comprehension: bindings of its own header only
             table = self._new_table(scope)
             if isinstance(scope, ast.Lambda):
-                for name in _parameters(scope.args):
+                for name in parameter_names(scope.args):
                     table.bind(name, _OTHER)
             elif isinstance(scope, COMPREHENSIONS):
                 for generator in scope.generators:
@@ -289,7 +281,7 @@ class Names:
                 self._bind(table, module, statement.name, _DEF)
                 inner = self._new_table(statement)
                 if kind is not ast.ClassDef:
-                    for name in _parameters(statement.args):
+                    for name in parameter_names(statement.args):
                         inner.bind(name, _OTHER)
                 self._collect(statement.body, inner)
             elif kind is ast.Import or kind is ast.ImportFrom:
@@ -352,20 +344,17 @@ class Names:
             elif node.level:  # relative: a module of the project, never torch
                 self._bind(table, module, alias.asname or alias.name, _RELATIVE)
             else:
-                self._bind(table, module, alias.asname or alias.name, _IMPORT, f"{node.module or ''}.{alias.name}")
+                self._bind(table, module, alias.asname or alias.name, _IMPORT, f"{node.module}.{alias.name}")
 
     def _collect_walrus(self, statement: ast.stmt, table: _Table) -> None:
         """`(n := len(x))` in the statement's own expressions binds `n` in this scope (also from
         inside a comprehension; not from inside a lambda, which is a scope of its own)."""
         module = self._tables[id(self.tree)]
-        pending = [value for field, value in ast.iter_fields(statement)
-                   if field not in ("body", "orelse", "finalbody", "handlers", "cases")]
+        pending = list(ast.iter_child_nodes(statement))
         while pending:
-            value = pending.pop()
-            if isinstance(value, list):
-                pending.extend(value)
-            elif isinstance(value, ast.NamedExpr) and isinstance(value.target, ast.Name):
-                self._bind(table, module, value.target.id, _OTHER)
-                pending.append(value.value)
-            elif isinstance(value, ast.AST) and not isinstance(value, (ast.Lambda, ast.stmt)):
-                pending.extend(ast.iter_child_nodes(value))
+            node = pending.pop()
+            if isinstance(node, (ast.Lambda, ast.stmt)):
+                continue  # a scope of its own, or a statement of a block (collected on its own)
+            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                self._bind(table, module, node.target.id, _OTHER)
+            pending.extend(ast.iter_child_nodes(node))

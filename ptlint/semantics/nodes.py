@@ -42,6 +42,12 @@ def is_constant(node: ast.AST, value: object) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is type(value) and node.value == value
 
 
+def parameter_names(args: ast.arguments) -> list[str]:
+    """Every name a def or lambda binds for its parameters: `a, /, b, *c, d, **e`."""
+    every = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
+    return [a.arg for a in every if a is not None]
+
+
 def callee_name(func: ast.AST) -> str:
     """The identifier a call is made through, in lower case: `self.model` -> "model", `net` ->
     "net"; "" for anything else."""

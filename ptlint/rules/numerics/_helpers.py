@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.nodes import FUNCTION_DEFS, argument, body_nodes, keyword
+from ptlint.semantics.nodes import FUNCTION_DEFS, argument, body_nodes, keyword, parameter_names
 
 if TYPE_CHECKING:
     from ptlint.engine.file_context import FileContext
@@ -308,12 +308,6 @@ def _dominates(ctx, statement: ast.AST, use: ast.AST, root: ast.AST | None) -> b
     return False
 
 
-def _parameters(function: ast.AST) -> set[str]:
-    args = function.args
-    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    return {a.arg for a in every if a is not None}
-
-
 def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool:
     """`name = value` / `name: T = value` / `(name := value)`: not a loop target, not unpacking."""
     parent = ctx.parent(value, root)
@@ -350,7 +344,7 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
         values = [v for v in assigned if _ends_before(v, use)]
         if values:
             return _last_reaching(ctx, values, name.id, use, function)
-        if assigned or name.id in _parameters(function):
+        if assigned or name.id in parameter_names(function.args):
             return None  # a parameter, or assigned only after the read (a loop's previous round)
         use = function
     values = ctx.assignments(name.id, ctx.tree)
