@@ -14,7 +14,6 @@ import os
 
 from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, SELECTABLE_BUILTIN, all_rules
 from ptlint.engine.suppress import UNUSED_NOQA, UNUSED_NOQA_DOCS
-from ptlint.engine.traversal import SILENT_IN_TESTS
 
 # The pages of the engine's own codes that say more than their one line (BUILTIN_CODES), and the
 # fixes they carry.
@@ -108,7 +107,10 @@ def doc_page(code: str) -> str:
 def where_legend() -> str:
     """What the words of each page's "Where it reports" mean (the execution model of
     ptlint.semantics.where, and the families that stay silent in test code)."""
-    silent = ", ".join(f"{prefix}xx" for prefix in SILENT_IN_TESTS)
+    families: dict[str, set[bool]] = {}
+    for code, cls in all_rules().items():
+        families.setdefault(f"{code[:4]}xx", set()).add(cls.reports_in_tests)
+    silent = ", ".join(sorted(family for family, reports in families.items() if reports == {False}))
     return f"""
 ## Where rules report
 

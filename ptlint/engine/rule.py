@@ -78,6 +78,10 @@ class Rule:
     # built report everywhere. `cold`: whether to report in branches that only run on misuse.
     contexts: ClassVar[frozenset[str]] = EVERYWHERE
     cold: ClassVar[bool] = True
+    # Whether the rule reports in test code (files matching `test-code`, DESIGN.md): performance
+    # and compile rules stay silent there; a family whose findings are wrong anywhere (numerics:
+    # a wrong formula is wrong in a test too) sets it for all its rules.
+    reports_in_tests: ClassVar[bool] = False
     # Substrings of the source text of which at least one must occur for the rule to be able to
     # fire. The engine skips the rule (and the whole traversal, when no rule is left) otherwise.
     triggers: ClassVar[tuple[str, ...]] = ()

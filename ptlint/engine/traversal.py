@@ -19,7 +19,6 @@ from ptlint.engine.registry import BUILTIN_CODES, CODE_HELP, DYNAMIC_CODES, know
 from ptlint.engine.rule import Rule, triggered
 from ptlint.engine.source import SourceFile
 from ptlint.engine.suppress import UNUSED_NOQA, Suppressions
-from ptlint.semantics.where import forget_execution_model
 
 # Deeply nested expressions: ast.parse itself copes with a few thousand levels; so must we.
 _RECURSION_LIMIT = 20000
@@ -242,11 +241,6 @@ def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
                    help=CODE_HELP["PTL001"])
 
 
-# Rule families that stay silent in test code (DESIGN.md): performance and compile rules.
-# Numerics rules (PTL3) still report there: a wrong formula is wrong in a test too.
-SILENT_IN_TESTS = ("PTL1", "PTL2", "PTL4", "PTL5", "PTL6")
-
-
 def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
                 project_root: str | None = None, enabled: Collection[str] | None = None,
                 tree: ast.Module | None = None) -> list[Finding]:
@@ -257,8 +251,8 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
     unused-noqa, which runs only when it is among them; `tree`: the text's tree, when the caller
     parsed it already (the language server keeps it for its fixes)."""
     text = source.text
-    active = [cls for cls in rule_classes if triggered(cls.triggers, text)
-              and not (test_code and cls.code.startswith(SILENT_IN_TESTS))]
+    active = [cls for cls in rule_classes
+              if triggered(cls.triggers, text) and (cls.reports_in_tests or not test_code)]
     try:
         tree = tree if tree is not None else parse(source)
     except SyntaxError as exc:
@@ -278,13 +272,11 @@ def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_cod
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
     try:
-        Traversal(ctx, rules).run()
-        # a model a rule built during the walk saw the assignments made so far only: where code
-        # runs is decided on the whole file, so build it again (parents do not change; callers do)
-        forget_execution_model(ctx)
+        Traversal(ctx, rules).run()  # where code runs is decided after it, on the whole file
         for rule in rules:
             rule.end_file()
         findings = ctx.finish()
+        ctx.memo.clear()  # analyses kept there refer back to the file: let it go now, not at the next collection
     finally:
         sys.setrecursionlimit(limit)
     return finalize(source, findings, enabled)

@@ -20,21 +20,32 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ptlint.semantics.nodes import body_nodes, dotted, is_constant
-from ptlint.semantics.where import execution_model
+from ptlint.semantics.calls import CallSites
+from ptlint.semantics.nodes import (
+    COMPREHENSIONS,
+    DEFINITIONS,
+    FUNCTION_DEFS,
+    STATEMENT_LOOPS,
+    body_nodes,
+    callee_name,
+    dotted,
+    is_constant,
+)
+from ptlint.semantics.values import (
+    MODEL_WORDS,
+    TRAINING_CALLS,
+    is_module_call,
+    module_class,
+)
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
            "torch.autograd.inference_mode", "torch.autograd.grad_mode.inference_mode"}
 SET_GRAD = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"}
 NO_GRAD_HOOKS = {"validation_step", "test_step", "predict_step"}
 NO_GRAD_HOOK_PREFIXES = ("on_validation_", "on_test_", "on_predict_")
-# Names of callables that are models (a parameter `model` says so; nothing else would).
-MODEL_WORDS = {"model", "net", "network", "module", "encoder", "decoder", "policy", "classifier", "generator",
-               "discriminator", "critic", "actor", "backbone", "teacher", "student", "transformer", "unet", "vae"}
 # A name starting with one of these makes, loads or handles a model; calling it runs none.
 MODEL_VERBS = {"build", "create", "make", "load", "get", "init", "initialize", "setup", "set", "save", "prepare",
                "wrap", "unwrap", "compile", "to", "from", "register", "configure", "freeze", "unfreeze", "update",
@@ -81,13 +92,11 @@ def _switches_off(statement: ast.AST, ctx: "FileFacts") -> bool:
 
 class GradRegions:
     """Answers "are gradients visibly off at this node?" for any node of the file, after or during
-    the traversal (it uses the execution model's parent links, not the traversal stack)."""
+    the traversal (it uses the file's parent links, not the traversal stack)."""
 
     def __init__(self, ctx: "FileFacts") -> None:
         self.ctx = ctx
-        self.model = execution_model(ctx)
         self._function_off: dict[int, bool] = {}
-        self._sites: dict[str, list[ast.Call]] | None = None
         self._module_off = any(_switches_off(s, ctx) for s in ctx.tree.body)
 
     @classmethod
@@ -101,7 +110,7 @@ class GradRegions:
         """Gradients are visibly not recorded where `node` runs."""
         if self._module_off:
             return True
-        child, parent = node, self.model.parent(node)
+        child, parent = node, self.ctx.parent(node)
         while parent is not None:
             if isinstance(parent, (ast.With, ast.AsyncWith)) and any(child is s for s in parent.body) \
                     and any(disables_grad(item.context_expr, self.ctx) for item in parent.items):
@@ -109,7 +118,7 @@ class GradRegions:
             if isinstance(parent, FUNCTION_DEFS):
                 if self._function_is_off(parent, child, depth):
                     return True
-            child, parent = parent, self.model.parent(parent)
+            child, parent = parent, self.ctx.parent(parent)
         return False
 
     def _function_is_off(self, function: ast.AST, child: ast.AST, depth: int) -> bool:
@@ -133,28 +142,20 @@ class GradRegions:
     def _call_sites(self, function: ast.AST) -> list[ast.Call]:
         """Calls of `function` in this module: by name for a plain function, `self.name(...)` for
         a method."""
-        if self._sites is None:
-            self._sites = {}
-            for node in ast.walk(self.ctx.tree):
-                if isinstance(node, ast.Call):
-                    func = node.func
-                    if isinstance(func, ast.Name):
-                        self._sites.setdefault(func.id, []).append(node)
-                    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                            and func.value.id in ("self", "cls"):
-                        self._sites.setdefault("." + func.attr, []).append(node)
-        method = isinstance(self.model.parent(function), ast.ClassDef)
-        sites = self._sites.get(("." if method else "") + function.name, [])
-        return [site for site in sites if not _inside(site, function, self.model)]
+        sites = CallSites.of(self.ctx).named(function.name, method=self.ctx.owner_class(function) is not None)
+        return [site for site in sites if not _inside(site, function, self.ctx)]
 
 
-TRAINING_CALLS = {"backward", "manual_backward", "zero_grad"}
 GRAD_FUNCTIONS = {"torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.jacobian",
                   "torch.autograd.functional.vjp", "torch.func.grad", "torch.func.vjp"}
-OPTIMIZER_WORDS = ("optim", "opt", "scaler")
-STATEMENT_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+OPTIMIZER_WORDS = ("optim", "opt", "scaler")  # in the name of a receiver whose `.step()` steps an optimizer
+
+
+def is_optimizer_step(call: ast.AST) -> bool:
+    """`opt.step()`, `self.optimizer.step()`, `scaler.step(opt)`: an optimizer's (or gradient
+    scaler's) step, by the receiver's name."""
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step" \
+        and any(word in (dotted(call.func.value) or "").lower() for word in OPTIMIZER_WORDS)
 
 
 def gradient_users(scope: ast.AST, ctx: "FileFacts") -> list[ast.AST]:
@@ -164,15 +165,13 @@ def gradient_users(scope: ast.AST, ctx: "FileFacts") -> list[ast.AST]:
     key = ("gradient-users", id(scope))
     if key not in ctx.memo:
         found = []
-        for node in body_nodes(statements_of(scope), stop_at=SCOPES):
+        for node in body_nodes(statements_of(scope), stop_at=DEFINITIONS):
             if isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
                     if not (node.args and is_constant(node.args[0], False)):
                         found.append(node)
-                elif isinstance(func, ast.Attribute) and (
-                        func.attr in TRAINING_CALLS or func.attr == "step" and any(
-                            word in (dotted(func.value) or "").lower() for word in OPTIMIZER_WORDS)):
+                elif isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS or is_optimizer_step(node):
                     found.append(node)
                 elif ctx.qualname(func) in GRAD_FUNCTIONS:
                     found.append(node)
@@ -188,9 +187,8 @@ def graph_wanted(loop: ast.AST, ctx: "FileFacts") -> bool:
     graph (see `gradient_users`). A sibling loop that trains — the training half of an epoch,
     before its validation loop — says nothing about this one."""
     scope = ctx.function or ctx.tree
-    model = execution_model(ctx)
     for node in gradient_users(scope, ctx):
-        parent = model.parent(node)
+        parent = ctx.parent(node)
         sibling = False
         while parent is not None and parent is not scope:
             if parent is loop:
@@ -198,7 +196,7 @@ def graph_wanted(loop: ast.AST, ctx: "FileFacts") -> bool:
             if isinstance(parent, STATEMENT_LOOPS + COMPREHENSIONS):
                 sibling = not any(n is loop for n in ast.walk(parent))
                 break
-            parent = model.parent(parent)
+            parent = ctx.parent(parent)
         if not sibling:
             return True
     return False
@@ -210,41 +208,28 @@ def statements_of(scope: ast.AST) -> list[ast.AST]:
     return body if isinstance(body, list) else [body]
 
 
-def _inside(node: ast.AST, scope: ast.AST, model) -> bool:
-    parent = model.parent(node)
+def _inside(node: ast.AST, scope: ast.AST, ctx: "FileFacts") -> bool:
+    parent = ctx.parent(node)
     while parent is not None:
         if parent is scope:
             return True
-        parent = model.parent(parent)
+        parent = ctx.parent(parent)
     return False
-
-
-def callee_words(func: ast.AST) -> tuple[str, ...]:
-    """The identifier a call is made through: `self.model` -> ("model",), `net` -> ("net",)."""
-    if isinstance(func, ast.Attribute):
-        return (func.attr.lower(),)
-    if isinstance(func, ast.Name):
-        return (func.id.lower(),)
-    return ()
 
 
 def looks_like_model(func: ast.AST) -> bool:
     """A callee named like a model: `model`, `self.net`, `policy`, `text_encoder`, `resnet` —
     not a function that makes or handles one (`build_model`, `fabric.init_module`)."""
-    for word in callee_words(func):
-        parts = [part for part in word.split("_") if part]
-        if not parts or parts[0] in MODEL_VERBS:
-            continue
-        if word in MODEL_WORDS or parts[-1] in MODEL_WORDS or word.endswith(("model", "net")):
-            return True
-    return False
+    word = callee_name(func)
+    parts = [part for part in word.split("_") if part]
+    if not parts or parts[0] in MODEL_VERBS:
+        return False
+    return word in MODEL_WORDS or parts[-1] in MODEL_WORDS or word.endswith(("model", "net"))
 
 
 def is_model_call(call: ast.AST, ctx: "FileFacts", models: set[str] = frozenset()) -> bool:
     """Running a model: a call of a module built in this file, of something named like a model,
     or of one of `models` (dotted names the code switched with `.eval()` / `.train()`)."""
-    from ptlint.semantics.values import is_module_call
-
     if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute)):
         return False
     if ctx.qualname(call.func) is not None:
@@ -270,8 +255,6 @@ def model_value(value: ast.AST, ctx: "FileFacts") -> bool:
     """A value that is a model: a module built from an `nn` class (or a local subclass), a
     model factory's result (`torchvision.models.resnet50()`, `timm.create_model(...)`,
     `AutoModel.from_pretrained(...)`, `torch.compile(model)`), through `.to(device)` / `.eval()`."""
-    from ptlint.semantics.values import module_class
-
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_METHODS:
         value = value.func.value
     if not isinstance(value, ast.Call):
@@ -293,9 +276,9 @@ def is_loss_call(call: ast.AST, ctx: "FileFacts") -> bool:
     if qual is not None:
         module, _, name = qual.rpartition(".")
         return module in ("torch.nn.functional", "torch") and (name in FUNCTIONAL_LOSSES or name.endswith("_loss"))
-    words = callee_words(call.func)
-    if any(word in LOSS_CALLEES or word.endswith("_loss") or word.startswith("loss_") or word == "loss"
-           or word.endswith("criterion") for word in words):
+    word = callee_name(call.func)
+    if word in LOSS_CALLEES or word.endswith("_loss") or word.startswith("loss_") or word == "loss" \
+            or word.endswith("criterion"):
         return True
     if isinstance(call.func, ast.Name):
         values = ctx.assignments(call.func.id)

@@ -22,6 +22,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES
+from ptlint.semantics.pipeline import pipeline_path
+
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
@@ -50,7 +53,6 @@ SCRIPTING_CHECKS = {"torch.jit.is_scripting", "torch.jit.is_tracing", "torch._C.
 # `torch.compiler.is_compiling`, `torch._dynamo.is_compiling`, transformers' `is_torchdynamo_compiling`
 COMPILING_CHECKS = {"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"}
 NOT_MODULES = {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
-FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 # -- where torch.compile traces ---------------------------------------------------------------
@@ -134,20 +136,14 @@ def _disabled(function: ast.AST, ctx: "FileFacts") -> bool:
 IMAGE_PIPELINE_MODULES = ("PIL", "torchvision.transforms", "cv2")
 
 
-# Folders of data-augmentation code (speechbrain's `augment/`, `transforms/` packages): their
-# modules run in the input pipeline, on the host, where nothing is compiled.
-PIPELINE_FOLDERS = {"augment", "augmentation", "augmentations", "transforms"}
-
-
 def _image_pipeline(ctx: "FileFacts") -> bool:
-    """The module imports PIL, OpenCV or torchvision.transforms, or lives in an augmentation
-    or transforms folder: its `forward`s are not assumed to be compiled (an explicit
+    """The module imports PIL, OpenCV or torchvision.transforms, or is input-pipeline code
+    (ptlint.semantics.pipeline): its `forward`s are not assumed to be compiled (an explicit
     `torch.compile` still counts)."""
     key = "image-pipeline"
     if key not in ctx.memo:
-        folders = set(ctx.path.replace("\\", "/").split("/")[:-1])
         ctx.memo[key] = any(ctx.names.imports_module(m) for m in IMAGE_PIPELINE_MODULES) \
-            or bool(folders & PIPELINE_FOLDERS)
+            or pipeline_path(ctx.path)
     return ctx.memo[key]
 
 
@@ -166,7 +162,7 @@ def compile_targets(ctx: "FileFacts") -> tuple[set[str], set[str]]:
                     if isinstance(target, ast.Name):
                         names.add(target.id)
                     elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                            and target.value.id in ("self", "cls"):
+                            and target.value.id in SELF_NAMES:
                         methods.add(target.attr)
         ctx.memo[key] = (names, methods)
     return ctx.memo[key]

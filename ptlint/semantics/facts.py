@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.semantics.names import Meaning, Names
+from ptlint.semantics.nodes import FUNCTION_DEFS
 
 
 class FileFacts:
@@ -24,14 +25,13 @@ class FileFacts:
         self.text = text
         self.tree = tree
         self.project_root = project_root  # where the project's own imports resolve (ptlint.semantics.project)
-        self.names = Names(tree, text, self.parent)  # the one name resolver of the file
-        self._parents: dict[int, ast.AST] | None = None
         self.stack: list[ast.AST] = []
+        self.tree_index = TreeIndex(tree, self.stack)  # the one parent map of the file
+        self.names = Names(tree, text, self.tree_index.parent)  # the one name resolver of the file
         self.loops: list[ast.AST] = []
         self.functions: list[ast.AST] = []
         self.classes: list[ast.ClassDef] = []
         self._assignments: dict[int, dict[str, list[ast.AST]]] = {}
-        self._qualnames: dict[tuple[int, int], str | None] = {}
         self.memo: dict = {}  # per-file answers analyses and rules share (e.g. "does this loop hold a loop?")
 
     # -- names -------------------------------------------------------------------------------
@@ -40,11 +40,11 @@ class FileFacts:
         scopes the traversal is in resolve its head name (ptlint.semantics.names); None when no
         import binds it there."""
         # Several rules ask about the same call: one answer per node and innermost scope
-        scopes = self.names.scopes
-        key = (id(node), id(scopes[-1]) if scopes else 0)
-        answer = self._qualnames.get(key, self)
-        if answer is self:
-            answer = self._qualnames[key] = self.names.qualname(node)
+        answers = self.names.qualnames_here
+        key = id(node)
+        if key in answers:
+            return answers[key]
+        answer = answers[key] = self.names.qualname(node)
         return answer
 
     def meaning(self, name: str, at: ast.AST | None = None) -> Meaning:
@@ -54,19 +54,31 @@ class FileFacts:
     def imports_torch(self) -> bool:
         return self.names.imports_module("torch")
 
-    # -- parents -----------------------------------------------------------------------------
-    def parent(self, node: ast.AST) -> ast.AST | None:
-        """The parent of any node of the tree: the file's one parent map, built on first use."""
-        if self._parents is None:
-            table: dict[int, ast.AST] = {}
-            pending: list[ast.AST] = [self.tree]
-            while pending:
-                current = pending.pop()
-                for child in ast.iter_child_nodes(current):
-                    table[id(child)] = current
-                    pending.append(child)
-            self._parents = table
-        return self._parents.get(id(node))
+    # -- the tree's structure -----------------------------------------------------------------
+    def parent(self, node: ast.AST, within: ast.AST | None = None) -> ast.AST | None:
+        """The parent of any node of the tree (`TreeIndex`); `within`: a node that holds `node`
+        (its function, say), which spares the walk of the whole tree while questions stay there."""
+        return self.tree_index.parent(node, within)
+
+    def function_defs(self) -> list[ast.AST]:
+        """Every def of the file (methods and nested functions too)."""
+        return self.tree_index.function_defs()
+
+    def calls(self) -> list[ast.Call]:
+        """Every call of the file."""
+        return self.tree_index.calls()
+
+    def enclosing_function(self, node: ast.AST) -> ast.AST | None:
+        """The innermost def around `node` (lambdas are transparent)."""
+        parent = self.parent(node)
+        while parent is not None and not isinstance(parent, FUNCTION_DEFS):
+            parent = self.parent(parent)
+        return parent
+
+    def owner_class(self, function: ast.AST) -> ast.ClassDef | None:
+        """The class a def is a method of."""
+        parent = self.parent(function)
+        return parent if isinstance(parent, ast.ClassDef) else None
 
     @property
     def function(self) -> ast.AST | None:
@@ -91,6 +103,96 @@ class FileFacts:
             parts = _unpacked(target, value)
             for element, part in zip(target.elts, parts):  # else we only know it came from `value`
                 self.bind(element.value if isinstance(element, ast.Starred) else element, part)
+
+
+class TreeIndex:
+    """Parents, defs and calls of one tree, from one walk on first use. Until a question needs
+    that walk, cheaper answers do: during the traversal, the parent of the node being visited,
+    or of one of its ancestors, is on the traversal `stack`; a question about a node `within` a
+    given subtree (a function) walks that subtree only. (It holds no reference to the
+    `FileFacts`, so that nothing keeps a file's facts alive after its check.)"""
+
+    def __init__(self, tree: ast.Module, stack: list[ast.AST]) -> None:
+        self.tree = tree
+        self.stack = stack
+        self._parents: dict[int, ast.AST] | None = None
+        self._defs: list[ast.AST] = []
+        self._calls: list[ast.Call] = []
+        self._subtrees: dict[int, ast.AST] = {}  # parents of the nodes under `_walked` subtrees
+        self._walked: set[int] = set()
+
+    def parent(self, node: ast.AST, within: ast.AST | None = None) -> ast.AST | None:
+        if self._parents is None:
+            if within is not None and node is not within:
+                if id(within) not in self._walked:
+                    self._walked.add(id(within))
+                    self._walk(within, self._subtrees, None, None)
+                if id(node) in self._subtrees:
+                    return self._subtrees[id(node)]
+            stack = self.stack
+            for index in range(len(stack) - 1, -1, -1):
+                if stack[index] is node:
+                    candidate = stack[index - 1] if index else None
+                    break
+            else:
+                candidate = stack[-1] if stack else None
+            # not so for the parts of a comprehension, which the traversal visits without it
+            if candidate is not None and any(child is node for child in ast.iter_child_nodes(candidate)):
+                return candidate
+            self._index()
+        return self._parents.get(id(node))
+
+    def function_defs(self) -> list[ast.AST]:
+        if self._parents is None:
+            self._index()
+        return self._defs
+
+    def calls(self) -> list[ast.Call]:
+        if self._parents is None:
+            self._index()
+        return self._calls
+
+    def _index(self) -> None:
+        """One walk over the tree: parents, defs and calls."""
+        parents: dict[int, ast.AST] = {}
+        self._walk(self.tree, parents, self._defs, self._calls)
+        self._parents = parents
+
+    @staticmethod
+    def _walk(root: ast.AST, parents: dict[int, ast.AST], defs: list | None, calls: list | None) -> None:
+        pending: list[ast.AST] = [root]
+        node_type = ast.AST
+        while pending:
+            node = pending.pop()
+            kind = type(node)
+            for field in _NODE_FIELDS.get(kind) or _node_fields(kind):
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, node_type):
+                            parents[id(item)] = node
+                            pending.append(item)
+                elif isinstance(value, node_type):
+                    parents[id(value)] = node
+                    pending.append(value)
+            if calls is None:
+                continue
+            if kind is ast.Call:
+                calls.append(node)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                defs.append(node)
+
+
+# Fields that never hold a node with a parent worth knowing: names and flags, and the operator
+# and context singletons (`ast.Add`, `ast.Load`) shared by the whole tree.
+_NOT_NODES = {"ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comment", "level", "module", "asname",
+              "is_async", "conversion", "simple", "tag", "kwd_attrs"}
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    fields = _NODE_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_NODES)
+    return fields
 
 
 def _unpacked(target: ast.Tuple | ast.List, value: ast.AST) -> list[ast.AST]:

@@ -29,10 +29,11 @@ at any node of the tree, through its parent links.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS
+from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS, parameter_names
 
 # What a name means (`Meaning.kind`).
 IMPORTED = "imported"  # an import binds it: `Meaning.target` is what it names ("torch.nn.functional")
@@ -42,6 +43,9 @@ UNKNOWN = "unknown"  # a star import could bind it, or a `del` unbinds it somewh
 
 # Kinds of binding in a scope's table.
 _IMPORT, _RELATIVE, _DEF, _OTHER, _DEL = "import", "relative", "def", "other", "del"
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# statements that bind no name and hold no block
+_BINDS_NOTHING = {ast.Expr, ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break, ast.Continue}
 
 
 @dataclass(frozen=True)
@@ -54,34 +58,41 @@ class Meaning:
     target: str | None = None
 
 
+_NONE: frozenset[str] = frozenset()
+_WALRUS = re.compile(r"(\w+)\s*:=")
 _FREE = Meaning(FREE)
 _LOCAL = Meaning(LOCAL)
 _UNKNOWN = Meaning(UNKNOWN)
 
 
 class _Table:
-    """The bindings of one scope: name -> [(kind, import target)] in source order."""
+    """The bindings of one scope, kept as what each name means so far (later bindings update it,
+    see `bind`), and the names its imports bind, in source order."""
 
-    __slots__ = ("bindings", "globals", "nonlocals", "star")
+    __slots__ = ("meanings", "imports", "globals", "nonlocals", "star")
 
     def __init__(self) -> None:
-        self.bindings: dict[str, list[tuple[str, str | None]]] = {}
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
+        self.meanings: dict[str, Meaning] = {}
+        self.imports: list[tuple[str, str]] = []  # (name, what it names)
+        self.globals: frozenset[str] | set[str] = _NONE  # a set of its own once a scope declares one
+        self.nonlocals: frozenset[str] | set[str] = _NONE
         self.star = False
 
     def bind(self, name: str, kind: str, target: str | None = None) -> None:
-        self.bindings.setdefault(name, []).append((kind, target))
-
-
-def _meaning(bindings: list[tuple[str, str | None]]) -> Meaning:
-    if any(kind == _DEL for kind, _ in bindings):
-        return _UNKNOWN
-    declared = [(kind, target) for kind, target in bindings if kind in (_IMPORT, _RELATIVE, _DEF)]
-    if any(kind in (_IMPORT, _RELATIVE) for kind, _ in declared):
-        kind, target = declared[-1]
-        return Meaning(IMPORTED, target) if kind == _IMPORT else _LOCAL
-    return _LOCAL
+        """Where the scope binds a name by an import, the import decides: another assignment
+        does not make it a local, a later def or class does; a `del` makes it unknown."""
+        meanings = self.meanings
+        if meanings.get(name) is _UNKNOWN:
+            return
+        if kind == _IMPORT:
+            meanings[name] = Meaning(IMPORTED, target)
+            self.imports.append((name, target))
+        elif kind == _DEL:
+            meanings[name] = _UNKNOWN
+        elif kind == _DEF or kind == _RELATIVE:
+            meanings[name] = _LOCAL
+        else:  # a parameter, an assignment, a loop or `with` target ...
+            meanings.setdefault(name, _LOCAL)
 
 
 def _target_names(target: ast.AST) -> list[str]:
@@ -95,11 +106,6 @@ def _target_names(target: ast.AST) -> list[str]:
     return []
 
 
-def _parameters(args: ast.arguments) -> list[str]:
-    every = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
-    return [a.arg for a in every if a is not None]
-
-
 class Names:
     """The one name resolver of a file: see the module docstring.
 
@@ -108,18 +114,32 @@ class Names:
 
     def __init__(self, tree: ast.Module, text: str, parent_of: Callable[[ast.AST], ast.AST | None]) -> None:
         self.tree = tree
-        self._walrus = ":=" in text
+        # names a walrus may bind (`(n := len(x))`): the tables look for walrus bindings, which
+        # means walking every expression, only once one of these is asked about
+        self._walrus_names = set(_WALRUS.findall(text)) if ":=" in text else set()
+        self._walrus = False
         self._parent_of = parent_of
         self._tables: dict[int, _Table] | None = None
         self.scopes: list[ast.AST] = []  # scopes the traversal is in, outermost first (not the module)
+        # answers where the traversal is, kept per innermost scope: name -> meaning, node -> qualname
+        self._answers: dict[int, tuple[dict[str, Meaning], dict[int, str | None]]] = {}
+        self.meanings_here, self.qualnames_here = self._answers_for(None)
 
     # -- where the traversal is --------------------------------------------------------------
     def enter(self, scope: ast.AST) -> None:
         """The traversal enters the body of a function, lambda, class or comprehension."""
         self.scopes.append(scope)
+        self.meanings_here, self.qualnames_here = self._answers_for(scope)
 
     def leave(self) -> None:
         self.scopes.pop()
+        self.meanings_here, self.qualnames_here = self._answers_for(self.scopes[-1] if self.scopes else None)
+
+    def _answers_for(self, scope: ast.AST | None) -> tuple[dict[str, Meaning], dict[int, str | None]]:
+        answers = self._answers.get(id(scope))
+        if answers is None:
+            answers = self._answers[id(scope)] = ({}, {})
+        return answers
 
     # -- questions ---------------------------------------------------------------------------
     def meaning(self, name: str, at: ast.AST | None = None) -> Meaning:
@@ -131,7 +151,12 @@ class Names:
         A fix that writes `torch.xxx(...)` at `at` may rely on `torch` only when this is
         `Meaning(IMPORTED, "torch")`; FREE means an `import torch` must be added first, LOCAL or
         UNKNOWN that the name cannot be used there."""
-        return self._resolve(name, self._chain(at) if at is not None else self._here())
+        if at is not None:
+            return self._resolve(name, self._chain(at))
+        meaning = self.meanings_here.get(name)
+        if meaning is None:
+            meaning = self.meanings_here[name] = self._resolve(name, self._here())
+        return meaning
 
     def qualname(self, node: ast.AST, at: ast.AST | None = None) -> str | None:
         """`T.nn.DataParallel` -> `torch.nn.DataParallel` under `import torch as T`; None when
@@ -158,13 +183,9 @@ class Names:
         and that means that import there -> what it names (module imports first, in source
         order). A name a local shadows there is left out."""
         chain = self._chain(at) if at is not None else self._here()
-        names: dict[str, None] = {}
-        for scope in reversed(chain):
-            for name, bindings in self._table(scope).bindings.items():
-                if any(kind == _IMPORT for kind, _ in bindings):
-                    names[name] = None
+        names = [name for scope in reversed(chain) for name, _ in self._table(scope).imports]
         out = {}
-        for name in names:
+        for name in dict.fromkeys(names):
             meaning = self._resolve(name, chain)
             if meaning.kind == IMPORTED:
                 out[name] = meaning.target
@@ -174,9 +195,8 @@ class Names:
         """Some import of the module, or of a scope the traversal is in, brings in `prefix` or
         something under it."""
         dotted = prefix + "."
-        return any(kind == _IMPORT and (target == prefix or target.startswith(dotted))
-                   for scope in self._here() for bindings in self._table(scope).bindings.values()
-                   for kind, target in bindings)
+        return any(target == prefix or target.startswith(dotted)
+                   for scope in self._here() for _, target in self._table(scope).imports)
 
     # -- scope chains ------------------------------------------------------------------------
     def _here(self) -> list[ast.AST]:
@@ -199,7 +219,7 @@ class Names:
                 chain.append(parent)
             elif isinstance(parent, ast.comprehension) and child is parent.iter:
                 comprehension = self._parent_of(parent)
-                if comprehension is not None and parent is comprehension.generators[0]:
+                if parent is comprehension.generators[0]:  # evaluated outside the comprehension
                     child, parent = comprehension, self._parent_of(comprehension)
                     continue
             child, parent = parent, self._parent_of(parent)
@@ -207,6 +227,9 @@ class Names:
         return chain
 
     def _resolve(self, name: str, chain: list[ast.AST]) -> Meaning:
+        if name in self._walrus_names and not self._walrus:
+            self._walrus = True
+            self._tables = None  # built again, with walrus bindings
         for index, scope in enumerate(chain):
             if index and isinstance(scope, ast.ClassDef):
                 continue  # a class body's names are not seen by the functions in it
@@ -215,9 +238,9 @@ class Names:
                 return self._resolve(name, [self.tree])
             if name in table.nonlocals:
                 continue
-            bindings = table.bindings.get(name)
-            if bindings:
-                return _meaning(bindings)
+            meaning = table.meanings.get(name)
+            if meaning is not None:
+                return meaning
         return _UNKNOWN if self._table(self.tree).star else _FREE
 
     # -- tables ------------------------------------------------------------------------------
@@ -229,7 +252,7 @@ class Names:
         if table is None:  # a lambda or comprehension: bindings of its own header only
             table = self._new_table(scope)
             if isinstance(scope, ast.Lambda):
-                for name in _parameters(scope.args):
+                for name in parameter_names(scope.args):
                     table.bind(name, _OTHER)
             elif isinstance(scope, COMPREHENSIONS):
                 for generator in scope.generators:
@@ -238,8 +261,8 @@ class Names:
         return table
 
     def _new_table(self, scope: ast.AST) -> _Table:
-        table = self._tables[id(scope)] = _Table()
-        return table
+        self._tables[id(scope)] = _Table()
+        return self._tables[id(scope)]
 
     def _collect(self, statements: list[ast.stmt], table: _Table) -> None:
         """Record the bindings `statements` make in the scope of `table`; open a table for each
@@ -248,34 +271,60 @@ class Names:
         for statement in statements:
             if self._walrus:
                 self._collect_walrus(statement, table)
-            if isinstance(statement, (*FUNCTION_DEFS, ast.ClassDef)):
+            kind = type(statement)
+            if kind in _BINDS_NOTHING:
+                continue
+            if kind is ast.Assign:
+                for target in statement.targets:
+                    for name in _target_names(target):
+                        self._bind(table, module, name, _OTHER)
+            elif kind in _DEFS:
                 self._bind(table, module, statement.name, _DEF)
                 inner = self._new_table(statement)
-                if not isinstance(statement, ast.ClassDef):
-                    for name in _parameters(statement.args):
+                if kind is not ast.ClassDef:
+                    for name in parameter_names(statement.args):
                         inner.bind(name, _OTHER)
                 self._collect(statement.body, inner)
-            elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            elif kind is ast.Import or kind is ast.ImportFrom:
                 self._collect_import(statement, table, module)
-            elif isinstance(statement, (ast.Global, ast.Nonlocal)):
-                (table.globals if isinstance(statement, ast.Global) else table.nonlocals).update(statement.names)
+            elif kind is ast.Global:
+                table.globals = {*table.globals, *statement.names}
+            elif kind is ast.Nonlocal:
+                table.nonlocals = {*table.nonlocals, *statement.names}
             else:
-                for name in self._bound_names(statement):
-                    self._bind(table, module, name, _DEL if isinstance(statement, ast.Delete) else _OTHER)
-                for field in ("body", "orelse", "finalbody"):
-                    block = getattr(statement, field, None)
-                    if isinstance(block, list):
-                        self._collect(block, table)
-                for handler in getattr(statement, "handlers", ()):
-                    if handler.name:
-                        self._bind(table, module, handler.name, _OTHER)
-                    self._collect(handler.body, table)
-                for case in getattr(statement, "cases", ()):
-                    for pattern in ast.walk(case.pattern):
-                        name = getattr(pattern, "name", None) or getattr(pattern, "rest", None)
-                        if name:
-                            self._bind(table, module, name, _OTHER)
-                    self._collect(case.body, table)
+                self._collect_compound(statement, table, module)
+
+    def _collect_compound(self, statement: ast.stmt, table: _Table, module: _Table) -> None:
+        """The other statements: augmented and annotated assignments, `del`, and the blocks of
+        `for`, `while`, `if`, `with`, `try` and `match` with the names they bind."""
+        if isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            names = _target_names(statement.target)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            names = [name for item in statement.items if item.optional_vars is not None
+                     for name in _target_names(item.optional_vars)]
+        elif isinstance(statement, ast.Delete):
+            for target in statement.targets:
+                for name in _target_names(target):
+                    self._bind(table, module, name, _DEL)
+            return
+        else:
+            names = []
+        for name in names:
+            self._bind(table, module, name, _OTHER)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(statement, field, None)
+            if block:
+                self._collect(block, table)
+        for handler in getattr(statement, "handlers", ()):
+            if handler.name:
+                self._bind(table, module, handler.name, _OTHER)
+            self._collect(handler.body, table)
+        for case in getattr(statement, "cases", ()):
+            for pattern in ast.walk(case.pattern):
+                name = getattr(pattern, "name", None) or getattr(pattern, "rest", None)
+                if name:
+                    self._bind(table, module, name, _OTHER)
+            self._collect(case.body, table)
 
     @staticmethod
     def _bind(table: _Table, module: _Table, name: str, kind: str, target: str | None = None) -> None:
@@ -296,35 +345,17 @@ class Names:
             elif node.level:  # relative: a module of the project, never torch
                 self._bind(table, module, alias.asname or alias.name, _RELATIVE)
             else:
-                self._bind(table, module, alias.asname or alias.name, _IMPORT, f"{node.module or ''}.{alias.name}")
-
-    @staticmethod
-    def _bound_names(statement: ast.stmt) -> list[str]:
-        if isinstance(statement, ast.Assign):
-            return [name for target in statement.targets for name in _target_names(target)]
-        if isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
-            return _target_names(statement.target)
-        if isinstance(statement, (ast.For, ast.AsyncFor)):
-            return _target_names(statement.target)
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            return [name for item in statement.items if item.optional_vars is not None
-                    for name in _target_names(item.optional_vars)]
-        if isinstance(statement, ast.Delete):
-            return [name for target in statement.targets for name in _target_names(target)]
-        return []
+                self._bind(table, module, alias.asname or alias.name, _IMPORT, f"{node.module}.{alias.name}")
 
     def _collect_walrus(self, statement: ast.stmt, table: _Table) -> None:
         """`(n := len(x))` in the statement's own expressions binds `n` in this scope (also from
         inside a comprehension; not from inside a lambda, which is a scope of its own)."""
         module = self._tables[id(self.tree)]
-        pending = [value for field, value in ast.iter_fields(statement)
-                   if field not in ("body", "orelse", "finalbody", "handlers", "cases")]
+        pending = list(ast.iter_child_nodes(statement))
         while pending:
-            value = pending.pop()
-            if isinstance(value, list):
-                pending.extend(value)
-            elif isinstance(value, ast.NamedExpr) and isinstance(value.target, ast.Name):
-                self._bind(table, module, value.target.id, _OTHER)
-                pending.append(value.value)
-            elif isinstance(value, ast.AST) and not isinstance(value, (ast.Lambda, ast.stmt)):
-                pending.extend(ast.iter_child_nodes(value))
+            node = pending.pop()
+            if isinstance(node, (ast.Lambda, ast.stmt)):
+                continue  # a scope of its own, or a statement of a block (collected on its own)
+            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                self._bind(table, module, node.target.id, _OTHER)
+            pending.extend(ast.iter_child_nodes(node))

@@ -8,11 +8,13 @@ from __future__ import annotations
 import ast
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)  # a new function scope (loops start afresh)
 # Definitions: their bodies run when called (or, for a class, where it is defined), not where
 # they stand in the code around them.
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 STATEMENT_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SELF_NAMES = ("self", "cls")  # the first parameter of a method or class method
 
 
 def method_name(node: ast.AST) -> str | None:
@@ -40,6 +42,19 @@ def is_constant(node: ast.AST, value: object) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is type(value) and node.value == value
 
 
+def parameter_names(args: ast.arguments) -> list[str]:
+    """Every name a def or lambda binds for its parameters: `a, /, b, *c, d, **e`."""
+    every = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
+    return [a.arg for a in every if a is not None]
+
+
+def callee_name(func: ast.AST) -> str:
+    """The identifier a call is made through, in lower case: `self.model` -> "model", `net` ->
+    "net"; "" for anything else."""
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name.lower()
+
+
 def dotted(node: ast.AST) -> str | None:
     """`self.model.device` -> "self.model.device"; None for anything but names and attributes."""
     parts: list[str] = []
@@ -56,6 +71,39 @@ def is_plain_python_value(node: ast.AST) -> bool:
     """Literals and displays: never a tensor."""
     return isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr,
                              ast.ListComp, ast.DictComp, ast.SetComp))
+
+
+def name_words(node: ast.AST) -> set[str]:
+    """Lower-case words of the names and attributes in an expression (`train_loader` ->
+    {"train_loader", "train", "loader"})."""
+    out: set[str] = set()
+    for child in ast.walk(node):
+        name = child.id if isinstance(child, ast.Name) else child.attr if isinstance(child, ast.Attribute) else None
+        if name:
+            lower = name.lower()
+            out.add(lower)
+            out.update(part for part in lower.split("_") if part)
+    return out
+
+
+def calls_in(statements: list[ast.AST], stop_at: tuple[type, ...] = DEFINITIONS):
+    """The calls under `statements`, not entering nodes of the `stop_at` types (by default
+    nested functions and classes)."""
+    pending = list(statements)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, stop_at):
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def chain_head(node: ast.AST) -> ast.Name | None:
+    """The name at the head of a chain of calls, attributes and subscripts: `x` of `x.a[0].f()`."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node if isinstance(node, ast.Name) else None
 
 
 def root_name(node: ast.AST) -> str | None:

@@ -21,6 +21,11 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.nodes import (
+    FUNCTION_DEFS,
+    FUNCTIONS,
+    SELF_NAMES,
+    STATEMENT_LOOPS,
+    chain_head,
     dotted,
     is_plain_python_value,
     method_name,
@@ -55,8 +60,8 @@ TENSOR_METHODS = {
     "cumsum", "diff", "round", "floor", "ceil", "neg", "sign", "square", "pow", "mul", "add", "sub", "div",
 }
 KEPT_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
-SELF_NAMES = ("self", "cls")
-BACKWARD_FUNCTIONS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
+BACKWARD_METHODS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
+TRAINING_CALLS = BACKWARD_METHODS | {"zero_grad"}  # methods that only training code calls
 
 
 def is_torch_op(qual: str | None) -> bool:
@@ -149,9 +154,9 @@ def _params(function: ast.AST) -> set[str]:
 def module_class(call: ast.AST, ctx: "FileFacts") -> bool:
     """`nn.Linear(...)`, `nn.CrossEntropyLoss()`, `MyBlock(...)` (a local nn.Module subclass)."""
     from ptlint.semantics.compiled import (
+        is_module_class,
         local_classes,
         torch_module_name,
-        is_module_class,
     )
 
     if not isinstance(call, ast.Call):
@@ -176,7 +181,7 @@ def submodules(cls: ast.ClassDef, ctx: "FileFacts") -> set[str]:
         found: set[str] = set()
         in_module_class = is_module_class(cls, ctx)
         for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not isinstance(method, FUNCTION_DEFS):
                 continue
             for node in ast.walk(method):
                 if not isinstance(node, ast.Assign):
@@ -210,7 +215,7 @@ def backward_name(call: ast.Call) -> str | None:
     """The name whose graph a `.backward()` call walks: `loss.backward()`, `scaler.scale(loss)
     .backward()`, `(loss / k).backward()`, `accelerator.backward(loss)`."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in BACKWARD_FUNCTIONS:
+    if not isinstance(func, ast.Attribute) or func.attr not in BACKWARD_METHODS:
         return None
     if call.args:  # accelerator.backward(loss) / self.manual_backward(loss)
         first = call.args[0]
@@ -240,54 +245,11 @@ def backward_names(scope: ast.AST | None, ctx: "FileFacts") -> set[str]:
     return ctx.memo[key]
 
 
-def loop_trains(loop: ast.AST) -> bool:
-    """The loop's body calls `.backward()` (directly or through an accelerator)."""
-    body = getattr(loop, "body", None)
-    if not isinstance(body, list):
-        return False
-    return any(isinstance(n, ast.Call) and backward_name(n) is not None
-               for statement in body for n in ast.walk(statement))
-
-
-# Callees whose names say they run a model: `model(x)`, `self.net(x)`, `policy(obs)`.
-MODEL_WORDS = {"model", "net", "network", "module", "encoder", "decoder", "policy", "actor", "critic", "generator",
-               "discriminator", "teacher", "student", "backbone", "head", "unet", "vae", "transformer", "criterion",
-               "loss_fn", "loss_func", "lossfn", "classifier", "agent", "predictor", "forward", "ema_model"}
+# Names of callables that are models (a parameter `model` says so; nothing else would).
+MODEL_WORDS = {"model", "net", "network", "module", "encoder", "decoder", "policy", "classifier", "generator",
+               "discriminator", "critic", "actor", "backbone", "teacher", "student", "transformer", "unet", "vae"}
+# Methods that run a step on the device: backpropagating, stepping, running or generating.
 DEVICE_STEP_METHODS = {"backward", "manual_backward", "zero_grad", "step", "forward", "generate"}
-
-
-def _callee_word(func: ast.AST) -> str:
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return name.lower()
-
-
-def launches_device_work(node: ast.AST, ctx: "FileFacts") -> bool:
-    """The code under `node` (a loop, a comprehension) visibly runs a model each time: it calls a
-    model, a submodule or a loss module, backpropagates, steps an optimizer, or generates. A loop
-    that only reads results back pays for the wait once, at its first read; one that runs the
-    model queues a step's kernels each time, and a read there stalls the device every time."""
-    key = ("device-work", id(node))
-    if key in ctx.memo:
-        return ctx.memo[key]
-    found = False
-    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-        pending = [part for part in (getattr(node, "elt", None), getattr(node, "key", None),
-                                     getattr(node, "value", None)) if part is not None]
-        pending += [c for g in node.generators for c in g.ifs] + [g.iter for g in node.generators[1:]]
-    else:  # a loop's body (and a `while` loop's test): its iterable is evaluated once
-        pending = list(getattr(node, "body", [])) + ([node.test] if isinstance(node, ast.While) else [])
-    while pending and not found:
-        child = pending.pop()
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(child, ast.Call):
-            func = child.func
-            word = _callee_word(func)
-            found = word in MODEL_WORDS or any(part in MODEL_WORDS for part in word.split("_")) \
-                or (isinstance(func, ast.Attribute) and word in DEVICE_STEP_METHODS) or is_module_call(child, ctx)
-        pending.extend(ast.iter_child_nodes(child))
-    ctx.memo[key] = found
-    return found
 
 
 def comes_from_module(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> bool:
@@ -486,7 +448,7 @@ DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu|xla|npu)(:\d+)?")
 DEVICE_NAME = re.compile(r"(\w*_)?(device|dev)")
 
 
-def is_device_expr(node: ast.AST, ctx) -> bool:
+def is_device(node: ast.AST, ctx: "FileFacts") -> bool:
     """Visibly a device: "cuda:1", `torch.device(...)`, `device`, `self.device`, `x.device`."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return DEVICE_STRING.fullmatch(node.value) is not None
@@ -501,19 +463,13 @@ def is_device_expr(node: ast.AST, ctx) -> bool:
         # makes `.to(device)` mean "like that tensor" (dtype too), which `device=` rejects
         return not any(isinstance(v, ast.Name) and not DEVICE_NAME.fullmatch(v.id) for v in values)
     # d = torch.device("cuda") / d = "cuda"
-    return bool(values) and all(not isinstance(v, ast.Name) and is_device_expr(v, ctx) for v in values)
+    return bool(values) and all(not isinstance(v, ast.Name) and is_device(v, ctx) for v in values)
 
 
-def _is_cpu_device(node: ast.AST, ctx: "FileFacts") -> bool:
-    if isinstance(node, ast.Constant) and node.value == "cpu":
-        return True
-    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
-        and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu"
-
-
-def _is_device_like(node: ast.AST, ctx: "FileFacts") -> bool:
+def may_be_device(node: ast.AST, ctx: "FileFacts") -> bool:
     """`.to(x)` moves between devices only for a device argument (`"cuda"`, `torch.device(...)`,
-    `device`, `x.device`), not for a dtype (`.to(torch.float16)`, `.to(t.dtype)`)."""
+    `device`, `x.device`), not for a dtype (`.to(torch.float16)`, `.to(t.dtype)`): the argument
+    is not visibly a dtype."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str)
     if isinstance(node, ast.Call):
@@ -521,6 +477,14 @@ def _is_device_like(node: ast.AST, ctx: "FileFacts") -> bool:
     name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
     qual = ctx.qualname(node) or ""
     return not qual.startswith("torch.") and "dtype" not in name.lower()
+
+
+def is_cpu_device(node: ast.AST | None, ctx: "FileFacts") -> bool:
+    """`"cpu"`, `"cpu:0"`, `torch.device("cpu")`: host memory."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.split(":")[0] == "cpu"
+    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
+        and is_cpu_device(node.args[0], ctx)
 
 
 def _host_name(name: str) -> bool:
@@ -541,15 +505,15 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileFacts", depth: int) -> bool:
         if not isinstance(node, ast.Call):
             continue
         name = method_name(node)
-        if name == "cuda" or (name == "to" and node.args and _is_device_like(node.args[0], ctx)
-                              and not _is_cpu_device(node.args[0], ctx)):
+        if name == "cuda" or (name == "to" and node.args and may_be_device(node.args[0], ctx)
+                              and not is_cpu_device(node.args[0], ctx)):
             return False
         if ctx.qualname(node.func) in HOST_FACTORIES or name == "cpu" or \
-                (name == "to" and node.args and _is_cpu_device(node.args[0], ctx)):
+                (name == "to" and node.args and is_cpu_device(node.args[0], ctx)):
             on_cpu = True
         for kw in node.keywords:
             if kw.arg == "device":
-                if not _is_cpu_device(kw.value, ctx):
+                if not is_cpu_device(kw.value, ctx):
                     return False
                 on_cpu = True
             elif kw.arg == "return_tensors":  # a tokenizer / image processor: host tensors
@@ -579,12 +543,186 @@ def visibly_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
     return _mentions_cpu(node, ctx, 0)
 
 
+# Checkpoint conversion code reads tensors that were loaded into host memory.
+CHECKPOINT_NAMES = ("state_dict", "checkpoint", "ckpt")
+CHECKPOINT_TOKENS = {"sd", "ckpt", "weights"}  # `sds_sd`, `ckpt`: a loaded state dict
+# Methods whose result is a NumPy array whatever they are called on.
+NUMPY_ONLY = {"numpy", "astype"}
+# Ops whose output size depends on data: they wait for the device themselves.
+WAITING_OPS = {"nonzero", "where", "masked_select", "unique", "unique_consecutive", "argwhere"}
+
+
+def in_host_memory(value: ast.AST, ctx: "FileFacts") -> bool:
+    """Reading `value` back costs no device sync: visibly NumPy or plain Python (`not_a_tensor`),
+    a tensor in host memory (`visibly_on_host`), a value the code type-checks as NumPy or a
+    tensor of unknown origin (`isinstance`, `hasattr`), read from a checkpoint, or a NumPy
+    array's method's result."""
+    return not_a_tensor(value, ctx) or visibly_on_host(value, ctx) or _checked_type(value, ctx) \
+        or _checkpoint_value(value, ctx) or _numpy_array(value, ctx)
+
+
+def already_waited(value: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
+    """The value comes from an op whose output size depends on data (`nonzero`, one-argument
+    `torch.where`, `masked_select`, `unique`): that op has already waited for the device."""
+    node = value
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in WAITING_OPS and not (name == "where" and len(node.args) != 1):
+                return True
+            node = node.func
+        else:
+            node = node.value
+    if isinstance(node, ast.Name) and hops:
+        values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
+        return bool(values) and all(already_waited(v, ctx, hops - 1) for v in values)
+    return False
+
+
+# -- values the host needs ---------------------------------------------------------------------
+ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
+
+
+def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The value read back at `node` (where the traversal is) is what the host needs, every
+    iteration: it decides whether the loop goes on (`if token.item() == eos: break`, or a name
+    assigned it and tested so), is asserted (a guard that raises), picks a Python object
+    (`names[int(scores.argmax())]`), or goes to an environment's `step` (a simulator on the
+    host: `actions = policy(obs).cpu().numpy()`, then `env.step(actions)`)."""
+    return _decides_control_flow(node, ctx) or _feeds_environment(ctx)
+
+
+def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:
+    if _indexes_a_container(node, ctx):
+        return True
+    if any(isinstance(ancestor, ast.Assert) and ancestor.msg is not node for ancestor in ctx.stack):
+        return True
+    loop = ctx.loops[-1] if ctx.loops else None
+    if loop is not None and not isinstance(loop, STATEMENT_LOOPS):
+        return False
+    names = set()
+    for ancestor in reversed(ctx.stack):
+        if ancestor is loop or isinstance(ancestor, FUNCTION_DEFS):
+            break
+        if isinstance(ancestor, (ast.If, ast.While)) and _leaves_loop(ancestor.body) \
+                and any(n is node for n in ast.walk(ancestor.test)):
+            return True
+        if isinstance(ancestor, ast.Assign):
+            names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
+    if not names or loop is None:
+        return False
+    return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
+               any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
+               for statement in loop.body for n in ast.walk(statement))
+
+
+def _leaves_loop(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
+               for statement in body for n in ast.walk(statement))
+
+
+def _indexes_a_container(node: ast.AST, ctx: "FileFacts") -> bool:
+    """`names[int(scores.argmax().item())]`: the number picks a Python object."""
+    child = node
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Name) \
+                and ancestor.func.id in ("int", "float") and child in ancestor.args:
+            child = ancestor
+            continue
+        return isinstance(ancestor, ast.Subscript) and ancestor.slice is child
+    return False
+
+
+def _feeds_environment(ctx: "FileFacts") -> bool:
+    """The statement being visited steps an environment with the value, or assigns it to names
+    (and names derived from them) that an environment's `step` gets in the same loop or function."""
+    names: set[str] = set()
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, ast.Call) and _steps_environment(ancestor):
+            return True
+        if isinstance(ancestor, ast.Assign):
+            names = {t.id for target in ancestor.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+            break
+        if isinstance(ancestor, ast.stmt):
+            break
+    scope = ctx.loops[0] if ctx.loops else ctx.function
+    if not names or scope is None or not isinstance(scope, (*STATEMENT_LOOPS, *FUNCTION_DEFS)):
+        return False
+    nodes = [n for statement in scope.body for n in ast.walk(statement)]
+    for _ in range(2):  # `clipped = np.clip(actions, lo, hi)`: a name derived from it
+        for n in nodes:
+            if isinstance(n, ast.Assign) and _mentions_any(n.value, names):
+                names |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Call) and _steps_environment(n) and
+               any(_mentions_any(a, names) for a in [*n.args, *(k.value for k in n.keywords)]) for n in nodes)
+
+
+def _steps_environment(call: ast.Call) -> bool:
+    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
+        return False
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
+
+
+def _mentions_any(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _checkpoint_value(node: ast.AST, ctx: "FileFacts", hops: int = 1) -> bool:
+    """Read from a state_dict or checkpoint, directly or through a name assigned from one."""
+    node = chain_head(node)
+    if node is None:
+        return False
+    if any(word in node.id.lower() for word in CHECKPOINT_NAMES) or set(node.id.lower().split("_")) & CHECKPOINT_TOKENS:
+        return True
+    values = ctx.assignments(node.id) if hops else []
+    return bool(values) and all(isinstance(v, ast.expr) and _checkpoint_value(v, ctx, hops - 1) for v in values)
+
+
+def _numpy_array(value: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
+    """Made by a method only NumPy arrays have (`a.astype(f)`), or after `.numpy()`: the sync, if
+    any, happened there; `.tolist()` of the array reads host memory."""
+    node = value
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp, ast.IfExp)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in NUMPY_ONLY:
+            return True
+        node = node.func if isinstance(node, ast.Call) else node.left if isinstance(node, ast.BinOp) \
+            else node.body if isinstance(node, ast.IfExp) else node.value
+    if isinstance(node, ast.Name) and hops:
+        values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
+        return bool(values) and _numpy_array(values[-1], ctx, hops - 1)
+    return False
+
+
+def _checked_type(value: ast.AST, ctx: "FileFacts") -> bool:
+    """The code checked the value, or the value it was taken from, to be NumPy
+    (`if isinstance(i, np.ndarray): ... for j in i.nonzero(): j.tolist()`), or checks a tensor
+    or duck-types it: input normalisation of a value whose origin the code does not know."""
+    seen = 0
+    while value is not None and seen < 3:
+        seen += 1
+        if type_guarded(value, ctx, NUMPY_MODULES + ("torch",)):
+            return True
+        root = chain_head(value)
+        if root is None:
+            return False
+        if root is not value:
+            value = root
+            continue
+        values = ctx.assignments(root.id)
+        value = values[-1] if len(values) == 1 and isinstance(values[0], ast.expr) else None
+    return False
+
+
 def type_guarded(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> bool:
     """True inside `if isinstance(<node>, <types of one of modules>):` — a value the code itself
     has checked to be, say, a NumPy scalar — or `if hasattr(<node>, ...):` (duck typing)."""
     wanted = ast.dump(node)
     for ancestor in reversed(ctx.stack):
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(ancestor, FUNCTIONS):
             return False
         if not isinstance(ancestor, (ast.If, ast.IfExp)):
             continue

@@ -18,10 +18,21 @@ Independently, a node is **cold** when it sits in a branch that only runs on mis
 body, a branch that ends in `raise`, a branch that only warns or logs (and perhaps resets a
 setting), the message of an `assert` or the expression of a `raise`.
 
-The model is built lazily, once per file, and only for files where some rule reported something
-(most files have no finding and never pay for it): one walk records parents, functions, loops and
-call sites; a small fixpoint over the module's own call graph then gives each function its base
-context. No analysis crosses files.
+The model is built lazily, once per file, after the traversal, and only for files where some rule
+reported something (most files have no finding and never pay for it). It reads the file's parent
+links and defs (`FileFacts.parent`, `function_defs`) and its call graph (ptlint.semantics.calls);
+a small fixpoint then gives each function its base context: what it is (`_intrinsic`: a
+`forward`, a step hook, a compiled function, set-up), or else the most frequent context of the
+calls that run it.
+
+How often a function runs comes from one place, `ExecutionModel.caller_contexts(function)`: the
+contexts of the calls known to run it. Today those are the calls of this file. This is the seam
+for whole-program facts: a project model with callers in other files (each placed by its own
+file's model) adds their contexts there, and every rule's notion of "per step" follows
+(`in_training_step` walks up the same calls, through `callers`).
+
+Also here, the questions about training code that the model and the rules share ("does this loop
+train?", "does it run a model?"): see the section `does this code train?`.
 """
 
 from __future__ import annotations
@@ -31,7 +42,31 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ptlint.semantics.nodes import class_family
+from ptlint.semantics.calls import CallSites
+from ptlint.semantics.compiled import (
+    COMPILE,
+    compile_targets,
+    decorator_in,
+    is_module_class,
+    local_classes,
+)
+from ptlint.semantics.nodes import (
+    COMPREHENSIONS,
+    DEFINITIONS,
+    FUNCTION_DEFS,
+    STATEMENT_LOOPS,
+    callee_name,
+    calls_in,
+    name_words,
+)
+from ptlint.semantics.values import (
+    BACKWARD_METHODS,
+    DEVICE_STEP_METHODS,
+    MODEL_WORDS,
+    TRAINING_CALLS,
+    backward_name,
+    is_module_call,
+)
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
@@ -43,9 +78,6 @@ ONCE = "once"
 CALLED = "called"
 EVERYWHERE = frozenset({PER_STEP, PER_OUTER, ONCE, CALLED})
 RANK = {ONCE: 0, PER_OUTER: 1, CALLED: 2, PER_STEP: 3}
-FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-STATEMENT_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 # Framework hooks that run once per batch (Lightning and friends).
 STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "training_step_end",
@@ -53,16 +85,6 @@ STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "
               "on_before_optimizer_step", "on_before_zero_grad", "optimizer_step", "train_step", "eval_step",
               "compute_loss", "prediction_step"}  # the last two: Hugging Face Trainer overrides
 STEP_HOOK_SUFFIXES = ("_batch_end", "_batch_start")
-# Text without any of these holds no training step (`in_training_step` is False everywhere): no
-# backward, zero_grad, optimizer or environment step, `next(it)`, step hook or Ignite event.
-TRAINING_TEXT = re.compile(r"backward|zero_grad|step\s*\(|_step_end|next\s*\(|compute_loss|_batch_(end|start)"
-                           r"|ITERATION_|GET_BATCH_")
-
-
-def may_hold_training_step(text: str) -> bool:
-    return TRAINING_TEXT.search(text) is not None
-
-
 # Set-up that runs once per run (unless a per-step caller in this module says otherwise).
 ONCE_NAMES = {"__init__", "__post_init__", "__new__", "__init_subclass__", "__set_name__", "main", "setup",
               "prepare_data", "reset_parameters", "setUp", "setUpClass"}
@@ -78,8 +100,11 @@ SUB_STEP_WORDS = {"accum", "accumulation", "micro", "microbatch", "microbatches"
 # Iterating these walks a model's structure or a mapping, not data.
 STRUCTURE_METHODS = {"items", "keys", "values", "parameters", "named_parameters", "modules", "named_modules",
                      "children", "named_children", "buffers", "named_buffers", "state_dict", "param_groups"}
-LOG_METHODS = {"warn", "warning", "warning_once", "warn_once", "info", "info_once", "debug", "error", "exception",
-               "critical", "log", "print", "fatal"}
+# Methods of a logger (`logger.warning(...)`, `logging.info(...)`).
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
+               "warning_once", "info_once"}
+# What a warning branch calls on something named like a logger or a warner.
+WARNING_METHODS = LOG_METHODS | {"warn_once", "print"}
 
 
 @dataclass(frozen=True)
@@ -88,19 +113,6 @@ class Where:
     cold: bool  # in a branch that only runs on misuse
     loop: ast.AST | None  # the innermost loop (or comprehension) around the node in its function
     function: ast.AST | None  # the innermost def around the node (lambdas are transparent)
-
-
-def _words(node: ast.AST) -> set[str]:
-    """Lower-case words of the names and attributes in an expression (`train_loader` ->
-    {"train_loader", "train", "loader"})."""
-    out: set[str] = set()
-    for child in ast.walk(node):
-        name = child.id if isinstance(child, ast.Name) else child.attr if isinstance(child, ast.Attribute) else None
-        if name:
-            lower = name.lower()
-            out.add(lower)
-            out.update(part for part in lower.split("_") if part)
-    return out
 
 
 def _data_words(words: set[str]) -> bool:
@@ -112,7 +124,7 @@ def iterable_is_data(loop: ast.AST) -> bool:
     `range(max_steps)`; not `model.parameters()` or `d.items()`. A `while` loop's test names
     its step counter (`while step < max_steps:`)."""
     if isinstance(loop, ast.While):
-        return _data_words(_words(loop.test))
+        return _data_words(name_words(loop.test))
     if isinstance(loop, COMPREHENSIONS):
         source = loop.generators[0].iter
     else:
@@ -121,7 +133,7 @@ def iterable_is_data(loop: ast.AST) -> bool:
         if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
                 and child.func.attr in STRUCTURE_METHODS:
             return False
-    return _data_words(_words(source))
+    return _data_words(name_words(source))
 
 
 def _set_up_name(name: str) -> bool:
@@ -154,49 +166,115 @@ def _over_structure(loop: ast.AST) -> bool:
 
 def is_sub_step_loop(loop: ast.AST) -> bool:
     source = loop.test if isinstance(loop, ast.While) else getattr(loop, "iter", None)
-    return source is not None and bool(_words(source) & SUB_STEP_WORDS)
+    return source is not None and bool(name_words(source) & SUB_STEP_WORDS)
 
 
-def _body_trains(loop: ast.AST) -> bool:
-    """The loop body runs a training or environment step: `.backward()`, `zero_grad()`,
-    `optimizer.step()`, `env.step(a)`, `next(it)`."""
-    return _trains(list(loop.body) if isinstance(loop, STATEMENT_LOOPS) else [])
+# -- does this code train? -----------------------------------------------------------------------
+# Questions that sound alike and are not, each answered here once:
+# - `backpropagates(loop)`: the loop's body calls `.backward()` on a loss it names;
+# - `runs_training_step(loop)`: the loop's body runs a step of training or of an environment;
+# - `is_step_function(function)`: the function backpropagates outside any loop of its own;
+# - `steps_optimizer(block)`: a branch steps the optimizer (gradient accumulation's step);
+# - `runs_model(node, ctx)`: the code under a loop visibly runs a model every time;
+# - `may_hold_training_step(text)`: a file's text could hold a training step at all;
+# - `in_model_loop(ctx)`, `may_be_step(ctx)`: the same, where the traversal is.
 
-
-def _steps_optimizer(block: list[ast.stmt]) -> bool:
-    """`if (i + 1) % accumulation == 0: optimizer.step(); ...`: a modulo test that marks the
-    optimizer step of gradient accumulation, which is the training step itself, not a logging
-    interval."""
-    for statement in block:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                    node.func.attr in ("backward", "zero_grad") or node.func.attr == "step"
-                    and _words(node.func.value) & {"optimizer", "optim", "opt", "scaler"}):
-                return True
-    return False
-
-
-def _trains(statements: list[ast.AST]) -> bool:
-    pending = list(statements)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in ("backward", "manual_backward", "zero_grad"):
-                    return True
-                if func.attr == "step" and _words(func.value) & {"optimizer", "optim", "opt", "scaler", "env",
-                                                                  "envs", "trainer", "scheduler"}:
-                    return True
-            elif isinstance(func, ast.Name) and func.id == "next" and _next_batch(node):
-                return True
-        pending.extend(ast.iter_child_nodes(node))
-    return False
-
-
+OPTIMIZER_NAMES = {"optimizer", "optim", "opt", "scaler"}  # words of a receiver whose `.step()` steps one
+# receivers whose `.step()` is a step of training or of an environment
+STEPPER_NAMES = OPTIMIZER_NAMES | {"env", "envs", "trainer", "scheduler"}
 GENERIC_ITERATOR_WORDS = {"iter", "iters", "iterator", "iterators", "it"}
+# Text without any of these holds no training step (`in_training_step` is False everywhere): no
+# backward, zero_grad, optimizer or environment step, `next(it)`, step hook or Ignite event.
+TRAINING_TEXT = re.compile(r"backward|zero_grad|step\s*\(|_step_end|next\s*\(|compute_loss|_batch_(end|start)"
+                           r"|ITERATION_|GET_BATCH_")
+
+
+def may_hold_training_step(text: str) -> bool:
+    return TRAINING_TEXT.search(text) is not None
+
+
+def in_model_loop(ctx: "FileFacts") -> bool:
+    """A loop around where the traversal is, in its function, runs a model every iteration."""
+    return any(runs_model(loop, ctx) for loop in ctx.loops)
+
+
+def may_be_step(ctx: "FileFacts") -> bool:
+    """Where the traversal is may run once per step with device work queued: in a loop that runs
+    a model (`in_model_loop`), or in a file that may hold a training step at all, which
+    `ExecutionModel.in_training_step` decides after the traversal. A cheap first question."""
+    key = "may-hold-training-step"
+    if key not in ctx.memo:
+        ctx.memo[key] = may_hold_training_step(ctx.text)
+    return ctx.memo[key] or in_model_loop(ctx)
+
+
+def backpropagates(loop: ast.AST) -> bool:
+    """The loop's body calls `.backward()` on a loss it names: `loss.backward()`,
+    `scaler.scale(loss).backward()`, `accelerator.backward(loss)` (ptlint.semantics.values.backward_name)."""
+    body = getattr(loop, "body", None)
+    return isinstance(body, list) and any(backward_name(call) is not None for call in calls_in(body, stop_at=()))
+
+
+def runs_training_step(loop: ast.AST) -> bool:
+    """The loop's body runs a training or environment step: `.backward()`, `zero_grad()`,
+    `optimizer.step()`, `env.step(a)`, `next(it)` (not in functions defined there)."""
+    if not isinstance(loop, STATEMENT_LOOPS):
+        return False
+    for call in calls_in(loop.body):
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in TRAINING_CALLS:
+                return True
+            if func.attr == "step" and name_words(func.value) & STEPPER_NAMES:
+                return True
+        elif isinstance(func, ast.Name) and func.id == "next" and _next_batch(call):
+            return True
+    return False
+
+
+def is_step_function(function: ast.AST) -> bool:
+    """A function that backpropagates outside any loop of its own is one training step, whatever
+    its name (Ignite's `update(engine, batch)`, a `train_step` closure)."""
+    return any(isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_METHODS
+               for call in calls_in(function.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)))
+
+
+def steps_optimizer(block: list[ast.stmt]) -> bool:
+    """`if (i + 1) % accumulation == 0: optimizer.step(); ...`: a branch that backpropagates,
+    zeroes gradients or steps the optimizer is the training step itself (gradient accumulation),
+    not a logging interval."""
+    return any(isinstance(call.func, ast.Attribute) and (
+        call.func.attr in ("backward", "zero_grad")
+        or call.func.attr == "step" and name_words(call.func.value) & OPTIMIZER_NAMES)
+        for call in calls_in(block, stop_at=()))
+
+
+# Callees whose names say they run a model or a loss module: `model(x)`, `self.net(x)`, `policy(obs)`.
+RUNS_MODEL_WORDS = MODEL_WORDS | {"head", "agent", "predictor", "ema_model", "forward", "criterion", "loss_fn",
+                                  "loss_func", "lossfn"}
+
+
+def runs_model(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The code under `node` (a loop, a comprehension) visibly runs a model each time: it calls a
+    model, a submodule or a loss module, backpropagates, steps an optimizer, or generates. A loop
+    that only reads results back pays for the wait once, at its first read; one that runs the
+    model queues a step's kernels each time, and a read there stalls the device every time."""
+    key = ("device-work", id(node))
+    if key not in ctx.memo:
+        if isinstance(node, COMPREHENSIONS):  # what runs per element: not the first iterable
+            parts = [part for part in (getattr(node, "elt", None), getattr(node, "key", None),
+                                       getattr(node, "value", None)) if part is not None]
+            parts += [c for g in node.generators for c in g.ifs] + [g.iter for g in node.generators[1:]]
+        else:  # a loop's body (and a `while` loop's test): its iterable is evaluated once
+            parts = list(getattr(node, "body", [])) + ([node.test] if isinstance(node, ast.While) else [])
+        ctx.memo[key] = any(_runs_model_call(call, ctx) for call in calls_in(parts))
+    return ctx.memo[key]
+
+
+def _runs_model_call(call: ast.Call, ctx: "FileFacts") -> bool:
+    word = callee_name(call.func)
+    return word in RUNS_MODEL_WORDS or any(part in RUNS_MODEL_WORDS for part in word.split("_")) \
+        or (isinstance(call.func, ast.Attribute) and word in DEVICE_STEP_METHODS) or is_module_call(call, ctx)
 
 
 def _next_batch(call: ast.Call) -> bool:
@@ -208,7 +286,7 @@ def _next_batch(call: ast.Call) -> bool:
     source = call.args[0]
     if isinstance(source, ast.Name) or isinstance(source, ast.Attribute) and not isinstance(source.value, ast.Subscript):
         return True
-    words = _words(source) - GENERIC_ITERATOR_WORDS
+    words = name_words(source) - GENERIC_ITERATOR_WORDS
     return _data_words(words) or "train" in words
 
 
@@ -222,7 +300,7 @@ PERIODIC_FLAGS = {"should_log", "should_evaluate", "should_save", "do_log", "log
 def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
     """`step % 100 == 0`, `i == 0`, `batch_idx == len(loader) - 1`, `if self.control.should_log:`,
     `if step % cfg.log_interval`: a test that holds on a few of the loop's iterations."""
-    words = _words(test)
+    words = name_words(test)
     if words & PERIODIC_FLAGS or any(part in PERIODIC_WORDS for word in words for part in word.split("_")):
         return True
     names = set()
@@ -243,7 +321,7 @@ def _off_period(test: ast.AST, loop: ast.AST | None) -> bool:
     """A test that holds on the steps a periodic test leaves out: `not should_log`,
     `step % k != 0`, `step % k`. Not the steps between optimizer steps (`(i + 1) % accum != 0`):
     what follows runs on every optimizer step, the training step itself."""
-    if _words(test) & SUB_STEP_WORDS:
+    if name_words(test) & SUB_STEP_WORDS:
         return False
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return is_periodic_test(test.operand, loop)
@@ -259,8 +337,8 @@ def is_log_call(node: ast.AST) -> bool:
     func = node.func
     if isinstance(func, ast.Name):
         return func.id in ("print", "warn")
-    if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS:
-        words = _words(func.value)
+    if isinstance(func, ast.Attribute) and func.attr in WARNING_METHODS:
+        words = name_words(func.value)
         return any("log" in word or "warn" in word for word in words)
     return False
 
@@ -300,78 +378,34 @@ _MODEL_KEY = "execution-model"
 
 
 def execution_model(facts: "FileFacts") -> "ExecutionModel":
-    """The file's execution model, built once, on first use (kept in `facts.memo`)."""
+    """The file's execution model, built once, on first use (kept in `facts.memo`), after the
+    traversal: it reads the assignments of the whole file."""
     model = facts.memo.get(_MODEL_KEY)
     if model is None:
+        if facts.stack:
+            raise RuntimeError("where code runs is decided after the traversal (ask in `keep` or `end_file`)")
         model = facts.memo[_MODEL_KEY] = ExecutionModel(facts)
     return model
 
 
-def forget_execution_model(facts: "FileFacts") -> None:
-    """Drop a model built during the walk: it saw only the assignments made so far."""
-    facts.memo.pop(_MODEL_KEY, None)
-
-
 class ExecutionModel:
+    """Where each node of one file runs (`where`), whether it is part of a training step
+    (`in_training_step`), and each function's base context (`base`, from `caller_contexts`)."""
+
     def __init__(self, ctx: "FileFacts") -> None:
         self.ctx = ctx
-        self.parents: dict[int, ast.AST] = {}
-        self.functions: list[ast.AST] = []
-        self._calls: list[tuple[ast.Call, ast.AST]] = []  # (call, the callee expression or a callback name)
-        self._defs: dict[str, list[ast.AST]] = {}
-        self._methods: dict[str, list[ast.AST]] = {}  # method name -> defs in local classes
-        self._sites: dict[int, list[ast.Call]] = {}
+        self.calls = CallSites.of(ctx)
         self._training: dict[int, bool] = {}
-        self._walk(ctx.tree)
         self.base = self._solve()
 
-    # -- one walk ----------------------------------------------------------------------------
-    def _walk(self, tree: ast.Module) -> None:
-        parents = self.parents
-        pending: list[ast.AST] = [tree]
-        while pending:
-            node = pending.pop()
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-                pending.append(child)
-            if isinstance(node, FUNCTION_DEFS):
-                self.functions.append(node)
-                owner = parents.get(id(node))
-                if isinstance(owner, ast.ClassDef):
-                    self._methods.setdefault(node.name, []).append(node)
-                else:
-                    self._defs.setdefault(node.name, []).append(node)
-            elif isinstance(node, ast.Call):
-                self._calls.append((node, node.func))
-                for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    if isinstance(arg, ast.Name) or (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name)
-                                                     and arg.value.id in ("self", "cls")):
-                        self._calls.append((node, arg))  # a function handed over to be called
-
-    def parent(self, node: ast.AST) -> ast.AST | None:
-        return self.parents.get(id(node))
-
-    def enclosing_function(self, node: ast.AST) -> ast.AST | None:
-        parent = self.parent(node)
-        while parent is not None and not isinstance(parent, FUNCTION_DEFS):
-            parent = self.parent(parent)
-        return parent
-
-    def owner_class(self, function: ast.AST) -> ast.ClassDef | None:
-        parent = self.parent(function)
-        return parent if isinstance(parent, ast.ClassDef) else None
+    def callers(self, function: ast.AST) -> list[ast.Call]:
+        """The calls in this file that may run `function` (ptlint.semantics.calls)."""
+        return self.calls.callers(function)
 
     # -- function base contexts --------------------------------------------------------------
     def _intrinsic(self, function: ast.AST) -> str | None:
-        from ptlint.semantics.compiled import (
-            COMPILE,
-            compile_targets,
-            decorator_in,
-            is_module_class,
-        )
-
         name = function.name
-        owner = self.owner_class(function)
+        owner = self.ctx.owner_class(function)
         if owner is not None and name in ("forward", "backward") and (is_module_class(owner, self.ctx)
                                                                     or _is_autograd_function(owner, self.ctx)
                                                                     or _derived_elsewhere(owner, self.ctx)):
@@ -381,7 +415,7 @@ class ExecutionModel:
         names, methods = compile_targets(self.ctx)
         if name in (methods if owner is not None else names):
             return PER_STEP
-        if name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or _is_step_function(function):
+        if name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function):
             return PER_STEP
         for decorator in function.decorator_list:
             event = _event_context(decorator)
@@ -390,32 +424,32 @@ class ExecutionModel:
         return None
 
     def _solve(self) -> dict[int, str]:
-        sites: dict[int, list[ast.Call]] = {}
-        for call, callee in self._calls:
-            for target in self._resolve(callee, call):
-                if self.enclosing_function(call) is not target:  # recursion says nothing of callers
-                    sites.setdefault(id(target), []).append(call)
-        self._sites = sites
+        """Each function's base context: what it is (a forward, a step hook, set-up), or else the
+        most frequent context among its callers in this file, to a fixpoint."""
+        functions = self.ctx.function_defs()
         base: dict[int, str] = {}
         fixed: set[int] = set()
-        for function in self.functions:
+        for function in functions:
             intrinsic = self._intrinsic(function)
             if intrinsic is not None:
                 base[id(function)] = intrinsic
                 fixed.add(id(function))
-            elif sites.get(id(function)):
+            elif self.callers(function):
                 base[id(function)] = ONCE  # the least context; callers raise it below
             else:
                 once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
                 base[id(function)] = ONCE if once else CALLED
         self.base = base
-        for _ in range(len(self.functions) + 1):  # contexts only rise: this ends
+        for _ in range(len(functions) + 1):  # contexts only rise: this ends
             changed = False
-            for function in self.functions:
+            for function in functions:
                 key = id(function)
-                if key in fixed or not sites.get(key):
+                if key in fixed:
                     continue
-                rank = max(RANK[self._site_context(call, function)] for call in sites[key])
+                contexts = self.caller_contexts(function)
+                if not contexts:
+                    continue
+                rank = max(RANK[context] for context in contexts)
                 if rank > RANK[base[key]]:
                     base[key] = next(c for c, r in RANK.items() if r == rank)
                     changed = True
@@ -423,60 +457,14 @@ class ExecutionModel:
                 break
         return base
 
-    def _site_context(self, call: ast.Call, callee: ast.AST) -> str:
-        where = self.where(call)
-        return ONCE if where.cold else where.context
-
-    def _resolve(self, callee: ast.AST, call: ast.Call) -> list[ast.AST]:
-        """The functions of this module that `callee` (at `call`) may name."""
-        if isinstance(callee, ast.Name):
-            candidates = self._defs.get(callee.id, [])
-            if len(candidates) <= 1:
-                return candidates
-            # the innermost definition whose scope holds the call
-            scopes = []
-            parent = self.parent(call)
-            while parent is not None:
-                scopes.append(parent)
-                parent = self.parent(parent)
-            for scope in scopes:
-                for candidate in candidates:
-                    if self.parent(candidate) is scope:
-                        return [candidate]
-            return []
-        if isinstance(callee, ast.Attribute):
-            methods = self._methods.get(callee.attr, [])
-            if not methods or callee.attr.startswith("__"):
-                return []
-            if isinstance(callee.value, ast.Name) and callee.value.id in ("self", "cls"):
-                function = self.enclosing_function(call)
-                while function is not None and self.owner_class(function) is None:
-                    function = self.enclosing_function(function)
-                owner = self.owner_class(function) if function is not None else None
-                if owner is None:
-                    return []
-                family = self._class_family(owner)
-                return [m for m in methods if self.owner_class(m) in family]
-            # `model.init_hidden(n)` where `model = Net(...)`, a class of this module
-            if isinstance(callee.value, ast.Name):
-                scope = self.enclosing_function(call) or self.ctx.tree
-                classes = {v.func.id for v in self.ctx.assignments(callee.value.id, scope)
-                           if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
-                return [m for m in methods if self.owner_class(m) is not None and any(
-                    self.owner_class(m) in self._class_family(cls) for cls in self.local_classes(classes))]
-        return []
-
-    def local_classes(self, names: set[str]) -> list[ast.ClassDef]:
-        from ptlint.semantics.compiled import local_classes
-
-        local = local_classes(self.ctx)
-        return [local[name] for name in names if name in local]
-
-    def _class_family(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
-        """The class and its bases defined in this file."""
-        from ptlint.semantics.compiled import local_classes
-
-        return class_family(cls, local_classes(self.ctx))
+    def caller_contexts(self, function: ast.AST) -> list[str]:
+        """How often each known call of `function` runs (a cold call: once). The one place the
+        model learns how often a function runs from its callers; see the module docstring."""
+        contexts = []
+        for call in self.callers(function):
+            where = self.where(call)
+            contexts.append(ONCE if where.cold else where.context)
+        return contexts
 
     # -- where a node runs -------------------------------------------------------------------
     def where(self, node: ast.AST) -> Where:
@@ -484,7 +472,7 @@ class ExecutionModel:
         loops: list[ast.AST] = []
         periodic = False
         gated = False  # under a periodic test, loop or not
-        child, parent = node, self.parent(node)
+        child, parent = node, self.ctx.parent(node)
         first_iter_of: ast.AST | None = None  # a comprehension whose first iterable holds the node
         function = None
         while parent is not None:
@@ -506,7 +494,7 @@ class ExecutionModel:
                 if branch is not None:
                     cold = cold or is_cold_branch(branch)
                     if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)) \
-                            and not _steps_optimizer(branch):
+                            and not steps_optimizer(branch):
                         periodic = True
                         gated = True
             elif isinstance(parent, ast.IfExp) and child is not parent.test:
@@ -525,7 +513,7 @@ class ExecutionModel:
                 if not (first_iter_of is not None and parent.generators[0] is first_iter_of):
                     loops.append(parent)
                 first_iter_of = None
-            child, parent = parent, self.parent(parent)
+            child, parent = parent, self.ctx.parent(parent)
         base = self.base.get(id(function), ONCE) if function is not None else ONCE
         if not loops:
             # `if self.control.should_log:` in a per-step function runs on some steps only
@@ -557,7 +545,7 @@ class ExecutionModel:
                 if isinstance(statement, ast.If) and not statement.orelse \
                         and isinstance(statement.body[-1], (ast.Return, ast.Continue)) \
                         and _off_period(statement.test, self._innermost_loop(statement)):
-                    return not _steps_optimizer(block[index:])
+                    return not steps_optimizer(block[index:])
         return False
 
     def in_training_step(self, node: ast.AST) -> bool:
@@ -568,11 +556,11 @@ class ExecutionModel:
         where = self.where(node)
         if where.cold or where.context != PER_STEP:
             return False
-        parent = self.parent(node)
+        parent = self.ctx.parent(node)
         while parent is not None and not isinstance(parent, FUNCTION_DEFS):
-            if isinstance(parent, STATEMENT_LOOPS) and _body_trains(parent):
+            if isinstance(parent, STATEMENT_LOOPS) and runs_training_step(parent):
                 return True
-            parent = self.parent(parent)
+            parent = self.ctx.parent(parent)
         return parent is not None and self._training_function(parent, set())
 
     def _training_function(self, function: ast.AST, visiting: set[int]) -> bool:
@@ -583,11 +571,11 @@ class ExecutionModel:
             return False
         visiting.add(key)
         name = function.name
-        owner = self.owner_class(function)
-        hook = (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or _is_step_function(function)
+        owner = self.ctx.owner_class(function)
+        hook = (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function)
                 or any(_event_context(d) == PER_STEP for d in function.decorator_list)) \
             and not (owner is not None and name == "forward")
-        result = hook or any(self.in_training_step_site(call, visiting) for call in self._sites.get(key, []))
+        result = hook or any(self.in_training_step_site(call, visiting) for call in self.callers(function))
         self._training[key] = result
         return result
 
@@ -595,17 +583,17 @@ class ExecutionModel:
         where = self.where(call)
         if where.cold or where.context != PER_STEP:
             return False
-        parent = self.parent(call)
+        parent = self.ctx.parent(call)
         while parent is not None and not isinstance(parent, FUNCTION_DEFS):
-            if isinstance(parent, STATEMENT_LOOPS) and _body_trains(parent):
+            if isinstance(parent, STATEMENT_LOOPS) and runs_training_step(parent):
                 return True
-            parent = self.parent(parent)
+            parent = self.ctx.parent(parent)
         return parent is not None and self._training_function(parent, visiting)
 
     def _innermost_loop(self, node: ast.AST) -> ast.AST | None:
-        parent = self.parent(node)
+        parent = self.ctx.parent(node)
         while parent is not None and not isinstance(parent, (*STATEMENT_LOOPS, *FUNCTION_DEFS)):
-            parent = self.parent(parent)
+            parent = self.ctx.parent(parent)
         return parent if isinstance(parent, STATEMENT_LOOPS) else None
 
     def _per_outer(self, loop: ast.AST) -> bool:
@@ -623,36 +611,20 @@ class ExecutionModel:
             pending = list(loop.body)
             while pending and not found:
                 node = pending.pop()
-                if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)) or isinstance(node, ast.expr):
+                if isinstance(node, DEFINITIONS) or isinstance(node, ast.expr):
                     continue
                 if isinstance(node, STATEMENT_LOOPS) and not is_sub_step_loop(node) \
-                        and (iterable_is_data(node) or _body_trains(node)):
+                        and (iterable_is_data(node) or runs_training_step(node)):
                     found = True
                 pending.extend(ast.iter_child_nodes(node))
             memo[key] = found
         return memo[key]
 
 
-def _is_step_function(function: ast.AST) -> bool:
-    """A function that backpropagates outside any loop of its own is one training step, whatever
-    its name (Ignite's `update(engine, batch)`, a `train_step` closure)."""
-    pending = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda, *STATEMENT_LOOPS, *COMPREHENSIONS)):
-            continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in ("backward", "manual_backward"):
-            return True
-        pending.extend(ast.iter_child_nodes(node))
-    return False
-
-
 def _derived_elsewhere(cls: ast.ClassDef, ctx: "FileFacts") -> bool:
     """A class derived from a class of another module (`class Encoder(PreTrainedModel)`,
     `GradientCheckpointingLayer`, `LightningModule`): its `forward` is a module's forward. A base
     defined in this file counts only if it is itself derived elsewhere; a plain local class does not."""
-    from ptlint.semantics.compiled import local_classes
     local = local_classes(ctx)
     pending, seen = [cls], set()
     while pending:

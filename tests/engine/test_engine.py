@@ -138,6 +138,32 @@ def test_test_code_silences_families_1_2_4_5_6_only_and_recursion_limit_is_resto
     assert lint("x = 1\n", rules) == []  # no rule can fire: parsed, not walked
 
 
+def test_whether_a_rule_reports_in_test_code_is_its_own_attribute():
+    class Loud(Rule):
+        code, name, message = "PTL901", "loud", "loud"
+        reports_in_tests = True
+
+        def visit_Module(self, node):
+            self.report(node.body[0])
+
+    class Quiet(Loud):
+        code, name = "PTL902", "quiet"
+        reports_in_tests = False
+
+    text = "x = 1\n"
+    assert [f.code for f in lint(text, [Loud, Quiet])] == ["PTL901", "PTL902"]
+    assert [f.code for f in lint(text, [Loud, Quiet], test_code=True)] == ["PTL901"]
+    assert Rule.reports_in_tests is False  # a new family is silent in tests unless it says otherwise
+
+
+def test_only_the_numerics_family_reports_in_test_code():
+    from ptlint.engine.registry import all_rules
+
+    loud = sorted(code for code, rule in all_rules().items() if rule.reports_in_tests)
+    assert loud == sorted(code for code in all_rules() if code.startswith("PTL3"))
+    assert loud  # DESIGN.md: numerics rules (PTL3) still report in test code
+
+
 class Probe(Rule):
     """Records what the engine tells a rule about each name it meets: bindings so far, loops and
     functions around it."""

@@ -14,7 +14,6 @@ from helpers import REPO, run_ptlint
 from ptlint.engine.catalogue import doc_page
 from ptlint.engine.registry import all_rules
 from ptlint.engine.rule import DOC_SECTIONS, doc_section
-from ptlint.engine.traversal import SILENT_IN_TESTS
 from ptlint.semantics.where import CALLED, ONCE, PER_OUTER
 
 RULES = all_rules()
@@ -94,7 +93,7 @@ def test_where_it_reports_names_the_places_the_rule_leaves_out(code):
             assert words in silent, f"{code} does not report in {place} code: its page must say '{words}'"
     if not cls.cold:
         assert "error paths" in silent, f"{code} does not report on error paths: its page must say so"
-    if code.startswith(SILENT_IN_TESTS):
+    if not cls.reports_in_tests:
         assert "test code" in silent and "test code" not in bullets["Reports"]
     else:
         assert "test code" in bullets["Reports"] and "test code" not in silent

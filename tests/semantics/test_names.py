@@ -231,6 +231,139 @@ def m(command):
         case [torch, *np]:
             return torch  # torch: local
 """,
+    "a global name is bound in the module, by any statement in any function": """
+import numpy as np
+
+def setup(items, path):
+    global F, helper, counter, err, cfg, torch, mods, rel, np
+    F = make()
+    def helper():
+        pass
+    for counter in items:
+        pass
+    try:
+        pass
+    except ValueError as err:
+        pass
+    with open(path) as cfg:
+        pass
+    import torch.nn
+    from os import path as mods
+    from . import rel
+    return np.zeros(1)  # np: imported numpy
+
+def more(command):
+    global cache, found, hit, picked
+    del cache
+    match command:
+        case [found]:
+            pass
+        case _:
+            picked = 1
+    if (hit := command):
+        pass
+
+def use():
+    cache  # cache: unknown
+    found  # found: local
+    hit  # hit: local
+    picked  # picked: local
+    F()  # F: local
+    helper()  # helper: local
+    counter, err, cfg = 1, 2, 3
+    torch.nn  # torch: imported torch
+    mods.join  # mods: imported os.path
+    rel.x  # rel: local
+""",
+    "a global declaration of a module import": """
+import numpy as np
+
+def f():
+    global np
+    return np.zeros(1)  # np: imported numpy
+""",
+    "else and finally blocks bind too; the import decides over a loop, except or match target": """
+try:
+    pass
+finally:
+    import numpy as np
+if ready:
+    pass
+else:
+    import torch
+np.zeros  # np: imported numpy
+
+def f(xs, command):
+    import numpy as np
+    for np in xs:
+        pass
+    try:
+        pass
+    except ValueError as np:
+        pass
+    match command:
+        case {"np": np, **rest}:
+            return rest  # rest: local
+        case [*np]:
+            pass
+    return np  # np: imported numpy
+
+torch.ones(1)  # torch: imported torch
+
+def g(xs):
+    for x in xs:
+        pass
+    else:
+        torch = 1
+    return torch  # torch: local
+""",
+    "a relative import after an import replaces it; a del stays, whatever comes after": """
+import torch
+from . import torch
+
+torch.ones(1)  # torch: local
+
+import numpy as np
+
+def f():
+    del np
+    import numpy as np
+    return np  # np: unknown
+""",
+    "a del in a function says nothing of the module's name elsewhere": """
+import torch
+
+def f():
+    del torch
+    return torch  # torch: unknown
+
+def g():
+    return torch  # torch: imported torch
+""",
+    "answers after a nested function are the enclosing function's": """
+import torch
+torch.ones  # torch: imported torch
+
+def f(torch):
+    def g():
+        pass
+    return torch  # torch: local
+""",
+    "walrus: nested, in an except clause and a match guard; the import still decides": """
+def f(xs, command):
+    import numpy as np
+    if (a := (b := len(xs))):
+        return a, b  # b: local
+    try:
+        pass
+    except (err := ValueError):
+        return err  # err: local
+    match command:
+        case x if (guard := x):
+            return guard  # guard: local
+    if (np := 3):
+        return np  # np: imported numpy
+""",
 }
 
 
@@ -307,6 +440,21 @@ def test_is_local_is_true_only_for_the_projects_own_bindings():
     assert ctx.meaning("time") == Meaning(IMPORTED, "time")
     assert ctx.meaning("open", at=ctx.tree.body[0]) == Meaning(UNKNOWN)
     assert context("x = 1\n").meaning("open") == Meaning(FREE)
+
+
+def test_a_walrus_name_asked_about_first():
+    ctx = context("import numpy as np\n\ndef f(xs):\n    if (np := len(xs)):\n        return np\n")
+    use = ctx.tree.body[1].body[0].body[0].value
+    assert ctx.meaning("np", at=use) == Meaning(LOCAL)  # the first question: the walrus is found
+    assert ctx.meaning("np") == Meaning(IMPORTED, "numpy")
+
+
+def test_a_comprehensions_first_iterable_is_resolved_in_the_enclosing_function():
+    ctx = context("import torch\n\ndef g(torch):\n    return [x for x in torch.chunk(2)]\n")
+    head = next(n for n in ast.walk(ctx.tree) if isinstance(n, ast.Name) and n.id == "torch")
+    assert ctx.meaning("torch", at=head) == Meaning(LOCAL)
+    assert ctx.names.is_local("torch", at=head)
+    assert not ctx.names.is_local("torch")  # at module level: the import
 
 
 def test_a_lambda_and_a_comprehension_asked_about_directly():

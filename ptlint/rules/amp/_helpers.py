@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass
 
 from ptlint.engine.rule import Rule
+from ptlint.semantics.nodes import STATEMENT_LOOPS
 from ptlint.semantics.project import imported_sources
+from ptlint.semantics.values import BACKWARD_METHODS
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,6 @@ def compatibility_import(ctx, callee: ast.AST) -> bool:
 
 # -- project-level hints (PTL603-PTL606) -------------------------------------------------------
 
-BACKWARD_METHODS = {"backward", "manual_backward"}
 # What the hints look for in the text of the training script and the project modules it imports.
 CUDA = re.compile(r"""\.cuda\(|["']cuda["':]|torch\.cuda\.(is_available|device_count|set_device)""")
 AUTOCAST = re.compile(r"autocast|GradScaler|amp\.initialize|apex import amp|torch\.amp\b|cuda\.amp")
@@ -178,7 +179,7 @@ def training_loop(ctx) -> ast.AST | None:
             node = ctx.parent(call)
             while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                                                                ast.ClassDef)):
-                if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and not is_sub_step_loop(node):
+                if isinstance(node, STATEMENT_LOOPS) and not is_sub_step_loop(node):
                     found = node
                     break
                 node = ctx.parent(node)

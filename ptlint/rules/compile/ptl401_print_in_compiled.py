@@ -6,9 +6,8 @@ import ast
 
 from ptlint.engine.rule import Rule
 from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced
+from ptlint.semantics.where import LOG_METHODS
 
-LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
-               "warning_once", "info_once"}
 LOGGER_FACTORIES = {"getLogger", "get_logger"}  # logging.getLogger; transformers/diffusers get_logger
 WARN_FUNCTIONS = {"warnings.warn", "warnings.warn_explicit"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.nodes import class_family
+from ptlint.semantics.nodes import FUNCTION_DEFS, class_family
 
 ITERABLE_DATASETS = {"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"}
 # Attributes whose iteration hands the stream over to another dataset (which shards itself) or to a
@@ -55,7 +55,7 @@ class IterableDatasetNotSharded(Rule):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if not self._is_iterable_dataset(node, set()):
             return
-        own_iter = next((f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        own_iter = next((f for f in node.body if isinstance(f, FUNCTION_DEFS)
                          and f.name == "__iter__"), None)
         if own_iter is None:
             return  # inherited: reported (or not) where it is defined
@@ -109,7 +109,7 @@ class IterableDatasetNotSharded(Rule):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 called.add(node.func.id)
         for function in self.ctx.tree.body:
-            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.name in called:
+            if isinstance(function, FUNCTION_DEFS) and function.name in called:
                 if any(isinstance(n, (ast.Name, ast.Attribute)) and "worker" in
                        (n.id if isinstance(n, ast.Name) else n.attr).lower() for n in ast.walk(function)):
                     return True
@@ -138,7 +138,7 @@ class IterableDatasetNotSharded(Rule):
     def _bodies(self, function: ast.AST, cls: ast.ClassDef) -> list[ast.AST]:
         """`__iter__` and the methods of the class it calls through `self.helper()`, transitively."""
         methods = {m.name: m for c in self._family(cls) for m in c.body
-                   if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                   if isinstance(m, FUNCTION_DEFS)}
         bodies, pending = [], [function]
         while pending:
             current = pending.pop()

@@ -14,7 +14,14 @@ from ptlint.semantics.autograd import (
     is_model_call,
     statements_of,
 )
-from ptlint.semantics.nodes import DEFINITIONS, STATEMENT_LOOPS, body_nodes, dotted
+from ptlint.semantics.nodes import (
+    DEFINITIONS,
+    SELF_NAMES,
+    STATEMENT_LOOPS,
+    body_nodes,
+    dotted,
+    name_words,
+)
 from ptlint.semantics.values import backward_name, is_torch_op
 from ptlint.semantics.where import iterable_is_data
 
@@ -120,7 +127,7 @@ class GraphKeptAlive(Rule):
             return False
         function = self.ctx.function
         source = loop.test if isinstance(loop, ast.While) else loop.iter
-        words = {part for n in ast.walk(source) for part in _name_words(n)}
+        words = name_words(source)
         # the cheap tests first: `graph_wanted` needs the file's execution model
         evaluating = (function is not None and EVALUATING.search(function.name.lower()) is not None) \
             or bool(words & EVAL_DATA_WORDS) or "backward" not in self.ctx.source.text \
@@ -693,14 +700,6 @@ result = (module.outputs, [t.grad_fn is not None for t in module.outputs])
     ]
 
 
-def _name_words(node: ast.AST) -> set[str]:
-    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-    if not name:
-        return set()
-    lower = name.lower()
-    return {lower, *lower.split("_")}
-
-
 def _position(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
@@ -887,7 +886,7 @@ def _backpropagated(call: ast.Call) -> set[str]:
     while pending:
         node = pending.pop()
         if isinstance(node, ast.Name):
-            if node.id not in ("self", "cls"):
+            if node.id not in SELF_NAMES:
                 out.add(node.id)
         elif isinstance(node, ast.BinOp):
             pending += [node.left, node.right]

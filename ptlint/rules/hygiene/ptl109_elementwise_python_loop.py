@@ -6,7 +6,12 @@ import ast
 
 from ptlint.engine.rule import Rule
 from ptlint.semantics.nodes import dotted
-from ptlint.semantics.values import NUMPY_MODULES, STRONG, comes_from_module, tensor_kind
+from ptlint.semantics.values import (
+    NUMPY_MODULES,
+    STRONG,
+    comes_from_module,
+    tensor_kind,
+)
 
 # Elementwise functions of torch (and torch.nn.functional) and tensor methods: applying them row by
 # row gives what applying them once to the whole tensor gives.

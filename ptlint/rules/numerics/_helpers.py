@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ptlint.engine.rule import FixInput, Rule
-from ptlint.semantics.nodes import argument, body_nodes, keyword
+from ptlint.semantics.nodes import (
+    FUNCTION_DEFS,
+    argument,
+    body_nodes,
+    keyword,
+    parameter_names,
+)
 
 if TYPE_CHECKING:
     from ptlint.engine.file_context import FileContext
@@ -127,7 +133,13 @@ def resolve(ctx, node: ast.AST, recogniser, names: set[str]) -> tuple[Call | Non
     return None, False
 
 
-class DeferredRule(Rule):
+class NumericsRule(Rule):
+    """A rule of the numerics family: a wrong formula is wrong in test code too."""
+
+    reports_in_tests = True
+
+
+class DeferredRule(NumericsRule):
     """A rule whose findings through local names wait for the end of the file: the traversal
     knows only the assignments made so far, and a name reassigned later in the function (in a
     loop, say) may reach the use with another value. Reported only when every name it went
@@ -257,7 +269,6 @@ def sigmoid_call(ctx, node) -> Call | None:
 
 # -- what a local name holds where it is read ------------------------------------------------
 
-FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
 @dataclass(frozen=True)
@@ -273,9 +284,10 @@ def scope_here(ctx) -> Scope:
     return Scope(tuple(ctx.functions), ctx.classes[-1] if ctx.classes else None)
 
 
-def statement_of(ctx, node: ast.AST) -> ast.AST | None:
+def statement_of(ctx, node: ast.AST, root: ast.AST | None = None) -> ast.AST | None:
+    """The statement that holds `node` (under `root`, its function, when given)."""
     while node is not None and not isinstance(node, ast.stmt):
-        node = ctx.parent(node)
+        node = ctx.parent(node, root)
     return node
 
 
@@ -283,13 +295,14 @@ def _ends_before(a: ast.AST, b: ast.AST) -> bool:
     return (a.end_lineno, a.end_col_offset) <= (b.lineno, b.col_offset)
 
 
-def _dominates(ctx, statement: ast.AST, use: ast.AST) -> bool:
+def _dominates(ctx, statement: ast.AST, use: ast.AST, root: ast.AST | None) -> bool:
     """`statement` runs before `use` whenever `use` runs: it sits earlier in a block that holds
-    the use (directly or in a nested statement)."""
-    holder = ctx.parent(statement)
+    the use (directly or in a nested statement). Both lie under `root` (a function, or the
+    module when None)."""
+    holder = ctx.parent(statement, root)
     node = use
-    while node is not None:
-        parent = ctx.parent(node)
+    while node is not None and node is not root:
+        parent = ctx.parent(node, root)
         if parent is holder:
             for field in ("body", "orelse", "finalbody"):
                 block = getattr(parent, field, None)
@@ -301,15 +314,9 @@ def _dominates(ctx, statement: ast.AST, use: ast.AST) -> bool:
     return False
 
 
-def _parameters(function: ast.AST) -> set[str]:
-    args = function.args
-    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    return {a.arg for a in every if a is not None}
-
-
-def _plain_binding(ctx, value: ast.AST, name: str) -> bool:
+def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool:
     """`name = value` / `name: T = value` / `(name := value)`: not a loop target, not unpacking."""
-    parent = ctx.parent(value)
+    parent = ctx.parent(value, root)
     if isinstance(parent, ast.Assign) and parent.value is value:
         return any(isinstance(t, ast.Name) and t.id == name for t in parent.targets)
     if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)) and parent.value is value:
@@ -317,15 +324,15 @@ def _plain_binding(ctx, value: ast.AST, name: str) -> bool:
     return False
 
 
-def _last_reaching(ctx, values: list, name: str, use: ast.AST) -> list | None:
+def _last_reaching(ctx, values: list, name: str, use: ast.AST, root: ast.AST | None) -> list | None:
     """From the assignments before `use` (in source order): the last, and the earlier ones while
     the later sit in branches that do not enclose the use; None when a path is unknown."""
     found = []
     for value in reversed(values):
-        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name):
+        if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name, root):
             return None
         found.append(value)
-        if _dominates(ctx, statement_of(ctx, value), use):
+        if _dominates(ctx, statement_of(ctx, value, root), use, root):
             return found
     return None
 
@@ -342,8 +349,8 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
         assigned = ctx.assignments(name.id, function)
         values = [v for v in assigned if _ends_before(v, use)]
         if values:
-            return _last_reaching(ctx, values, name.id, use)
-        if assigned or name.id in _parameters(function):
+            return _last_reaching(ctx, values, name.id, use, function)
+        if assigned or name.id in parameter_names(function.args):
             return None  # a parameter, or assigned only after the read (a loop's previous round)
         use = function
     values = ctx.assignments(name.id, ctx.tree)
@@ -351,8 +358,8 @@ def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:
         return None
     if scope.functions:
         values = [v for v in values if not isinstance(v, ast.AugAssign)]
-        return list(values) if values and all(_plain_binding(ctx, v, name.id) for v in values) else None
-    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use)
+        return list(values) if values and all(_plain_binding(ctx, v, name.id, None) for v in values) else None
+    return _last_reaching(ctx, [v for v in values if _ends_before(v, use)], name.id, use, None)
 
 
 # Methods that keep a tensor's values (a new view, another dtype or device).
@@ -400,7 +407,7 @@ def attribute_values(ctx, cls: ast.ClassDef, attr: str) -> list[ast.expr]:
     if key not in ctx.memo:
         table: dict[str, list[ast.expr]] = {}
         for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not isinstance(method, FUNCTION_DEFS):
                 continue
             for node in ast.walk(method):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -594,7 +601,7 @@ def note_loss_holder(ctx, node: ast.AST, functions: set[str], classes: set[str],
                 holders.add(target.attr)
 
 
-class LossInputRule(Rule):
+class LossInputRule(NumericsRule):
     """A rule about what a loss is fed (PTL306, PTL307). Every call may be a loss module's, and a
     module-level `criterion = ...` can come after the function that uses it, so the calls are
     checked at the end of the file: `loss_calls()` gives each call of one of `loss_functions` /

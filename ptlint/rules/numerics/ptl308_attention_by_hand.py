@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.engine.rule import Rule
 from ptlint.rules.numerics._helpers import (
-    FUNCTION_NODES,
+    NumericsRule,
     Scope,
     built_from,
     module_calls,
@@ -16,6 +15,7 @@ from ptlint.rules.numerics._helpers import (
     softmax_call,
     softmax_output,
 )
+from ptlint.semantics.nodes import FUNCTION_DEFS
 
 PRODUCTS = {"torch.matmul", "torch.bmm"}
 TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "t"}
@@ -37,7 +37,7 @@ POOLING = {"mean", "amax", "amin", "max", "sum", "logsumexp"}
 HARMLESS_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "is_cuda"}
 
 
-class AttentionByHand(Rule):
+class AttentionByHand(NumericsRule):
     code = "PTL308"
     name = "attention-by-hand"
     message = ("attention written by hand (`softmax(q @ kᵀ) @ v`) materialises the full score matrix; "
@@ -244,7 +244,7 @@ class AttentionByHand(Rule):
                 continue
             if (node.lineno, node.col_offset) < start:
                 continue
-            parent = self.ctx.parent(node)
+            parent = self.ctx.parent(node, function)
             if isinstance(parent, ast.Attribute) and parent.attr in HARMLESS_ATTRIBUTES:
                 continue
             return True
@@ -274,7 +274,7 @@ class AttentionByHand(Rule):
             found = []
             if any(marker in source for marker in FUSED_MARKERS):
                 for node in ast.walk(self.ctx.tree):
-                    if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and not isinstance(node, ast.Lambda):
+                    if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
                         text = self.ctx.edits.text(node).lower()
                         if any(marker in text for marker in FUSED_MARKERS):
                             found.append(node)

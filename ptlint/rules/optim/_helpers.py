@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from ptlint.engine.rule import FixInput
-from ptlint.semantics.nodes import body_nodes
+from ptlint.semantics.nodes import COMPREHENSIONS, body_nodes
 
 # Names that clearly hold a list of parameters when nothing else tells us what they are.
 PARAM_LIST_NAMES = {"params", "parameters", "param_list", "params_list", "parameter_list", "model_params",
@@ -215,7 +215,7 @@ def target_used_after(loop: ast.For, ctx) -> bool:
     pending: list[ast.AST] = list(scope.body) if isinstance(scope.body, list) else [scope.body]
     while pending:
         node = pending.pop()  # nested functions included: a closure may read the name later
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        if isinstance(node, COMPREHENSIONS):
             bound = set().union(*(target_names(g.target) for g in node.generators))
             pending.extend(g.iter for g in node.generators[:1])
             if bound & names:

@@ -6,33 +6,28 @@ import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.compiled import is_traced
-from ptlint.semantics.nodes import method_name
+from ptlint.semantics.nodes import SELF_NAMES, chain_head, method_name
+from ptlint.semantics.pipeline import in_host_code
 from ptlint.semantics.values import (
     DATA_PREDICATES,
-    NUMPY_MODULES,
     DEVICE_STEP_METHODS,
     SCALAR_CONVERSIONS,
     STRONG,
+    already_waited,
+    in_host_memory,
     is_module_call,
     is_scalar_tensor,
     is_torch_op,
-    launches_device_work,
-    loop_trains,
-    not_a_tensor,
+    needed_on_host,
     tensor_kind,
-    type_guarded,
     value_test,
-    visibly_on_host,
 )
-from ptlint.semantics.where import may_hold_training_step
+from ptlint.semantics.where import backpropagates, in_model_loop, may_be_step
 
 SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
 # `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
 # `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
 NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
-# Checkpoint conversion code reads tensors that were loaded into host memory.
-CHECKPOINT_NAMES = ("state_dict", "checkpoint", "ckpt")
-CHECKPOINT_TOKENS = {"sd", "ckpt", "weights"}  # `sds_sd`, `ckpt`: a loaded state dict
 
 
 def is_sync_call(node: ast.AST) -> bool:
@@ -40,54 +35,6 @@ def is_sync_call(node: ast.AST) -> bool:
     if name not in SYNC_METHODS:
         return False
     return SYNC_METHODS[name] or not node.args
-
-
-# Ops whose output size depends on data: they wait for the device themselves.
-WAITING_OPS = {"nonzero", "where", "masked_select", "unique", "unique_consecutive", "argwhere"}
-# Methods whose result is a NumPy array whatever they are called on.
-NUMPY_ONLY = {"numpy", "astype"}
-# Classes of the data pipeline: their methods work on host tensors.
-HOST_CLASSES = {"Sampler", "BatchSampler", "Dataset", "IterableDataset", "DistributedSampler"}
-
-
-# Folders and file names of input-pipeline code: datasets, samplers, collators, augmentation.
-PIPELINE_FOLDERS = {"data", "datasets", "dataio", "dataloaders", "augment", "augmentation", "augmentations",
-                    "transforms"}
-PIPELINE_FILE_WORDS = ("collat", "augment", "dataset", "sampler", "dataloader", "transforms", "processing",
-                       "processor")
-# Tools whose job is to show values to a person: the host needs every one of them.
-INSPECTION_FILE_WORDS = ("debug", "doctor", "diagnos", "plot", "visuali", "viz", "profil")
-# ONNX Runtime pipelines compute in NumPy on the host.
-HOST_RUNTIME_FILE_WORDS = ("onnx",)
-
-
-def _data_pipeline_path(path: str) -> bool:
-    parts = path.replace("\\", "/").lower().split("/")
-    return bool(set(parts[:-1]) & PIPELINE_FOLDERS) or any(
-        word in parts[-1] for word in PIPELINE_FILE_WORDS + INSPECTION_FILE_WORDS + HOST_RUNTIME_FILE_WORDS)
-
-
-def _root(node: ast.AST) -> ast.Name | None:
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node if isinstance(node, ast.Name) else None
-
-
-ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
-
-
-def _steps_environment(call: ast.Call) -> bool:
-    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
-    func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
-        return False
-    receiver = func.value
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
-
-
-def _mentions_any(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
 def _is_number(node: ast.AST) -> bool:
@@ -125,23 +72,6 @@ def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
             return expr
 
 
-def _leaves_loop(body: list[ast.stmt]) -> bool:
-    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
-               for statement in body for n in ast.walk(statement))
-
-
-def _is_checkpoint_value(node: ast.AST, ctx=None, hops: int = 1) -> bool:
-    """Read from a state_dict or checkpoint, directly or through a name assigned from one."""
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    if not isinstance(node, ast.Name):
-        return False
-    if any(word in node.id.lower() for word in CHECKPOINT_NAMES) or set(node.id.lower().split("_")) & CHECKPOINT_TOKENS:
-        return True
-    values = ctx.assignments(node.id) if ctx is not None and hops else []
-    return bool(values) and all(isinstance(v, ast.expr) and _is_checkpoint_value(v, ctx, hops - 1) for v in values)
-
-
 class SyncInLoop(Rule):
     code = "PTL101"
     name = "sync-in-loop"
@@ -163,7 +93,7 @@ class SyncInLoop(Rule):
     # -- explicit reads: `.item()`, `.cpu()`, `.numpy()`, `.tolist()` ------------------------------
     def visit_Call(self, node: ast.Call) -> None:
         if is_sync_call(node):
-            if self._could_stall():
+            if may_be_step(self.ctx):
                 self._method_read(node)
             return
         func = node.func
@@ -195,7 +125,7 @@ class SyncInLoop(Rule):
             chain = chain.func if isinstance(chain, ast.Call) else chain.value
         if not self._holds_a_tensor(value):
             return
-        if self._in_host_memory(value):
+        if in_host_memory(value, self.ctx):
             return
         if is_traced(self.ctx, node):
             return  # in a forward or a compiled function PTL402 reports it (a graph break too)
@@ -207,8 +137,7 @@ class SyncInLoop(Rule):
             if not is_scalar_tensor(value, self.ctx):
                 return
             what = f"`.{method}()` of a one-element tensor"
-        if self._host_side_code() or self._decides_control_flow(node) or self._already_waited(value) \
-                or self._feeds_environment(node):
+        if in_host_code(self.ctx) or needed_on_host(node, self.ctx) or already_waited(value, self.ctx):
             return
         if self._read_again():
             return
@@ -250,7 +179,7 @@ class SyncInLoop(Rule):
         """The loop (or the function) reads the condition's tensor back to the host elsewhere
         (`if pos[0] != blank` ... `pos[j].item()`): host-driven code such as a beam search,
         where choosing on the device would save no wait."""
-        root = _root(operand)
+        root = chain_head(operand)
         scope = self.ctx.loops[-1] if self.ctx.loops else self.ctx.function
         if root is None or not isinstance(getattr(scope, "body", None), list):
             return False
@@ -264,7 +193,7 @@ class SyncInLoop(Rule):
                     read = n.args[0]
                 else:
                     continue
-                if getattr(_root(read), "id", None) == root.id:
+                if getattr(chain_head(read), "id", None) == root.id:
                     return True
         return False
 
@@ -274,9 +203,9 @@ class SyncInLoop(Rule):
         qual = self.ctx.qualname(call.func)
         if qual is not None:
             return is_torch_op(qual)
-        func = call.func
-        return isinstance(func, ast.Attribute) and func.attr not in DEVICE_STEP_METHODS \
-            and _root(func) is not None and _root(func).id not in ("self", "cls") and not is_module_call(call, self.ctx)
+        head = chain_head(call.func)
+        return isinstance(call.func, ast.Attribute) and call.func.attr not in DEVICE_STEP_METHODS \
+            and head is not None and head.id not in SELF_NAMES and not is_module_call(call, self.ctx)
 
     def _tensor_work_only(self, statements: list[ast.stmt]) -> bool:
         """The branches only compute tensors (`pred = pred * scale`, `best = loss`,
@@ -316,16 +245,7 @@ class SyncInLoop(Rule):
     def _worth_asking(self, node: ast.AST) -> bool:
         """Not in traced code (PTL402 / PTL403 report there), and where a read could stall: the
         cheap questions, before any about tensors."""
-        return not is_traced(self.ctx, node) and self._could_stall()
-
-    def _could_stall(self) -> bool:
-        """What `keep` asks, as far as the traversal can tell: a loop around that runs the model,
-        or a module that may hold a training step. Asked first, it spares the tensor questions
-        in the many modules that have neither."""
-        key = "ptl101-may-train"
-        if key not in self.ctx.memo:
-            self.ctx.memo[key] = may_hold_training_step(self.ctx.source.text)
-        return self.ctx.memo[key] or any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops)
+        return not is_traced(self.ctx, node) and may_be_step(self.ctx)
 
     def _strong(self, node: ast.AST) -> bool:
         return tensor_kind(node, self.ctx) == STRONG
@@ -333,24 +253,17 @@ class SyncInLoop(Rule):
     def _implicit_read(self, node: ast.AST, value: ast.AST, what: str, statement: ast.stmt | None = None) -> None:
         """Report a conversion of `value` (visibly a tensor) to a Python value at `node`, where
         `.item()` would be reported, with the same exemptions."""
-        if self._in_host_memory(value) or is_traced(self.ctx, node):
+        if in_host_memory(value, self.ctx) or is_traced(self.ctx, node):
             return  # in a forward or a compiled function PTL402 / PTL403 report it
-        if self._host_side_code() or self._decides_control_flow(node) or self._already_waited(value) \
-                or self._feeds_environment(node):
+        if in_host_code(self.ctx) or needed_on_host(node, self.ctx) or already_waited(value, self.ctx):
             return
         if self._read_again(statement):
             return
         self._report_read(node, what)
 
     def _report_read(self, node: ast.AST, what: str) -> None:
-        self._stalls[id(node)] = any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops)
+        self._stalls[id(node)] = in_model_loop(self.ctx)
         self.report(node, (self.message if self.ctx.loops else self.step_message).format(what=what))
-
-    def _in_host_memory(self, value: ast.AST) -> bool:
-        """Visibly NumPy or plain Python, in host memory, type-checked by the code, read from a
-        checkpoint, or a NumPy array's method's result: reading it costs no device sync."""
-        return not_a_tensor(value, self.ctx) or visibly_on_host(value, self.ctx) or self._type_guarded(value) \
-            or _is_checkpoint_value(value, self.ctx) or self._numpy_array(value)
 
     def _statement(self) -> ast.stmt | None:
         return next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
@@ -376,141 +289,11 @@ class SyncInLoop(Rule):
         self._read_in_statement.add(id(statement))
         return False
 
-    def _feeds_environment(self, node: ast.AST) -> bool:
-        """The value goes to an environment's `step` (`actions = policy(obs).cpu().numpy()`, then
-        `env.step(actions)`, also through names assigned from it): a simulator on the host needs
-        it every step, so the copy is the work itself."""
-        names: set[str] = set()
-        for ancestor in reversed(self.ctx.stack):
-            if isinstance(ancestor, ast.Call) and _steps_environment(ancestor):
-                return True
-            if isinstance(ancestor, ast.Assign):
-                names = {t.id for target in ancestor.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
-                break
-            if isinstance(ancestor, ast.stmt):
-                break
-        scope = self.ctx.loops[0] if self.ctx.loops else self.ctx.function
-        if not names or scope is None or not isinstance(scope, (ast.For, ast.AsyncFor, ast.While,
-                                                                 ast.FunctionDef, ast.AsyncFunctionDef)):
-            return False
-        nodes = [n for statement in scope.body for n in ast.walk(statement)]
-        for _ in range(2):  # `clipped = np.clip(actions, lo, hi)`: a name derived from it
-            for n in nodes:
-                if isinstance(n, ast.Assign) and _mentions_any(n.value, names):
-                    names |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
-        return any(isinstance(n, ast.Call) and _steps_environment(n) and
-                   any(_mentions_any(a, names) for a in [*n.args, *(k.value for k in n.keywords)]) for n in nodes)
-
-    def _host_side_code(self) -> bool:
-        """The data pipeline runs on host tensors: classes deriving from a Sampler or Dataset,
-        modules of data, augmentation or collation code, functions named for the CPU."""
-        if _data_pipeline_path(self.ctx.path):
-            return True
-        for function in self.ctx.functions:
-            if "cpu" in getattr(function, "name", "").lower().split("_"):
-                return True
-        for cls in self.ctx.classes:
-            for base in cls.bases:
-                base = base.value if isinstance(base, ast.Subscript) else base  # `Sampler[int]`
-                qual = self.ctx.qualname(base) or ""
-                name = qual or getattr(base, "id", getattr(base, "attr", ""))
-                if name.startswith("torch.utils.data.") or name.rsplit(".", 1)[-1] in HOST_CLASSES:
-                    return True
-        return False
-
-    def _already_waited(self, value: ast.AST, hops: int = 2) -> bool:
-        """The value comes from an op whose output size depends on data (`nonzero`, one-argument
-        `torch.where`, `masked_select`, `unique`): that op has already waited for the device."""
-        node = value
-        while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-            if isinstance(node, ast.Call):
-                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-                if name in WAITING_OPS and not (name == "where" and len(node.args) != 1):
-                    return True
-                node = node.func
-            else:
-                node = node.value
-        if isinstance(node, ast.Name) and hops:
-            values = [v for v in self.ctx.assignments(node.id) if isinstance(v, ast.expr)]
-            return bool(values) and all(self._already_waited(v, hops - 1) for v in values)
-        return False
-
-    def _numpy_array(self, value: ast.AST, hops: int = 2) -> bool:
-        """Made by a method only NumPy arrays have (`a.astype(f)`), or after `.numpy()`: the
-        sync, if any, happened there; `.tolist()` of the array reads host memory."""
-        node = value
-        while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp, ast.IfExp)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in NUMPY_ONLY:
-                return True
-            node = node.func if isinstance(node, ast.Call) else node.left if isinstance(node, ast.BinOp) \
-                else node.body if isinstance(node, ast.IfExp) else node.value
-        if isinstance(node, ast.Name) and hops:
-            values = [v for v in self.ctx.assignments(node.id) if isinstance(v, ast.expr)]
-            return bool(values) and self._numpy_array(values[-1], hops - 1)
-        return False
-
-    def _type_guarded(self, value: ast.AST) -> bool:
-        """The code checked the value, or the value it was taken from, to be NumPy
-        (`if isinstance(i, np.ndarray): ... for j in i.nonzero(): j.tolist()`)."""
-        seen = 0
-        while value is not None and seen < 3:
-            seen += 1
-            # NumPy checked, or `isinstance(x, torch.Tensor)` / duck typing: input normalisation
-            # of a value whose origin the code does not know, not a step's result
-            if type_guarded(value, self.ctx, NUMPY_MODULES + ("torch",)):
-                return True
-            root = _root(value)
-            if root is None:
-                return False
-            if root is not value:
-                value = root
-                continue
-            values = self.ctx.assignments(root.id)
-            value = values[-1] if len(values) == 1 and isinstance(values[0], ast.expr) else None
-        return False
-
-    def _decides_control_flow(self, node: ast.AST) -> bool:
-        """The value decides whether the loop goes on (`if token.item() == eos: break`, or a
-        name assigned it and tested so), or is an assertion's (a guard that raises): the host
-        needs it, every iteration."""
-        if self._indexes_a_container(node):
-            return True
-        if any(isinstance(ancestor, ast.Assert) and ancestor.msg is not node for ancestor in self.ctx.stack):
-            return True
-        loop = self.ctx.loops[-1] if self.ctx.loops else None
-        if loop is not None and not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-            return False
-        names = set()
-        for ancestor in reversed(self.ctx.stack):
-            if ancestor is loop or isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                break
-            if isinstance(ancestor, (ast.If, ast.While)) and _leaves_loop(ancestor.body) \
-                    and any(n is node for n in ast.walk(ancestor.test)):
-                return True
-            if isinstance(ancestor, ast.Assign):
-                names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
-        if not names or loop is None:
-            return False
-        return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
-                   any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
-                   for statement in loop.body for n in ast.walk(statement))
-
-    def _indexes_a_container(self, node: ast.Call) -> bool:
-        """`names[int(scores.argmax().item())]`: the number picks a Python object; the host needs it."""
-        child = node
-        for ancestor in reversed(self.ctx.stack):
-            if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Name) \
-                    and ancestor.func.id in ("int", "float") and child in ancestor.args:
-                child = ancestor
-                continue
-            return isinstance(ancestor, ast.Subscript) and ancestor.slice is child
-        return False
-
     def _holds_a_tensor(self, value: ast.AST) -> bool:
         """Visibly a tensor (a torch op's or a submodule's result, a loss), or in a module that
         works with torch, or in a loop that backpropagates."""
         return tensor_kind(value, self.ctx) == STRONG or self.ctx.imports_torch() \
-            or any(loop_trains(loop) for loop in self.ctx.loops)
+            or any(backpropagates(loop) for loop in self.ctx.loops)
 
     docs = """
 ## What it does

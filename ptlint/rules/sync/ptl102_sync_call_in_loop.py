@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
+from ptlint.semantics.nodes import FUNCTION_DEFS
 
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
           "time.monotonic_ns", "timeit.default_timer"}
@@ -53,7 +54,7 @@ class SyncCallInLoop(Rule):
             return True
         loop = self.ctx.loops[-1] if self.ctx.loops else None
         for ancestor in reversed(self.ctx.stack):
-            if ancestor is loop or isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if ancestor is loop or isinstance(ancestor, FUNCTION_DEFS):
                 break
             if isinstance(ancestor, ast.If):
                 return True

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.autograd import is_model_call, statements_of
-from ptlint.semantics.nodes import DEFINITIONS, body_nodes, dotted
+from ptlint.semantics.autograd import is_model_call, is_optimizer_step, statements_of
+from ptlint.semantics.nodes import DEFINITIONS, FUNCTION_DEFS, body_nodes, dotted
 from ptlint.semantics.values import STRONG, is_torch_op, not_a_tensor, tensor_kind
 
 CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
@@ -20,7 +20,6 @@ SYNC_WORDS = ("sync", "barrier", "wait")
 LOGGING_METHODS = {"add_scalar", "add_scalars", "add_image", "add_images", "add_histogram", "log", "log_dict",
                    "log_metrics", "save", "write", "update", "record"}
 PLAIN_CONVERSIONS = {"float", "int", "bool", "print", "repr", "str", "format"}
-OPTIMIZER_WORDS = ("optim", "opt", "scaler")
 # Tensor factories: filling a fresh tensor is not the work a timer is about.
 FACTORIES = {f"torch.{name}" for name in (
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand",
@@ -62,8 +61,7 @@ class UnsynchronizedTiming(Rule):
         text = self.ctx.source.text
         if not isinstance(node.op, ast.Sub) or len(self.readings) < 2 or ("cuda" not in text and "device" not in text):
             return
-        self._parents = self.ctx.model.parents
-        if isinstance(self._parents.get(id(node)), ast.Compare):
+        if isinstance(self.ctx.parent(node), ast.Compare):
             return  # `if now - start > budget:` checks a time limit, it measures nothing
         scope = self.ctx.function or self.ctx.tree
         second = self._reading(node.left, scope, node)
@@ -107,7 +105,7 @@ class UnsynchronizedTiming(Rule):
         statement and before the second reading, in the source."""
         statement = first
         while statement is not None and not isinstance(statement, ast.stmt):
-            statement = self._parents.get(id(statement))
+            statement = self.ctx.parent(statement)
         start = _end(statement or first)
         stop = _position(second)
         return [n for n in body_nodes(statements_of(scope), stop_at=DEFINITIONS)
@@ -129,7 +127,7 @@ class UnsynchronizedTiming(Rule):
             if isinstance(func, ast.Attribute):
                 if func.attr in ("backward", "cuda") or (func.attr == "to" and node.args):
                     return True
-                if func.attr == "step" and any(w in (dotted(func.value) or "").lower() for w in OPTIMIZER_WORDS):
+                if is_optimizer_step(node):
                     return True
         return False
 
@@ -186,7 +184,7 @@ class UnsynchronizedTiming(Rule):
             return []
         out = []
         for node in ast.walk(self.ctx.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name \
+            if isinstance(node, FUNCTION_DEFS) and node.name == name \
                     and id(node) not in seen:
                 seen.add(id(node))
                 out.append(node)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.semantics.values import is_device_expr
+from ptlint.semantics.values import is_device
 
 
 def transfer_device(call: ast.AST, ctx) -> ast.AST | None:
@@ -26,17 +26,9 @@ def transfer_device(call: ast.AST, ctx) -> ast.AST | None:
     if call.func.attr != "to":
         return None
     device = call.args[0] if call.args else keywords.get("device")
-    if device is None or not ("device" in keywords or is_device_expr(device, ctx)):
+    if device is None or not ("device" in keywords or is_device(device, ctx)):
         return None
     return device
-
-
-def to_host(device: ast.AST, ctx) -> bool:
-    """`"cpu"` / `torch.device("cpu")`: a copy to host memory."""
-    if isinstance(device, ast.Constant):
-        return isinstance(device.value, str) and device.value.split(":")[0] == "cpu"
-    return isinstance(device, ast.Call) and ctx.qualname(device.func) == "torch.device" and bool(device.args) \
-        and to_host(device.args[0], ctx)
 
 
 def has_non_blocking(call: ast.Call) -> bool:

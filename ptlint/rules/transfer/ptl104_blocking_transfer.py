@@ -6,10 +6,16 @@ import ast
 
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import PER_STEP, FixExample, FixInput, Rule
-from ptlint.rules.transfer._helpers import has_non_blocking, to_host, transfer_device
-from ptlint.semantics.nodes import is_constant
+from ptlint.rules.transfer._helpers import has_non_blocking, transfer_device
+from ptlint.semantics.calls import CallSites
+from ptlint.semantics.nodes import (
+    DEFINITIONS,
+    FUNCTION_DEFS,
+    STATEMENT_LOOPS,
+    is_constant,
+)
+from ptlint.semantics.values import is_cpu_device
 
-FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Calls that iterate what they are given, element for element.
 ITERATING = {"enumerate", "iter", "zip", "islice", "cycle", "tqdm", "trange", "chain", "repeat_loader"}
 OFF = (False, None, 0)
@@ -67,13 +73,12 @@ class BlockingTransfer(Rule):
         if not self.ctx.loops:
             return
         device = transfer_device(node, self.ctx)
-        if device is not None and not has_non_blocking(node) and (device is node or not to_host(device, self.ctx)):
+        if device is not None and not has_non_blocking(node) and (device is node or not is_cpu_device(device, self.ctx)):
             self.moves.append((node, self.ctx.function))
 
     def end_file(self) -> None:
         if not self.loaders or not self.moves:
             return
-        self._parents = self.ctx.model.parents
         by_line: dict[int, list[ast.Call]] = {}
         for move, function in self.moves:
             if self._is_batch(move.func.value, function, move, set()):
@@ -83,14 +88,8 @@ class BlockingTransfer(Rule):
             self.report(moves[0], fix=Fix(SAFE, "Pass `non_blocking=True`", edits), end_node=moves[-1])
 
     # -- is this expression a pinned DataLoader? -------------------------------------------------
-    def _parent(self, node: ast.AST) -> ast.AST | None:
-        return self._parents.get(id(node))
-
     def _scope_of(self, node: ast.AST) -> ast.AST:
-        parent = self._parent(node)
-        while parent is not None and not isinstance(parent, FUNCTION_DEFS):
-            parent = self._parent(parent)
-        return parent or self.ctx.tree
+        return self.ctx.enclosing_function(node) or self.ctx.tree
 
     def _pinned(self, expr: ast.AST, scope: ast.AST, seen: set) -> bool:
         """`expr`, evaluated in `scope`, is (an iteration wrapper of) a DataLoader built with
@@ -163,20 +162,20 @@ class BlockingTransfer(Rule):
                 if not self._is_iterable_of_loop(v)]
 
     def _is_iterable_of_loop(self, value: ast.AST) -> bool:
-        return self._binding_loop(value) is not None or isinstance(self._parent(value), ast.withitem)
+        return self._binding_loop(value) is not None or isinstance(self.ctx.parent(value), ast.withitem)
 
     def _binding_loop(self, value: ast.AST) -> ast.AST | None:
         """The loop (`for` statement or comprehension) whose target `value` was bound from: its
         iterable, or an argument of `enumerate(...)` / `zip(...)` there (the engine may bind
         `batch` of `for i, batch in enumerate(loader)` to `loader` itself)."""
-        node, parent = value, self._parent(value)
+        node, parent = value, self.ctx.parent(value)
         while isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
                 and parent.func.id in ("enumerate", "zip") and any(a is node for a in parent.args):
-            node, parent = parent, self._parent(parent)
+            node, parent = parent, self.ctx.parent(parent)
         if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
             return parent
         if isinstance(parent, ast.comprehension) and parent.iter is node:
-            return self._parent(parent)  # the ListComp / GeneratorExp / ...
+            return self.ctx.parent(parent)  # the ListComp / GeneratorExp / ...
         return None
 
     @staticmethod
@@ -191,9 +190,9 @@ class BlockingTransfer(Rule):
 
     def _arguments(self, function: ast.AST, name: str, index: int) -> list[tuple[ast.AST, ast.AST]]:
         """What the calls of `function` in this module pass for its parameter `name`."""
-        method = isinstance(self._parent(function), ast.ClassDef)
+        method = self.ctx.owner_class(function) is not None
         out = []
-        for call in self._call_sites(function, method):
+        for call in CallSites.of(self.ctx).named(function.name, method):
             offset = 1 if method else 0  # `self.f(a)` passes `a` for the second parameter
             passed = next((k.value for k in call.keywords if k.arg == name), None)
             if passed is None and index >= offset and index - offset < len(call.args) \
@@ -203,28 +202,13 @@ class BlockingTransfer(Rule):
                 out.append((passed, self._scope_of(call)))
         return out
 
-    def _call_sites(self, function: ast.AST, method: bool) -> list[ast.Call]:
-        key = "ptl104-call-sites"
-        if key not in self.ctx.memo:
-            sites: dict[str, list[ast.Call]] = {}
-            for node in ast.walk(self.ctx.tree):
-                if isinstance(node, ast.Call):
-                    func = node.func
-                    if isinstance(func, ast.Name):
-                        sites.setdefault(func.id, []).append(node)
-                    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                            and func.value.id in ("self", "cls"):
-                        sites.setdefault("." + func.attr, []).append(node)
-            self.ctx.memo[key] = sites
-        return self.ctx.memo[key].get(("." if method else "") + function.name, [])
-
     def _callees(self, call: ast.Call, scope: ast.AST) -> list[ast.AST]:
         """Functions of this module a call may run: `make_loader(...)`, `self.train_dataloader()`."""
         func = call.func
         if isinstance(func, ast.Name):
             return [f for f in self.ctx.tree.body if isinstance(f, FUNCTION_DEFS) and f.name == func.id]
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            cls = self._parent(scope) if isinstance(scope, FUNCTION_DEFS) else None
+            cls = self.ctx.parent(scope) if isinstance(scope, FUNCTION_DEFS) else None
             if isinstance(cls, ast.ClassDef):
                 return [f for f in cls.body if isinstance(f, FUNCTION_DEFS) and f.name == func.attr]
         return []
@@ -235,7 +219,7 @@ class BlockingTransfer(Rule):
         pending = list(function.body)
         while pending:
             node = pending.pop()
-            if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
+            if isinstance(node, DEFINITIONS):
                 continue
             if isinstance(node, ast.Return) and node.value is not None:
                 out.append(node.value)
@@ -244,7 +228,7 @@ class BlockingTransfer(Rule):
 
     def _self_values(self, attr: str, scope: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
         """Values assigned to `self.<attr>` in the methods of the class around `scope`."""
-        cls = self._parent(scope) if isinstance(scope, FUNCTION_DEFS) else None
+        cls = self.ctx.parent(scope) if isinstance(scope, FUNCTION_DEFS) else None
         if not isinstance(cls, ast.ClassDef):
             return []
         out = []
@@ -312,9 +296,9 @@ class BlockingTransfer(Rule):
             return loop.target.lineno, loop.target.col_offset
         if loop is not None:  # `[t.to(d) for t in batch]` binds `t` before the element
             return loop.lineno, loop.col_offset
-        parent = self._parent(value)
+        parent = self.ctx.parent(value)
         while parent is not None and not isinstance(parent, (ast.stmt, ast.NamedExpr, ast.withitem)):
-            parent = self._parent(parent)
+            parent = self.ctx.parent(parent)
         if parent is None:
             return None
         if isinstance(parent, ast.withitem):
@@ -325,14 +309,14 @@ class BlockingTransfer(Rule):
         while node is not None:
             if node is outer:
                 return True
-            node = self._parent(node)
+            node = self.ctx.parent(node)
         return False
 
     def _loop_of(self, node: ast.AST) -> ast.AST | None:
-        parent = self._parent(node)
-        while parent is not None and not isinstance(parent, (ast.For, ast.AsyncFor, ast.While, *FUNCTION_DEFS)):
-            parent = self._parent(parent)
-        return parent if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) else None
+        parent = self.ctx.parent(node)
+        while parent is not None and not isinstance(parent, (*STATEMENT_LOOPS, *FUNCTION_DEFS)):
+            parent = self.ctx.parent(parent)
+        return parent if isinstance(parent, STATEMENT_LOOPS) else None
 
     docs = """
 ## What it does

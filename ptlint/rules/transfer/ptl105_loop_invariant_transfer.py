@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
-from ptlint.rules.transfer._helpers import to_host, transfer_device
+from ptlint.rules.transfer._helpers import transfer_device
 from ptlint.semantics.autograd import looks_like_model, model_value
 from ptlint.semantics.nodes import DEFINITIONS, dotted
-from ptlint.semantics.values import loop_trains, visibly_on_host
-from ptlint.semantics.where import iterable_is_data
+from ptlint.semantics.values import is_cpu_device, visibly_on_host
+from ptlint.semantics.where import backpropagates, iterable_is_data
 
 # Methods that change their receiver in place (besides the `*_` tensor methods): after one of them
 # in the loop, the value is not the same from one iteration to the next.
@@ -118,7 +118,7 @@ class LoopInvariantTransfer(Rule):
         if not self.ctx.loops:
             return
         device = transfer_device(node, self.ctx)
-        if device is None or (device is not node and to_host(device, self.ctx)):
+        if device is None or (device is not node and is_cpu_device(device, self.ctx)):
             return
         receiver = node.func.value
         name = dotted(receiver)
@@ -172,7 +172,7 @@ class LoopInvariantTransfer(Rule):
     @staticmethod
     def _step_loop(loop: ast.AST) -> bool:
         """A loop over data or one that trains: moving anything there each step is waste."""
-        return iterable_is_data(loop) or isinstance(loop, ast.While) or loop_trains(loop)
+        return iterable_is_data(loop) or isinstance(loop, ast.While) or backpropagates(loop)
 
     def _on_device(self, name: str) -> bool:
         """Every value assigned to `name` is visibly built on, or moved to, a device."""
@@ -184,9 +184,9 @@ class LoopInvariantTransfer(Rule):
             return False
         device = transfer_device(value, self.ctx)
         if device is not None:
-            return device is value or not to_host(device, self.ctx)
+            return device is value or not is_cpu_device(device, self.ctx)
         placed = next((k.value for k in value.keywords if k.arg == "device"), None)
-        return placed is not None and not to_host(placed, self.ctx)
+        return placed is not None and not is_cpu_device(placed, self.ctx)
 
     docs = """
 ## What it does

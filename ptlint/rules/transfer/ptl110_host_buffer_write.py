@@ -7,9 +7,15 @@ import ast
 
 from ptlint.engine.finding import UNSAFE, Fix
 from ptlint.engine.rule import PER_STEP, FixExample, FixInput, Rule
-from ptlint.rules.transfer._helpers import to_host, transfer_device
+from ptlint.rules.transfer._helpers import transfer_device
 from ptlint.semantics.autograd import is_loss_call, is_model_call, statements_of
-from ptlint.semantics.nodes import body_nodes, dotted, method_name, root_name
+from ptlint.semantics.nodes import (
+    FUNCTION_DEFS,
+    body_nodes,
+    dotted,
+    method_name,
+    root_name,
+)
 from ptlint.semantics.values import (
     HOST_FACTORIES,
     KEPT_ATTRIBUTES,
@@ -17,9 +23,10 @@ from ptlint.semantics.values import (
     REDUCTIONS,
     TENSOR_METHODS,
     backward_names,
+    is_cpu_device,
     is_torch_op,
-    launches_device_work,
 )
+from ptlint.semantics.where import in_model_loop
 
 # Factories that allocate a buffer of a given size: without `device=` it lives in host memory.
 BUFFER_FACTORIES = {"torch.zeros", "torch.ones", "torch.empty", "torch.full"}
@@ -109,7 +116,7 @@ class HostBufferWrite(Rule):
         factory = self._host_buffer(buffer.id)
         if factory is None or self._device_result(value, set()) != SMALL:
             return
-        if not any(launches_device_work(loop, self.ctx) for loop in self.ctx.loops):
+        if not in_model_loop(self.ctx):
             return  # a loop that only copies finished results waits once, at its first copy
         scope = self.ctx.function or self.ctx.tree
         devices = self._devices(scope)
@@ -147,8 +154,7 @@ class HostBufferWrite(Rule):
         return value
 
     def _under_default_device(self, node: ast.AST) -> bool:
-        model = self.ctx.model
-        child, parent = node, model.parent(node)
+        child, parent = node, self.ctx.parent(node)
         while parent is not None:
             if isinstance(parent, (ast.With, ast.AsyncWith)) and any(child is s for s in parent.body):
                 for item in parent.items:
@@ -156,7 +162,7 @@ class HostBufferWrite(Rule):
                     if isinstance(expr, ast.Call) and (self.ctx.qualname(expr.func) == "torch.device"
                                                        or method_name(expr) in DEFAULT_DEVICE_CONTEXTS):
                         return True
-            child, parent = parent, model.parent(parent)
+            child, parent = parent, self.ctx.parent(parent)
         return False
 
     # -- the value -----------------------------------------------------------------------------
@@ -171,7 +177,7 @@ class HostBufferWrite(Rule):
             func = node.func
             qual = ctx.qualname(func)
             if isinstance(func, ast.Attribute) and qual is None and func.attr in SAME_PLACE_METHODS:
-                if func.attr == "to" and any(to_host(a, ctx) for a in [*node.args, *(k.value for k in node.keywords)]):
+                if func.attr == "to" and any(is_cpu_device(a, ctx) for a in [*node.args, *(k.value for k in node.keywords)]):
                     return NOT
                 kind = self._device_result(func.value, seen)
                 if kind:
@@ -221,11 +227,11 @@ class HostBufferWrite(Rule):
 
     def _host_device(self, device: ast.AST, scope: ast.AST) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name only ever bound to one of those."""
-        if to_host(device, self.ctx):
+        if is_cpu_device(device, self.ctx):
             return True
         if isinstance(device, ast.Name):
             values = self.ctx.assignments(device.id, scope)
-            return bool(values) and all(to_host(v, self.ctx) for v in values)
+            return bool(values) and all(is_cpu_device(v, self.ctx) for v in values)
         return False
 
     def _fix(self, factory: ast.Call, buffer: str, scope: ast.AST, devices: list[ast.AST]) -> Fix | None:
@@ -262,7 +268,7 @@ class HostBufferWrite(Rule):
             return False
         root = name.split(".")[0]
         params = set()
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(scope, FUNCTION_DEFS):
             args = scope.args
             params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         if root in params:

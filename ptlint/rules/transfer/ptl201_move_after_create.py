@@ -6,8 +6,13 @@ import ast
 
 from ptlint.engine.finding import SAFE, UNSAFE, Fix
 from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
-from ptlint.semantics.nodes import keyword
-from ptlint.semantics.values import DEVICE_STRING, is_device_expr
+from ptlint.semantics.nodes import STATEMENT_LOOPS, body_nodes, keyword
+from ptlint.semantics.values import (
+    DEVICE_STRING,
+    is_cpu_device,
+    is_device,
+)
+from ptlint.semantics.where import runs_model
 
 # torch factories that take `device=` and build their values from their arguments alone.
 # Not `tensor` / `as_tensor`: they copy Python or NumPy data from the host whatever `device=` says
@@ -45,14 +50,6 @@ def factory_name(call: ast.AST, ctx) -> str | None:
     return name
 
 
-def _host_target(node: ast.AST | None, ctx) -> bool:
-    """`"cpu"`, `"cpu:0"`, `torch.device("cpu")`: a move to the host is no transfer to fix."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value.split(":")[0] == "cpu"
-    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
-        and _host_target(node.args[0], ctx)
-
-
 def _literal_int(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0
 
@@ -86,7 +83,7 @@ def analyse_move(move: ast.Call, ctx) -> tuple[bool, bool, bool]:
             return False, False, False
     else:
         device = kwargs.get("device")
-    if device is None or not (("device" in kwargs) or is_device_expr(device, ctx)) or _host_target(device, ctx):
+    if device is None or not (("device" in kwargs) or is_device(device, ctx)) or is_cpu_device(device, ctx):
         return False, False, False
     dtype = move.args[1] if len(move.args) > 1 else kwargs.get("dtype")
     fixable = len(move.args) <= 3 and not set(kwargs) - {"device", "dtype", "non_blocking"}
@@ -96,11 +93,10 @@ def analyse_move(move: ast.Call, ctx) -> tuple[bool, bool, bool]:
 def _in_pipeline_class(function: ast.AST, ctx) -> bool:
     """A method of an inference pipeline (`class FluxPipeline(DiffusionPipeline)`, modular
     pipeline blocks): set-up once per generation call, around a denoising loop elsewhere."""
-    model = ctx.model
-    owner = model.owner_class(function)
+    owner = ctx.owner_class(function)
     while owner is None and function is not None:
-        function = model.enclosing_function(function)
-        owner = model.owner_class(function) if function is not None else None
+        function = ctx.enclosing_function(function)
+        owner = ctx.owner_class(function) if function is not None else None
     if owner is None:
         return False
     names = [owner.name] + [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in owner.bases]
@@ -110,10 +106,9 @@ def _in_pipeline_class(function: ast.AST, ctx) -> bool:
 def _in_denoising_loop(node: ast.AST, function: ast.AST, ctx) -> bool:
     """Inside a loop over timesteps or one that steps a scheduler (`for t in timesteps:` ...
     `self.scheduler.step(...)`): per step of the generation, not its set-up."""
-    model = ctx.model
-    current = model.parent(node)
+    current = ctx.parent(node)
     while current is not None and current is not function:
-        if isinstance(current, (ast.For, ast.AsyncFor, ast.While)):
+        if isinstance(current, STATEMENT_LOOPS):
             head = current.iter if isinstance(current, (ast.For, ast.AsyncFor)) else current.test
             names = [n.id if isinstance(n, ast.Name) else n.attr
                      for n in ast.walk(head) if isinstance(n, (ast.Name, ast.Attribute))]
@@ -122,7 +117,7 @@ def _in_denoising_loop(node: ast.AST, function: ast.AST, ctx) -> bool:
             if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
                    for statement in current.body for n in ast.walk(statement)):
                 return True
-        current = model.parent(current)
+        current = ctx.parent(current)
     return False
 
 
@@ -141,17 +136,8 @@ def _registered(ctx) -> set[str]:
 
 def _runs_a_model_loop(function: ast.AST, ctx) -> bool:
     """The function holds a loop (not in a nested def) that runs a model every iteration."""
-    from ptlint.semantics.values import launches_device_work
-
-    pending = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and launches_device_work(node, ctx):
-            return True
-        pending.extend(ast.iter_child_nodes(node))
-    return False
+    return any(isinstance(node, STATEMENT_LOOPS) and runs_model(node, ctx)
+               for node in body_nodes(function.body))
 
 
 class MoveAfterCreate(Rule):
@@ -215,7 +201,7 @@ class MoveAfterCreate(Rule):
         if self._random.get(id(node)):
             return False  # library code: a CPU draw moved on purpose (seeded noise), an inference pipeline
         model = self.ctx.model
-        sites = model._sites.get(id(where.function), [])
+        sites = model.callers(where.function)
         if not sites and where.function.name in _registered(self.ctx):
             return False  # `ROPE_INIT_FUNCTIONS = {"linear": _compute_linear, ...}`: an init registry
         if where.loop is not None:

@@ -1,0 +1,204 @@
+"""What runs on the host and what lives there: input-pipeline code (ptlint.semantics.pipeline),
+devices, and values whose read-back waits for nothing (ptlint.semantics.values)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from ptlint.engine.file_context import FileContext
+from ptlint.engine.source import SourceFile
+from ptlint.engine.traversal import Traversal
+from ptlint.semantics.pipeline import in_host_code, pipeline_path
+from ptlint.semantics.values import (
+    already_waited,
+    in_host_memory,
+    is_cpu_device,
+    is_device,
+    may_be_device,
+    needed_on_host,
+)
+
+
+@pytest.mark.parametrize("path,expected", [
+    ("pkg/data/loader.py", True),
+    ("pkg/Datasets/coco.py", True),  # any case
+    ("speechbrain/augment/noise.py", True),
+    ("pkg\\transforms\\resize.py", True),
+    ("pkg/collate.py", True),
+    ("pkg/my_dataset.py", True),
+    ("models/image_processing_vit.py", True),
+    ("tools/plot_losses.py", True),
+    ("export/onnx_runtime.py", True),
+    ("pkg/models/resnet.py", False),
+    ("data.py", False),  # a file named like a folder is not in one
+    ("pkg/metadata/x.py", False),
+])
+def test_pipeline_path(path, expected):
+    assert pipeline_path(path) is expected
+
+
+class Probe:
+    """Asks a question at every call of `probe(...)`, where the traversal is."""
+
+    def __init__(self, ctx: FileContext, question) -> None:
+        self.ctx = ctx
+        self.question = question
+        self.seen: list[bool] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id == "probe":
+            self.seen.append(self.question(node, self.ctx))
+
+
+def probe(source: str, question, path: str = "m.py") -> list[bool]:
+    ctx = FileContext(SourceFile(path, source), ast.parse(source))
+    found = Probe(ctx, question)
+    Traversal(ctx, [found]).run()
+    return found.seen
+
+
+def test_in_host_code():
+    source = """
+import torch.utils.data as tud
+from torch.utils.data import Sampler
+
+probe()
+def pool_cpu(x):
+    probe()
+class Rows(Sampler[int]):
+    def __iter__(self):
+        probe()
+class Frames(tud.IterableDataset):
+    def __iter__(self):
+        probe()
+class Shards(BatchSampler):
+    def __iter__(self):
+        probe()
+class Net(Module):
+    def forward(self):
+        probe()
+def gpu_pool(x):
+    probe()
+"""
+    assert probe(source, lambda node, ctx: in_host_code(ctx)) == [False, True, True, True, True, False, False]
+    assert probe(source, lambda node, ctx: in_host_code(ctx), path="pkg/data/rows.py") == [True] * 7
+
+
+def expression(text: str) -> tuple[ast.expr, FileContext]:
+    source = f"import numpy as np\nimport torch\nvalue = {text}\n"
+    ctx = FileContext(SourceFile("m.py", source), ast.parse(source))
+    Traversal(ctx, []).run()
+    return ctx.tree.body[-1].value, ctx
+
+
+@pytest.mark.parametrize("text,cpu,device,maybe", [
+    ('"cpu"', True, True, True),
+    ('"cpu:0"', True, True, True),
+    ('"cuda:1"', False, True, True),
+    ('"mps"', False, True, True),
+    ('"gpu"', False, False, True),
+    ('torch.device("cpu")', True, True, True),
+    ('torch.device("cuda", 0)', False, True, True),
+    ("torch.device(name)", False, True, True),
+    ("device", False, True, True),
+    ("self.local_device", False, True, True),
+    ("x.device", False, True, True),
+    ("torch.float16", False, False, False),
+    ("x.dtype", False, False, False),
+    ("other", False, False, True),
+    ("1", False, False, False),
+])
+def test_device_questions(text, cpu, device, maybe):
+    node, ctx = expression(text)
+    assert (is_cpu_device(node, ctx), is_device(node, ctx), may_be_device(node, ctx)) == (cpu, device, maybe)
+
+
+def test_a_name_is_a_device_by_what_it_is_bound_to():
+    source = 'import torch\nd = torch.device("cuda")\ndevice = some_tensor\nvalue = (d, device)\n'
+    ctx = FileContext(SourceFile("m.py", source), ast.parse(source))
+    Traversal(ctx, []).run()
+    d, device = ctx.tree.body[-1].value.elts
+    assert is_device(d, ctx)
+    assert not is_device(device, ctx)  # `.to(device)` would mean "like that tensor"
+    assert is_cpu_device(None, ctx) is False
+
+
+@pytest.mark.parametrize("setup,value,expected", [
+    ("", "np.zeros(3)", True),  # NumPy
+    ("", "[1, 2]", True),  # plain Python
+    ("", "torch.ones(3)", True),  # a factory without a device
+    ("", "torch.ones(3, device='cuda')", False),
+    ("", "model(x).cpu()", True),
+    ("labels_cpu = f(x)\n", "labels_cpu", True),  # named so
+    ("state_dict = torch.load(p)\n", "state_dict['w']", True),  # a checkpoint
+    ("sd = load(p)\nrow = sd['w']\n", "row", True),  # assigned from one
+    ("a = f(x).astype('float32')\n", "a[0]", True),  # a NumPy array's method
+    ("", "model(x)", False),
+    ("out = model(x)\n", "out.sum()", False),
+])
+def test_in_host_memory(setup, value, expected):
+    node, ctx = expression(f"0\n{setup}value = {value}")
+    assert in_host_memory(node, ctx) is expected
+
+
+def test_in_host_memory_when_the_code_checks_the_type():
+    source = """
+import numpy as np
+import torch
+for i in items:
+    if isinstance(i, np.ndarray):
+        probe(i.nonzero()[0])
+    if torch.is_tensor(i):
+        probe(i)
+    if hasattr(i, "tolist"):
+        probe(i)
+    probe(i)
+"""
+    assert probe(source, lambda node, ctx: in_host_memory(node.args[0], ctx)) == [True, True, True, False]
+
+
+@pytest.mark.parametrize("setup,value,expected", [
+    ("", "torch.nonzero(m)", True),
+    ("", "m.nonzero()[:, 0]", True),
+    ("", "torch.where(m)[0]", True),  # one argument: the indices
+    ("", "torch.where(m, a, b)", False),
+    ("", "x.unique()", True),
+    ("hits = x.masked_select(m)\n", "hits", True),
+    ("hits = x.sum()\n", "hits", False),
+    ("", "x.sum()", False),
+])
+def test_already_waited(setup, value, expected):
+    node, ctx = expression(f"0\n{setup}value = {value}")
+    assert already_waited(node, ctx) is expected
+
+
+def test_needed_on_host():
+    source = """
+for x in xs:
+    if probe(x) == eos:
+        break
+    token = probe(x)
+    if token == eos:
+        return
+    assert probe(x) > 0, probe(x)
+    names[int(probe(x))]
+    actions = probe(x)
+    clipped = np.clip(actions, -1, 1)
+    env.step(clipped)
+    self.envs.step(probe(x))
+    total += probe(x)
+    if probe(x) > best:
+        best = x
+"""
+    assert probe(source, lambda node, ctx: needed_on_host(node, ctx)) == [
+        True,  # decides whether the loop goes on
+        True,  # through a name tested so
+        True, False,  # an assertion's test, not its message
+        True,  # picks a Python object
+        True,  # goes to an environment's step, through a derived name
+        True,  # straight into one
+        False,
+        False,  # an `if` that does not leave the loop
+    ]
