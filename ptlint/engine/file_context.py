@@ -63,6 +63,7 @@ class FileContext(FileFacts):
             where = self.where(node)
             if where.context in rule.contexts and (rule.cold or not where.cold) and rule.keep(node, where):
                 finding.context = where.context
+                finding.via = where.via
                 self.findings.append(finding)
         self._reported = []
         return self.findings

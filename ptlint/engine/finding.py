@@ -60,6 +60,9 @@ class Finding:
     fix: Fix | None = None
     source: str = "static"
     context: str | None = None  # where the reported code runs (static findings)
+    # The evidence for `context`, outermost first: (path, line, why) triples
+    # (ptlint.semantics.where.Via; read back from JSON as plain tuples).
+    via: tuple[tuple[str, int, str], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the dynamic pass's "confirmed"
     help: str | None = None  # what to change (the rule's `help`, or one for this finding)
 
@@ -88,7 +91,7 @@ class Finding:
             "help": self.help,
         }
         if self.context is not None:
-            out["context"] = self.context
+            out["context"] = {"where": self.context, "via": [{"path": path, "line": line, "why": why} for path, line, why in self.via]}
         out.update(self.extra)
         return out
 
@@ -105,8 +108,8 @@ class Finding:
             line=data["line"], column=data["column"], end_line=data["end_line"],
             end_column=data["end_column"], severity=data["severity"],
             fix=Fix.from_json(fix) if fix else None,
-            source=data["source"], context=data.get("context"), extra=data.get("extra", {}),
-            help=data.get("help"),
+            source=data["source"], extra=data.get("extra", {}),
+            help=data.get("help"), **_context_from_json(data.get("context")),
         )
 
 
@@ -123,3 +126,10 @@ def applicable(finding: Finding, unsafe_fixes: bool | dict[str, bool]) -> bool:
     """True when `ptlint fix --apply` (with --unsafe-fixes when given) would apply its fix."""
     fix = finding.fix
     return fix is not None and bool(fix.edits) and (fix.applicability == SAFE or unsafe_for(unsafe_fixes, finding))
+
+
+def _context_from_json(context: Any) -> dict[str, Any]:
+    """`context` and `via` from a finding's JSON "context" object."""
+    if not isinstance(context, dict):
+        return {}
+    return {"context": context["where"], "via": tuple((v["path"], v["line"], v["why"]) for v in context["via"])}

@@ -40,7 +40,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ptlint.semantics.calls import CallSites
 from ptlint.semantics.compiled import (
@@ -107,12 +107,24 @@ LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critic
 WARNING_METHODS = LOG_METHODS | {"warn_once", "print"}
 
 
+class Via(NamedTuple):
+    """One link of the evidence that places code: a line and why it runs where it runs
+    ("for batch in loader", "calls reduce_metrics")."""
+
+    path: str
+    line: int
+    why: str
+
+
 @dataclass(frozen=True)
 class Where:
     context: str  # PER_STEP, PER_OUTER, ONCE or CALLED
     cold: bool  # in a branch that only runs on misuse
     loop: ast.AST | None  # the innermost loop (or comprehension) around the node in its function
     function: ast.AST | None  # the innermost def around the node (lambdas are transparent)
+    # The evidence for `context`, outermost first: the loop or entry that repeats (or runs once),
+    # then each call on the way to the node's function ([] where the node's own lines say it all).
+    via: tuple[Via, ...] = ()
 
 
 def _data_words(words: set[str]) -> bool:
