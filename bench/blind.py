@@ -1,8 +1,8 @@
 """Blind precision and recall on code the rules were never tuned on.
 
     python bench/blind.py export NAME=FOLDER ... --out DIR      findings to judge, with their evidence
-    python bench/blind.py record VERDICTS.csv                    keep a judge's verdicts, as given
-    python bench/blind.py report [--set SET] [--recall CSV ...] [--markdown]
+    python bench/blind.py record VERDICTS.csv --measurement M   keep a judge's verdicts, as given
+    python bench/blind.py report [--set SET] [--measurement M] [--recall CSV ...] [--markdown]
 
 Every source used for a measurement is listed in bench/sources.jsonl (repository and commit, or
 package and version, with the set it belongs to): the tuning corpora (`tuning`), sources used to
@@ -100,12 +100,24 @@ def excerpt(folder: Path, path: str, line: int, window: int = WINDOW) -> str:
     return "\n".join(out)
 
 
-def chain_text(finding: dict) -> str:
+def chain_text(finding: dict, folder: Path | None = None) -> str:
+    """Where the finding runs and the chain that places it, outermost first, each link with its
+    source line (read from `folder`) so the judge can follow it without opening the files."""
     context = finding.get("context")
     if not isinstance(context, dict):
         return f"runs: {context}" if context else "runs: (no evidence given)"
-    steps = [f"{step['path']}:{step['line']} {step['why']}" for step in context.get("via", [])]
-    return f"runs: {context.get('where')}" + ("; because " + " <- ".join(steps) if steps else "")
+    out = [f"runs: {context.get('where')}" + (", because:" if context.get("via") else "")]
+    for step in context.get("via", []):
+        code = source_line(folder, step["path"], step["line"]) if folder else ""
+        out.append(f"- `{step['path']}:{step['line']}` {step['why']}" + (f": `{code}`" if code else ""))
+    return "\n".join(out)
+
+
+def source_line(folder: Path, path: str, line: int) -> str:
+    try:
+        return (folder / path).read_text(encoding="utf-8", errors="replace").splitlines()[line - 1].strip()
+    except (OSError, IndexError):
+        return ""
 
 
 def command_export(args) -> int:
@@ -129,7 +141,7 @@ def command_export(args) -> int:
                 ident = f"{name}-{number}"
                 writer.writerow([ident, name, finding["path"], finding["line"], finding["code"], "", ""])
                 lines += [f"## {ident}: `{finding['path']}:{finding['line']}` {finding['code']}", "",
-                          finding["message"], "", chain_text(finding), "", "```",
+                          finding["message"], "", chain_text(finding, folder_path), "", "```",
                           excerpt(folder_path, finding["path"], finding["line"]), "```", ""]
         (out / f"{name}.md").write_text("\n".join(lines), encoding="utf-8")
         print(f"{name}: {len(findings)} findings -> {out / (name + '.md')}")
@@ -145,7 +157,7 @@ def read_verdicts(path: Path | None = None) -> list[dict]:
 
 def command_record(args) -> int:
     sources = load_sources()
-    known = {(v["repo"], v["path"], v["line"], v["code"]) for v in read_verdicts()}
+    known = {(v.get("measurement"), v["repo"], v["path"], v["line"], v["code"]) for v in read_verdicts()}
     added = 0
     with open(args.csv, newline="", encoding="utf-8") as handle, open(VERDICTS_FILE, "a", encoding="utf-8") as out:
         for row in csv.DictReader(handle):
@@ -155,14 +167,14 @@ def command_record(args) -> int:
             repo = row["repo"]
             if repo not in sources:
                 raise BlindError(f"{repo} is not in {SOURCES}")
-            key = (repo, row["path"], int(row["line"]), row["code"])
+            key = (args.measurement, repo, row["path"], int(row["line"]), row["code"])
             if key in known:
                 continue
             known.add(key)
             record = {"repo": repo, "commit": sources[repo].get("commit") or sources[repo].get("version"),
                       "set": sources[repo]["set"], "path": row["path"], "line": int(row["line"]),
                       "code": row["code"], "verdict": verdict, "reason": row["reason"].strip(),
-                      "judge": args.judge}
+                      "judge": args.judge, "measurement": args.measurement}
             out.write(json.dumps(record) + "\n")
             added += 1
     print(f"recorded {added} verdict(s)")
@@ -174,7 +186,8 @@ def precision(true: int, false: int) -> str:
 
 
 def command_report(args) -> int:
-    verdicts = [v for v in read_verdicts() if not args.set or v["set"] == args.set]
+    verdicts = [v for v in read_verdicts() if (not args.set or v["set"] == args.set)
+                and (not args.measurement or v.get("measurement") == args.measurement)]
     if any(v["set"] == "tuning" for v in verdicts):
         raise BlindError("a tuning-corpus source has blind verdicts: those are not claims")
     by_rule: dict[str, Counter] = defaultdict(Counter)
@@ -228,8 +241,12 @@ def parser() -> argparse.ArgumentParser:
     record = commands.add_parser("record", help="keep a judge's verdicts")
     record.add_argument("csv")
     record.add_argument("--judge", default="blind-helper", help="who judged (kept with each verdict)")
+    record.add_argument("--measurement", required=True,
+                        help="which measurement the verdicts belong to (e.g. the commit measured): the same "
+                             "line judged again in another measurement is a verdict of its own")
     report = commands.add_parser("report", help="precision (and recall) from the kept verdicts")
     report.add_argument("--set", help="only verdicts of this set of sources")
+    report.add_argument("--measurement", help="only verdicts of this measurement")
     report.add_argument("--recall", nargs="*", help="reviewers' lists (repo,path,line,category,severity,why)")
     report.add_argument("--findings", default=".", help="the folder `export` wrote (for recall)")
     report.add_argument("--markdown", action="store_true")

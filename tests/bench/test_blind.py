@@ -69,18 +69,26 @@ def test_export_then_record_then_report(workspace, capsys):
 
     verdicts = workspace / "v.csv"
     write_csv(verdicts, [row(11, "TRUE"), row(12, "false"), row(13, "debatable"), row(11, "false")])
-    assert blind.main(["record", str(verdicts), "--judge", "j1"]) == 0
+    assert blind.main(["record", str(verdicts), "--judge", "j1", "--measurement", "m1"]) == 0
     kept = [json.loads(line) for line in (workspace / "verdicts.jsonl").read_text().splitlines()]
     assert [(k["line"], k["verdict"]) for k in kept] == [(11, "true"), (12, "false"), (13, "debatable")]
     assert kept[0]["commit"] == "abc" and kept[0]["set"] == "heldout-x" and kept[0]["judge"] == "j1"
-    assert blind.main(["record", str(verdicts)]) == 0  # the same verdicts again: nothing new
+    assert kept[0]["measurement"] == "m1"
+    assert blind.main(["record", str(verdicts), "--measurement", "m1"]) == 0  # the same again: nothing new
     assert len((workspace / "verdicts.jsonl").read_text().splitlines()) == 3
+    # another measurement of the same lines keeps its own verdicts, and reports apart
+    write_csv(verdicts, [row(11, "false")])
+    assert blind.main(["record", str(verdicts), "--measurement", "m2"]) == 0
+    assert len((workspace / "verdicts.jsonl").read_text().splitlines()) == 4
+    capsys.readouterr()
+    assert blind.main(["report", "--measurement", "m2"]) == 0
+    assert "all         0 true    1 false    0 debatable  0%" in capsys.readouterr().out
 
     recall = workspace / "recall.csv"
     recall.write_text("repo,path,line,category,severity,why\ntoy,train.py,11,sync,major,x\n"
                       "toy,train.py,7,h2d,major,y\ntoy,train.py,10,sync,minor,z\n")
     capsys.readouterr()
-    assert blind.main(["report", "--recall", str(recall), "--findings", str(out)]) == 0
+    assert blind.main(["report", "--measurement", "m1", "--recall", str(recall), "--findings", str(out)]) == 0
     text = capsys.readouterr().out
     assert "PTL101      1 true    1 false    1 debatable  50%" in text
     assert "all         1 true    1 false    1 debatable  50%" in text
@@ -91,9 +99,9 @@ def test_export_then_record_then_report(workspace, capsys):
 def test_unknown_source_and_bad_verdicts_are_refused(workspace, capsys):
     verdicts = workspace / "v.csv"
     write_csv(verdicts, [row(11, "true", repo="stranger")])
-    assert blind.main(["record", str(verdicts)]) == 2
+    assert blind.main(["record", str(verdicts), "--measurement", "m"]) == 2
     write_csv(verdicts, [row(11, "maybe")])
-    assert blind.main(["record", str(verdicts)]) == 2
+    assert blind.main(["record", str(verdicts), "--measurement", "m"]) == 2
     assert "verdict must be one of" in capsys.readouterr().err
     assert not (workspace / "verdicts.jsonl").exists() or (workspace / "verdicts.jsonl").read_text() == ""
 
@@ -101,7 +109,7 @@ def test_unknown_source_and_bad_verdicts_are_refused(workspace, capsys):
 def test_tuning_sources_are_never_a_claim(workspace, capsys):
     verdicts = workspace / "v.csv"
     write_csv(verdicts, [row(11, "true", repo="lib")])
-    assert blind.main(["record", str(verdicts)]) == 0
+    assert blind.main(["record", str(verdicts), "--measurement", "m"]) == 0
     assert blind.main(["report"]) == 2
     assert "not claims" in capsys.readouterr().err
     assert blind.main(["report", "--set", "heldout-x"]) == 0
@@ -112,3 +120,15 @@ def test_the_sources_file_of_the_repository_is_well_formed():
     assert all(row["set"] for row in sources.values())
     assert all(("commit" in row) != ("version" in row) for row in sources.values())
     assert {row["name"] for row in sources.values() if row["set"] == "tuning"} >= {"timm", "transformers", "trl"}
+
+
+def test_the_chain_is_shown_outermost_first_with_each_line_of_code(tmp_path):
+    (tmp_path / "train.py").write_text("import engine\nfor batch in loader:\n    engine.step(batch)\n")
+    finding = {"context": {"where": "per-step", "via": [{"path": "train.py", "line": 2, "why": "a loop over data"},
+                                                        {"path": "train.py", "line": 3, "why": "calls step"}]}}
+    assert blind.chain_text(finding, tmp_path).splitlines() == [
+        "runs: per-step, because:", "- `train.py:2` a loop over data: `for batch in loader:`",
+        "- `train.py:3` calls step: `engine.step(batch)`"]
+    assert blind.chain_text({"context": {"where": "once", "via": []}}) == "runs: once"
+    assert blind.chain_text({"context": "per-step"}) == "runs: per-step"
+    assert blind.chain_text({}) == "runs: (no evidence given)"
