@@ -16,6 +16,10 @@ from pathlib import Path
 import pytest
 from helpers import REPO, run_ptlint
 
+# Both tests unpack the corpus through corpus.sh, which empties a package's folder before filling it:
+# on two xdist workers at once one would read a folder the other is emptying. One worker runs both.
+pytestmark = pytest.mark.xdist_group("corpus_slice")
+
 PACKAGES = ("timm", "transformers", "diffusers", "kornia", "pytorch_lightning", "torchmetrics")
 PER_PACKAGE = 10
 # Files likely to hold something the fixes rewrite (a factory then a move, an optimizer, a log of a
