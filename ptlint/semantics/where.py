@@ -127,6 +127,92 @@ class Where:
     via: tuple[Via, ...] = ()
 
 
+class Placement(NamedTuple):
+    """Where a node stands in its function, before the function's own context is known: what
+    `context_for` needs to place it for any base context of its function (the project model
+    stores this for every call that crosses files)."""
+
+    cold: bool
+    loops: tuple  # the loops and comprehensions around the node in its function, innermost first
+    gated: bool  # under a periodic test (or after an early exit on the other steps), no loop between
+    periodic: bool
+    function: ast.AST | None
+    per_outer: bool  # the innermost loop runs once per outer iteration (an epoch loop's own code)
+    set_up: bool  # the function is named for set-up (`init_weights`, `load_state`)
+    literal: bool  # every loop walks a literal display of constants
+    structure: bool  # every loop walks a literal, a model's parts or a mapping
+
+
+def context_for(placement: Placement, base: str) -> str:
+    """Where a node placed so runs when its function runs at `base`."""
+    if not placement.loops:
+        # `if self.control.should_log:` in a per-step function runs on some steps only
+        return PER_OUTER if placement.gated and base == PER_STEP else base
+    if base == PER_STEP:
+        return PER_STEP
+    if (base == ONCE and placement.set_up) or placement.literal \
+            or (base in (ONCE, PER_OUTER) and placement.structure):
+        return base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
+    if placement.periodic or placement.per_outer:
+        return PER_OUTER
+    return PER_STEP
+
+
+CONTEXTS = (ONCE, PER_OUTER, CALLED, PER_STEP)  # the order of `transfer`'s answers
+MAX_VIA = 8  # links of evidence kept, the innermost: enough to follow, short enough to read
+
+
+def transfer(placement: Placement) -> str:
+    """`context_for` for each base of CONTEXTS, as one letter each ("o", "e", "c", "s"): what a
+    call placed so passes on to the function it calls."""
+    return "".join(LETTER[context_for(placement, base)] for base in CONTEXTS)
+
+
+LETTER = {ONCE: "o", PER_OUTER: "e", CALLED: "c", PER_STEP: "s"}
+FROM_LETTER = {letter: context for context, letter in LETTER.items()}
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def loop_why(loop: ast.AST) -> str:
+    """The header of a loop, as evidence that what is in it repeats: `for x, y in loader`."""
+    try:
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            return _clip(f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}")
+        if isinstance(loop, ast.While):
+            return _clip(f"while {ast.unparse(loop.test)}")
+        if isinstance(loop, COMPREHENSIONS):
+            generator = loop.generators[0]
+            return _clip(f"for {ast.unparse(generator.target)} in {ast.unparse(generator.iter)} (comprehension)")
+    except (ValueError, RecursionError):  # pragma: no cover - unparse of a tree ast.parse made
+        pass
+    return "a loop"
+
+
+def _step_loop(loops: tuple) -> ast.AST:
+    """The loop to cite as the one that repeats a node: the innermost that walks data or runs a
+    training step, else the innermost."""
+    for loop in loops:
+        if iterable_is_data(loop) or runs_training_step(loop):
+            return loop
+    return loops[0]
+
+
+def def_key(function: ast.AST, parent_of) -> str:
+    """A def's name in its module, through the classes and functions around it (`Trainer.step`,
+    `main.closure`): how the project model names it across files."""
+    parts = [function.name]
+    parent = parent_of(function)
+    while parent is not None and not isinstance(parent, ast.Module):
+        if isinstance(parent, (*FUNCTION_DEFS, ast.ClassDef)):
+            parts.append(parent.name)
+        parent = parent_of(parent)
+    return ".".join(reversed(parts))
+
+
 def _data_words(words: set[str]) -> bool:
     return bool(words & DATA_WORDS) or any("loader" in word for word in words)
 
@@ -402,42 +488,72 @@ def execution_model(facts: "FileFacts") -> "ExecutionModel":
 
 class ExecutionModel:
     """Where each node of one file runs (`where`), whether it is part of a training step
-    (`in_training_step`), and each function's base context (`base`, from `caller_contexts`)."""
+    (`in_training_step`), and each function's base context (`base`, from `caller_contexts`).
+
+    `ctx.project` (ptlint.semantics.project.ProjectFacts, or None where no project is known)
+    brings what the rest of the project says of this file's functions: the contexts of their
+    callers in other files, with the evidence chain of each, and which of them a training step
+    elsewhere calls."""
 
     def __init__(self, ctx: "FileFacts") -> None:
         self.ctx = ctx
         self.calls = CallSites.of(ctx)
+        self.project = getattr(ctx, "project", None)
         self._training: dict[int, bool] = {}
+        self._keys: dict[int, str] = {}
+        self._intrinsic_why: dict[int, str] = {}
+        self._via: dict[int, tuple[Via, ...]] = {}
         self.base = self._solve()
 
     def callers(self, function: ast.AST) -> list[ast.Call]:
         """The calls in this file that may run `function` (ptlint.semantics.calls)."""
         return self.calls.callers(function)
 
+    def key(self, function: ast.AST) -> str:
+        """The def's name in its module (`def_key`), as the project model knows it."""
+        found = self._keys.get(id(function))
+        if found is None:
+            found = self._keys[id(function)] = def_key(function, self.ctx.parent)
+        return found
+
+    def _external(self, function: ast.AST) -> list[tuple[str, tuple[Via, ...]]]:
+        """(context, evidence) of each call of `function` in other files of the project."""
+        if self.project is None:
+            return []
+        return self.project.callers_of(self.key(function))
+
     # -- function base contexts --------------------------------------------------------------
     def _intrinsic(self, function: ast.AST) -> str | None:
         name = function.name
         owner = self.ctx.owner_class(function)
+        why = None
+        context = None
         if owner is not None and name in ("forward", "backward") and (is_module_class(owner, self.ctx)
                                                                     or _is_autograd_function(owner, self.ctx)
                                                                     or _derived_elsewhere(owner, self.ctx)):
-            return PER_STEP
-        if any(decorator_in(d, self.ctx, COMPILE) for d in function.decorator_list):
-            return PER_STEP
-        names, methods = compile_targets(self.ctx)
-        if name in (methods if owner is not None else names):
-            return PER_STEP
-        if name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function):
-            return PER_STEP
-        for decorator in function.decorator_list:
-            event = _event_context(decorator)
-            if event is not None:
-                return event
-        return None
+            context, why = PER_STEP, f"`{name}` of the module `{owner.name}` runs every call of the model"
+        elif any(decorator_in(d, self.ctx, COMPILE) for d in function.decorator_list):
+            context, why = PER_STEP, f"`{name}` is compiled with `@torch.compile`"
+        elif name in (compile_targets(self.ctx)[1] if owner is not None else compile_targets(self.ctx)[0]):
+            context, why = PER_STEP, f"`{name}` is passed to `torch.compile`"
+        elif name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES):
+            context, why = PER_STEP, f"`{name}` is a framework hook that runs every batch"
+        elif is_step_function(function):
+            context, why = PER_STEP, f"`{name}` calls `.backward()`: one training step"
+        else:
+            for decorator in function.decorator_list:
+                event = _event_context(decorator)
+                if event is not None:
+                    context, why = event, f"`{name}` is an event handler (line {decorator.lineno})"
+                    break
+        if why is not None:
+            self._intrinsic_why[id(function)] = why
+        return context
 
     def _solve(self) -> dict[int, str]:
         """Each function's base context: what it is (a forward, a step hook, set-up), or else the
-        most frequent context among its callers in this file, to a fixpoint."""
+        most frequent context among its callers (in this file, and in the project's other files),
+        to a fixpoint."""
         functions = self.ctx.function_defs()
         base: dict[int, str] = {}
         fixed: set[int] = set()
@@ -446,7 +562,7 @@ class ExecutionModel:
             if intrinsic is not None:
                 base[id(function)] = intrinsic
                 fixed.add(id(function))
-            elif self.callers(function):
+            elif self.callers(function) or self._external(function):
                 base[id(function)] = ONCE  # the least context; callers raise it below
             else:
                 once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
@@ -470,16 +586,75 @@ class ExecutionModel:
         return base
 
     def caller_contexts(self, function: ast.AST) -> list[str]:
-        """How often each known call of `function` runs (a cold call: once). The one place the
-        model learns how often a function runs from its callers; see the module docstring."""
+        """How often each known call of `function` runs (a cold call: once), in this file and in
+        the project's other files. The one place the model learns how often a function runs from
+        its callers."""
         contexts = []
         for call in self.callers(function):
-            where = self.where(call)
-            contexts.append(ONCE if where.cold else where.context)
+            where = self._context_of(call)
+            contexts.append(where)
+        contexts += [context for context, _ in self._external(function)]
         return contexts
+
+    def _context_of(self, node: ast.AST) -> str:
+        placement = self.placement(node)
+        if placement.cold:
+            return ONCE
+        return context_for(placement, self._base_of(placement.function))
+
+    def _base_of(self, function: ast.AST | None) -> str:
+        return self.base.get(id(function), ONCE) if function is not None else ONCE
+
+    # -- the evidence ---------------------------------------------------------------------------
+    def function_via(self, function: ast.AST, _visiting: frozenset = frozenset()) -> tuple[Via, ...]:
+        """Why `function` runs at its base context, outermost first: what it is (`forward` of a
+        module), or the call that runs it most often, and why that call runs so."""
+        key = id(function)
+        if key in self._via:
+            return self._via[key]
+        if key in _visiting:
+            return ()
+        path = self.ctx.path
+        why = self._intrinsic_why.get(key)
+        if why is not None:
+            via: tuple[Via, ...] = (Via(path, function.lineno, why),)
+        else:
+            via = ()
+            want = self.base.get(key)
+            for call in self.callers(function):
+                placement = self.placement(call)
+                if not placement.cold and context_for(placement, self._base_of(placement.function)) == want:
+                    via = self._site_via(call, placement, _visiting | {key}) \
+                        + (Via(path, call.lineno, f"calls `{function.name}`"),)
+                    break
+            else:
+                for context, external in self._external(function):
+                    if context == want:
+                        via = tuple(external)
+                        break
+        via = via[-MAX_VIA:]
+        self._via[key] = via
+        return via
+
+    def _site_via(self, node: ast.AST, placement: Placement, visiting: frozenset = frozenset()) -> tuple[Via, ...]:
+        """Why `node` runs where it does: the loop that repeats it, or its function's evidence."""
+        base = self._base_of(placement.function)
+        context = context_for(placement, base)
+        if placement.loops and context != base:
+            loop = _step_loop(placement.loops)
+            return (Via(self.ctx.path, loop.lineno, loop_why(loop)),)
+        if placement.function is None:
+            return ()
+        return self.function_via(placement.function, visiting)
 
     # -- where a node runs -------------------------------------------------------------------
     def where(self, node: ast.AST) -> Where:
+        placement = self.placement(node)
+        context = context_for(placement, self._base_of(placement.function))
+        return Where(context, placement.cold, placement.loops[0] if placement.loops else None, placement.function,
+                     self._site_via(node, placement))
+
+    def placement(self, node: ast.AST) -> Placement:
         cold = False
         loops: list[ast.AST] = []
         periodic = False
@@ -526,20 +701,12 @@ class ExecutionModel:
                     loops.append(parent)
                 first_iter_of = None
             child, parent = parent, self.ctx.parent(parent)
-        base = self.base.get(id(function), ONCE) if function is not None else ONCE
-        if not loops:
-            # `if self.control.should_log:` in a per-step function runs on some steps only
-            context = PER_OUTER if gated and base == PER_STEP else base
-        elif base == PER_STEP:
-            context = PER_STEP
-        elif (base == ONCE and function is not None and _set_up_name(function.name)) \
-                or all(_over_literal(loop) or (base in (ONCE, PER_OUTER) and _over_structure(loop)) for loop in loops):
-            context = base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
-        elif periodic or self._per_outer(loops[0]):
-            context = PER_OUTER
-        else:
-            context = PER_STEP
-        return Where(context, cold, loops[0] if loops else None, function)
+        literal = all(_over_literal(loop) for loop in loops)
+        return Placement(
+            cold=cold, loops=tuple(loops), gated=gated, periodic=periodic, function=function,
+            per_outer=bool(loops) and self._per_outer(loops[0]),
+            set_up=function is not None and _set_up_name(function.name),
+            literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops))
 
     def _after_periodic_exit(self, child: ast.AST, parent: ast.AST) -> bool:
         """`child` follows, in its block, an early exit on the steps a periodic test leaves out
@@ -587,7 +754,8 @@ class ExecutionModel:
         hook = (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function)
                 or any(_event_context(d) == PER_STEP for d in function.decorator_list)) \
             and not (owner is not None and name == "forward")
-        result = hook or any(self.in_training_step_site(call, visiting) for call in self.callers(function))
+        result = hook or any(self.in_training_step_site(call, visiting) for call in self.callers(function)) \
+            or (self.project is not None and self.project.trains(self.key(function)))
         self._training[key] = result
         return result
 

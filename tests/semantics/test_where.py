@@ -13,7 +13,7 @@ import pytest
 from ptlint.engine.file_context import FileContext
 from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP
 from ptlint.engine.source import SourceFile
-from ptlint.semantics.where import ExecutionModel, Where
+from ptlint.semantics.where import ExecutionModel, Via, Where
 
 MARK = re.compile(r"#\s*ctx:\s*(?P<context>[a-z-]+)(?P<cold>,\s*cold)?")
 
@@ -499,6 +499,7 @@ def fit(model, loader, epochs):
     outer = function.body[0]
     inner = outer.body[0]
     step = inner.body[0]
-    assert model.where(step) == Where(PER_STEP, False, inner, function)
-    assert model.where(inner) == Where(PER_OUTER, False, outer, function)
-    assert model.where(function.body[1]) == Where(CALLED, False, None, function)
+    assert model.where(step) == Where(PER_STEP, False, inner, function, (Via("t.py", 4, "for x in loader"),))
+    assert model.where(inner) == Where(PER_OUTER, False, outer, function,
+                                       (Via("t.py", 3, "for epoch in range(epochs)"),))
+    assert model.where(function.body[1]) == Where(CALLED, False, None, function, ())
