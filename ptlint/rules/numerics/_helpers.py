@@ -326,15 +326,96 @@ def _plain_binding(ctx, value: ast.AST, name: str, root: ast.AST | None) -> bool
 
 def _last_reaching(ctx, values: list, name: str, use: ast.AST, root: ast.AST | None) -> list | None:
     """From the assignments before `use` (in source order): the last, and the earlier ones while
-    the later sit in branches that do not enclose the use; None when a path is unknown."""
-    found = []
+    the later sit in branches that do not enclose the use; None when a path is unknown. An
+    assignment that a later one in its own block overwrites does not reach the use, and an `if`
+    whose branches all assign the name hides the assignments above it (Swin's `if mask is not
+    None: ...; attn = self.softmax(attn)` / `else: attn = self.softmax(attn)`)."""
+    found: list = []
+    statements: list = []
+    hiding: ast.AST | None = None  # an `if` above the use whose every branch assigns the name
     for value in reversed(values):
         if isinstance(value, ast.AugAssign) or not _plain_binding(ctx, value, name, root):
             return None
-        found.append(value)
-        if _dominates(ctx, statement_of(ctx, value, root), use, root):
+        statement = statement_of(ctx, value, root)
+        if hiding is not None and not _inside(ctx, statement, hiding, root):
             return found
+        if _other_branch(ctx, statement, use, root):
+            continue  # `if ...: x = a` / `else: ... x ...`: the read's branch never sees it
+        if not any(_overwritten(ctx, statement, later, root) for later in statements):
+            found.append(value)
+        statements.append(statement)
+        if _dominates(ctx, statement, use, root):
+            return found
+        if hiding is None:
+            hiding = _assigning_if(ctx, statement, name, use, root)
     return None
+
+
+def _inside(ctx, node: ast.AST, ancestor: ast.AST, root: ast.AST | None) -> bool:
+    while node is not None and node is not root:
+        if node is ancestor:
+            return True
+        node = ctx.parent(node, root)
+    return False
+
+
+def _other_branch(ctx, statement: ast.AST, use: ast.AST, root: ast.AST | None) -> bool:
+    """`statement` sits in one branch of an `if` and `use` in the other."""
+    child, node = statement, ctx.parent(statement, root)
+    while node is not None and node is not root:
+        if isinstance(node, ast.If) and any(s is child for s in node.body):
+            return any(_inside(ctx, use, s, root) for s in node.orelse)
+        child, node = node, ctx.parent(node, root)
+    return False
+
+
+def _overwritten(ctx, statement: ast.AST, later: ast.AST, root: ast.AST | None) -> bool:
+    """`later` follows `statement` in the same block, with no `break` or `continue` between that
+    could skip it: what `statement` assigned never gets past `later`."""
+    holder = ctx.parent(statement, root)
+    if holder is not ctx.parent(later, root):
+        return False
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(holder, field, None) if holder is not None else getattr(root or ctx.tree, field, None)
+        if not isinstance(block, list):
+            continue
+        indices = [i for i, s in enumerate(block) if s is statement or s is later]
+        if len(indices) == 2:
+            between = block[indices[0] + 1:indices[1]]
+            return not any(isinstance(n, (ast.Break, ast.Continue)) for s in between for n in ast.walk(s))
+    return False
+
+
+def _assigning_if(ctx, statement: ast.AST, name: str, use: ast.AST, root: ast.AST | None) -> ast.AST | None:
+    """The `if` holding `statement` that runs before `use` whenever it runs and assigns `name` in
+    every branch; None if there is none."""
+    node = ctx.parent(statement, root)
+    while node is not None and node is not root and not isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
+        if isinstance(node, ast.If) and _dominates(ctx, node, use, root):
+            return node if _assigns_on_every_path(node.body, name) and _assigns_on_every_path(node.orelse, name) \
+                else None
+        node = ctx.parent(node, root)
+    return None
+
+
+def _assigns_on_every_path(block: list, name: str) -> bool:
+    for statement in block:
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                     for t in statement.targets):
+            return True
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None \
+                and isinstance(statement.target, ast.Name) and statement.target.id == name:
+            return True
+        if isinstance(statement, ast.If) and _assigns_on_every_path(statement.body, name) \
+                and _assigns_on_every_path(statement.orelse, name):
+            return True
+        if isinstance(statement, (ast.With, ast.AsyncWith)) and _assigns_on_every_path(statement.body, name):
+            return True
+        if isinstance(statement, (ast.Return, ast.Raise)):
+            return True  # the path never reaches the read
+        if isinstance(statement, (ast.Break, ast.Continue)):
+            return False  # a path that leaves the block before any assignment, and may reach the read
+    return False
 
 
 def reaching_values(ctx, name: ast.Name, scope: Scope) -> list[ast.expr] | None:

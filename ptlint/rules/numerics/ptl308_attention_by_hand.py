@@ -15,7 +15,7 @@ from ptlint.rules.numerics._helpers import (
     softmax_call,
     softmax_output,
 )
-from ptlint.semantics.nodes import FUNCTION_DEFS
+from ptlint.semantics.nodes import FUNCTION_DEFS, argument
 
 PRODUCTS = {"torch.matmul", "torch.bmm"}
 TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "t"}
@@ -31,6 +31,10 @@ BEFORE_SOFTMAX = {"masked_fill", "masked_fill_", "to", "type", "type_as", "float
 # Matched in lower case: `self.flash`, `FlashAttention`, `use_sdpa`, `ALL_ATTENTION_FUNCTIONS`.
 FUSED_MARKERS = ("scaled_dot_product_attention", "flash", "memory_efficient_attention", "flex_attention",
                  "fused_attn", "attn_implementation", "all_attention_functions", "sdpa", "xformers")
+# layout changes that may change the rank of the scores
+RESHAPES = {"view", "reshape", "flatten", "squeeze", "unsqueeze"}
+# layout changes that move the axes of the probabilities
+LAYOUTS = RESHAPES | {"permute", "transpose"}
 # reductions that pool tokens into a few (landmarks, a pooled query)
 POOLING = {"mean", "amax", "amin", "max", "sum", "logsumexp"}
 # reading these does not need the attention matrix itself
@@ -44,7 +48,7 @@ class AttentionByHand(NumericsRule):
                "use `F.scaled_dot_product_attention`")
     help = ("Use `F.scaled_dot_product_attention(q, k, v, attn_mask=..., scale=...)`: fused kernels that never "
             "materialise the score matrix.")
-    triggers = ("softmax", "Softmax")
+    triggers = ("softmax", "Softmax")  # every form needs one (einsum alone is no attention)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -76,10 +80,20 @@ class AttentionByHand(NumericsRule):
         if not self.ctx.imports_torch():
             return
         for node, operands, scope in self._products:
-            for operand in operands:
+            for position, operand in enumerate(operands):
                 names: list[ast.Name] = []
-                scores = self._probabilities(operand, scope, names, 0)
-                if scores is None or not self._scores(scores, scope, 0):
+                softmaxes: list[ast.AST] = []
+                moved: list[ast.AST] = []  # layout changes between the softmax and the product
+                scores = self._probabilities(operand, scope, names, softmaxes, 0, moved)
+                if scores is None:
+                    continue
+                reshaped: list[ast.AST] = []  # changes of rank between the product and the softmax
+                product = self._scores(scores, scope, 0, reshaped)
+                if product is None:
+                    continue
+                keys, rank = _score_axes(self.ctx, product)
+                if not self._over_keys(softmaxes, keys, rank, bool(reshaped), scope) \
+                        or not _attends(node, position, None if moved else keys, self.ctx):
                     continue
                 if self._weights_escape(names, node, scope) or self._fused_alternative(scope):
                     break
@@ -87,32 +101,71 @@ class AttentionByHand(NumericsRule):
                 break
 
     # -- the chain: product <- (dropout, casts) <- softmax <- (scale, mask, bias) <- q @ kᵀ -------
-    def _probabilities(self, node: ast.AST, scope: Scope, names: list, depth: int) -> ast.AST | None:
+    def _probabilities(self, node: ast.AST, scope: Scope, names: list, softmaxes: list,
+                       depth: int, moved: list) -> ast.AST | None:
         """The scores whose softmax `node` is (after dropout, casts, layout changes); the names
-        the probabilities passed through go to `names`."""
+        the probabilities passed through go to `names`, the softmax calls to `softmaxes`, the
+        layout changes to `moved`."""
         if depth > 10:
             return None
         ctx = self.ctx
         call = softmax_call(ctx, node)
         if call is not None:
+            softmaxes.append(call.node)
             return call.operand
         if softmax_output(ctx, node, scope) is not None and isinstance(node, ast.Call) and node.args:
+            softmaxes.append(node)
             return node.args[0]  # an nn.Softmax module
         if isinstance(node, ast.Name):
             values = reaching_values(ctx, node, scope)
             if not values:
                 return None
             names.append(node)
-            found = [self._probabilities(v, scope, names, depth + 1) for v in values]
+            found = [self._probabilities(v, scope, names, softmaxes, depth + 1, moved) for v in values]
             return found[0] if all(f is not None for f in found) else None
         if not isinstance(node, ast.Call):
             return None
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in AFTER_SOFTMAX and ctx.qualname(func) is None:
-            return self._probabilities(func.value, scope, names, depth + 1)
+            if func.attr in LAYOUTS:
+                moved.append(node)
+            return self._probabilities(func.value, scope, names, softmaxes, depth + 1, moved)
         if node.args and self._is_dropout(node, scope):
-            return self._probabilities(node.args[0], scope, names, depth + 1)
+            return self._probabilities(node.args[0], scope, names, softmaxes, depth + 1, moved)
         return None
+
+    def _over_keys(self, softmaxes: list[ast.AST], keys: int, rank: int | None, reshaped: bool,
+                   scope: Scope) -> bool:
+        """Every softmax on the way normalises over the keys, axis `keys` (from the end) of the
+        scores: `dim=-1` for `q @ kᵀ`, or the keys' axis of an einsum ("nlhd,nshd->nlsh":
+        `dim=2` or `-2`), counted from the start where the scores' `rank` is known (`torch.bmm`:
+        3). After a change of rank (`view`, `reshape`), only `dim=-1` over keys kept last. A
+        softmax over the queries (`dim=1` of `b i j`, `dim=-2` of `q @ kᵀ`) is not what the fused
+        kernel computes, nor is one whose dimension is not visible."""
+        for softmax in softmaxes:
+            dim = self._softmax_dim(softmax, scope)
+            if isinstance(dim, ast.UnaryOp) and isinstance(dim.op, ast.USub) and isinstance(dim.operand, ast.Constant) \
+                    and type(dim.operand.value) is int:
+                if -dim.operand.value != keys or (reshaped and keys != -1):
+                    return False
+            elif not (isinstance(dim, ast.Constant) and type(dim.value) is int and rank is not None
+                      and not reshaped and dim.value - rank == keys):
+                return False
+        return bool(softmaxes)
+
+    def _softmax_dim(self, softmax: ast.Call, scope: Scope) -> ast.AST | None:
+        """The `dim` of `F.softmax(x, dim)`, `x.softmax(dim)`, or of the `nn.Softmax(dim)` module
+        called (on `self`, in a local)."""
+        call = softmax_call(self.ctx, softmax)
+        if call is not None:
+            return argument(softmax, 0, "dim") if call.method else argument(softmax, 1, "dim")
+        modules = built_from(self.ctx, softmax.func, scope) if not isinstance(softmax.func, ast.Call) \
+            else [softmax.func]
+        dims = [argument(m, 0, "dim") for m in modules or [] if isinstance(m, ast.Call)]
+        if not dims or len(dims) != len(modules) or any(d is None for d in dims):
+            return None
+        first = ast.dump(dims[0])
+        return dims[0] if all(ast.dump(d) == first for d in dims) else None
 
     def _is_dropout(self, call: ast.Call, scope: Scope) -> bool:
         """`F.dropout(p, ...)`, an `nn.Dropout` module, `self.attn_drop(p)` or `dropout(p)` (a
@@ -127,34 +180,44 @@ class AttentionByHand(NumericsRule):
             and func.value.id == "self" else func.id if isinstance(func, ast.Name) else ""
         return "drop" in name.lower() and ctx.qualname(func) is None and built_from(ctx, func, scope) is None
 
-    def _scores(self, node: ast.AST, scope: Scope, depth: int) -> bool:
-        """`node` is `q @ kᵀ`, scaled, masked, biased or cast (any mix, through locals)."""
+    def _scores(self, node: ast.AST, scope: Scope, depth: int, reshaped: list | None = None) -> ast.AST | None:
+        """The product `q @ kᵀ` that `node` is, scaled, masked, biased or cast (any mix, through
+        locals); None if it is not. A change of rank on the way (`view`, `reshape`, ...) is noted
+        in `reshaped`."""
         if depth > 12:
-            return False
+            return None
         ctx = self.ctx
         if self._score_product(node, scope):
-            return True
+            return node
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
-            return self._scores(node.left, scope, depth + 1) or self._scores(node.right, scope, depth + 1)
+            return self._scores(node.left, scope, depth + 1, reshaped) \
+                or self._scores(node.right, scope, depth + 1, reshaped)
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
             # scores plus a mask or a bias; two score products summed (LiLT's text + layout scores)
             # are not one attention the fused kernel computes
-            return self._scores(node.left, scope, depth + 1) != self._scores(node.right, scope, depth + 1)
+            left = self._scores(node.left, scope, depth + 1, reshaped)
+            right = self._scores(node.right, scope, depth + 1, reshaped)
+            return None if (left is None) == (right is None) else left or right
         if isinstance(node, ast.Name):
             values = reaching_values(ctx, node, scope)
-            return bool(values) and all(self._scores(v, scope, depth + 1) for v in values)
+            found = [self._scores(v, scope, depth + 1, reshaped) for v in values or []]
+            return found[0] if found and all(f is not None for f in found) else None
         if isinstance(node, ast.Call):
             func = node.func
             qualname = ctx.qualname(func)
             if isinstance(func, ast.Attribute) and func.attr in BEFORE_SOFTMAX and qualname is None:
-                return self._scores(func.value, scope, depth + 1)
+                if func.attr in RESHAPES and reshaped is not None:
+                    reshaped.append(node)
+                return self._scores(func.value, scope, depth + 1, reshaped)
             if qualname == "torch.where" and len(node.args) == 3:
-                return self._scores(node.args[1], scope, depth + 1) or self._scores(node.args[2], scope, depth + 1)
+                return self._scores(node.args[1], scope, depth + 1, reshaped) \
+                    or self._scores(node.args[2], scope, depth + 1, reshaped)
             if qualname in ("torch.masked_fill", "torch.add", "torch.mul", "torch.div") and node.args:
-                return self._scores(node.args[0], scope, depth + 1)
+                return self._scores(node.args[0], scope, depth + 1, reshaped)
             if isinstance(func, ast.Name) and qualname is None and node.args:
-                return self._scores(node.args[0], scope, depth + 1)  # a helper of this project: add_mask(s, m)
-        return False
+                # a helper of this project: add_mask(s, m)
+                return self._scores(node.args[0], scope, depth + 1, reshaped)
+        return None
 
     def _score_product(self, node: ast.AST, scope: Scope) -> bool:
         """`q @ k.transpose(-2, -1)`, `torch.matmul(q, k.mT)`, `torch.bmm(q, k.permute(0, 2, 1))`,
@@ -172,7 +235,10 @@ class AttentionByHand(NumericsRule):
             elif qualname is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("matmul", "bmm") \
                     and len(node.args) == 1:
                 operands = node.func.value, node.args[0]
-            elif qualname == "torch.einsum" and len(node.args) == 3 and _contracts_last_index(node.args[0]):
+            elif qualname == "torch.einsum" and len(node.args) == 3:
+                found = _score_einsum(node.args[0])
+                if found is None or (found[2] and not self._transposed(node.args[2], scope)):
+                    return False
                 return not any(self._few_tokens(a, scope, 0) for a in node.args[1:])
         if operands is None or not self._transposed(operands[1], scope):
             return False
@@ -284,13 +350,17 @@ class AttentionByHand(NumericsRule):
     docs = """
 ## What it does
 Finds scaled dot-product attention written out by hand instead of
-`F.scaled_dot_product_attention`. `softmax(q @ k.transpose(-2, -1) * scale) @ v`, in any spelling — `@`, `torch.matmul`, `torch.bmm`, `.matmul()`, `torch.einsum`, `torch.baddbmm`
-for the scores; `F.softmax`, `torch.softmax`, `.softmax(dim)`, an `nn.Softmax` module — with a
-scale, an additive mask or bias, `masked_fill` or `torch.where` before the softmax, and dropout
-(`F.dropout`, an `nn.Dropout` module, `self.attn_drop`) or a dtype cast after it, across
-statements and local variables (minGPT's `att = ...; att = att.masked_fill(...); att =
-F.softmax(att, dim=-1); att = self.attn_drop(att); y = att @ v`). Reported on the line of the
-final product with `v`.
+`F.scaled_dot_product_attention`. `softmax(q @ k.transpose(-2, -1) * scale) @ v`, in any spelling — `@`, `torch.matmul`, `torch.bmm`, `.matmul()`, `torch.baddbmm`, and
+`torch.einsum` with any letters that sum over the features of queries and keys
+(`"bhid,bhjd->bhij"`, `"bnqd,bnkd->bnqk"`, `"...id,...jd->...ij"`, channels first
+`"bct,bcs->bts"`) then over the keys with the values (`"bhij,bhjd->bhid"`) for the scores;
+`F.softmax`, `torch.softmax`, `.softmax(dim)`, an `nn.Softmax` module (`self.softmax`,
+`self.attend`) over the keys — with a scale (on the scores or on `q` before), an additive mask
+or bias, `masked_fill` or `torch.where` before the softmax, and dropout (`F.dropout`, an
+`nn.Dropout` module, `self.attn_drop`) or a dtype cast after it, across statements, branches
+(a softmax in both branches of `if mask is not None:`) and local variables (minGPT's `att =
+...; att = att.masked_fill(...); att = F.softmax(att, dim=-1); att = self.attn_drop(att); y =
+att @ v`). Reported on the line of the final product with `v`.
 
 ## Why is this bad?
 The hand-written form materialises the whole `L × L` score matrix per head, in memory and in
@@ -309,7 +379,11 @@ talking heads), which the fused kernel cannot express; two score products summed
 softmax (LiLT's text and layout scores); queries or keys that are a handful of tokens — one token
 sliced out (`x[:, 0:1]`, class attention) or tokens pooled (`.mean(dim)`, Nyström landmarks,
 pooling) — where the score matrix is a thin strip, not `L × L`; scores without a visible
-transpose of the keys.
+transpose of the keys; a softmax over another dimension than the keys (`dim=1` of a `bmm`'s
+`b × i × j` scores, `dim=-2`: a normalisation over the queries) or over a dimension the code
+does not show (`nn.Softmax()` without `dim`); einsums that are not `q · kᵀ` then `· v` (a sum
+over the queries, a projection by a weight shared by the batch, `"bnd,ed->bne"`); linear
+attention (no softmax of the scores).
 
 ## Where it reports
 - **Reports** everywhere the expression is: per step, in once-code, in a function whose callers the
@@ -456,6 +530,113 @@ def attn(q, k, v, scale):
     a = (q @ kt).softmax(-1)
     return a @ v  # expect: PTL308
 """,
+        # einsum with the scale after the scores, the softmax as a method
+        """
+import torch
+
+def attend(q, k, v, scale):
+    attn = torch.einsum("bhid,bhjd->bhij", q, k) * scale
+    attn = attn.softmax(dim=-1)
+    out = torch.einsum("bhij,bhjd->bhid", attn, v)  # expect: PTL308
+    return out
+""",
+        # `from torch import einsum`, other letters, q scaled before, F.softmax
+        """
+from torch import einsum
+import torch.nn.functional as F
+
+def attend(q, k, v, scale):
+    q = q * scale
+    sim = einsum("bnqd,bnkd->bnqk", q, k)
+    attn = F.softmax(sim, dim=-1)
+    return einsum("bnqk,bnkd->bnqd", attn, v)  # expect: PTL308
+""",
+        # an ellipsis for the batch dimensions, torch.softmax; spaces in the equation, a stable
+        # softmax by hand, an nn.Softmax held as `self.attend`
+        """
+import torch as T
+from torch import nn
+
+def attend(q, k, v, scale):
+    sim = T.einsum("...id,...jd->...ij", q, k) * scale
+    return T.einsum("...ij,...jd->...id", T.softmax(sim, dim=-1), v)  # expect: PTL308
+
+class Attention(nn.Module):
+    def __init__(self, dim_head):
+        super().__init__()
+        self.scale = dim_head ** -0.5
+        self.attend = nn.Softmax(dim=-1)
+
+    def forward(self, q, k, v):
+        sim = T.einsum("b h i d, b h j d -> b h i j", q, k) * self.scale
+        sim = sim - sim.amax(dim=-1, keepdim=True).detach()
+        attn = self.attend(sim)
+        return T.einsum("b h i j, b h j d -> b h i d", attn, v)  # expect: PTL308
+""",
+        # the keys on another axis than the last (LoFTR), softmax over them by position; queries
+        # and keys channels first (a diffusion U-Net)
+        """
+import torch
+import torch.nn.functional as F
+
+def full_attention(queries, keys, values):
+    QK = torch.einsum("nlhd,nshd->nlsh", queries, keys)
+    A = F.softmax(QK / queries.size(3) ** 0.5, dim=2)
+    return torch.einsum("nlsh,nshd->nlhd", A, values)  # expect: PTL308
+
+def qkv_attention(q, k, v):
+    weight = torch.einsum("bct,bcs->bts", q, k)
+    weight = torch.softmax(weight.float(), dim=-1).type(weight.dtype)
+    return torch.einsum("bts,bcs->bct", weight, v)  # expect: PTL308
+""",
+        # an nn.Softmax module on self, applied to the scaled scores in one call, then dropout
+        """
+import torch.nn as nn
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.scale = (dim // heads) ** -0.5
+        self.softmax = nn.Softmax(dim=-1)
+        self.attn_drop = nn.Dropout(0.1)
+
+    def forward(self, q, k, v):
+        attn = self.softmax(q @ k.transpose(-2, -1) * self.scale)
+        attn = self.attn_drop(attn)
+        return attn @ v  # expect: PTL308
+""",
+        # Swin: the softmax in both branches of a mask test; a bmm with softmax over dim 2 (its last)
+        """
+import torch
+from torch import nn
+
+class WindowAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.softmax = nn.Softmax(dim=-1)
+        self.attn_drop = nn.Dropout(0.0)
+
+    def forward(self, q, k, v, bias, mask=None):
+        B_, _, N, C = q.shape
+        q = q * self.scale
+        attn = q @ k.transpose(-2, -1)
+        attn = attn + bias.unsqueeze(0)
+        if mask is not None:
+            nW = mask.shape[0]
+            attn = attn.view(B_ // nW, nW, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+            attn = attn.view(-1, self.num_heads, N, N)
+            attn = self.softmax(attn)
+        else:
+            attn = self.softmax(attn)
+        attn = self.attn_drop(attn)
+        return (attn @ v).transpose(1, 2).reshape(B_, N, C)  # expect: PTL308
+
+def sagan(query, key, value):
+    energy = torch.bmm(query, key.permute(0, 2, 1))
+    return torch.bmm(torch.softmax(energy, 2), value)  # expect: PTL308
+""",
     ]
 
     good_examples = [
@@ -542,6 +723,59 @@ def renormalised(q, k, v, keep):
     p = p / p.sum(-1, keepdim=True)
     return p @ v
 """,
+        # einsums that are not q·kᵀ then ·v: a sum over the queries, a projection shared by the
+        # batch, a plain matrix product without transposed keys
+        """
+import torch
+from torch import einsum
+
+def not_attention(q, k, v, x, w_gate, experts, a, b, c):
+    attn = torch.einsum("bhid,bhjd->bhij", q, k).softmax(dim=-1)
+    out = torch.einsum("bhij,bhid->bhjd", attn, v)
+    gates = einsum("bnd,ed->bne", x, w_gate).softmax(dim=-1)
+    mixed = einsum("bne,bed->bnd", gates, experts)
+    p = torch.einsum("bij,bjk->bik", a, b).softmax(dim=-1)
+    return out, mixed, torch.einsum("bik,bkd->bid", p, c)
+""",
+        # a softmax over the queries, or over a dimension it does not show: not what the fused
+        # kernel computes
+        """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+def over_queries(q, k, v):
+    scores = torch.bmm(q, k.transpose(1, 2))
+    sim = torch.einsum("bhid,bhjd->bhij", q, k)
+    return torch.bmm(F.softmax(scores, dim=1), v), torch.einsum("bhij,bhjd->bhid", sim.softmax(dim=-2), v)
+
+class Pooling(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.softmax = nn.Softmax(dim=1)
+        self.implicit = nn.Softmax()
+
+    def forward(self, q, k, v):
+        return self.softmax(q @ k.transpose(-2, -1)) @ v, self.implicit(q @ k.transpose(-2, -1)) @ v
+""",
+        # linear attention: no softmax of the scores (feature maps, or softmax of q and k apart)
+        """
+import torch
+import torch.nn.functional as F
+
+def linear_attention(q, k, v):
+    q = F.elu(q) + 1
+    k = F.elu(k) + 1
+    kv = torch.einsum("bhnd,bhne->bhde", k, v)
+    z = 1 / torch.einsum("bhnd,bhd->bhn", q, k.sum(dim=2))
+    return torch.einsum("bhnd,bhde,bhn->bhne", q, kv, z)
+
+def efficient_attention(q, k, v):
+    q = q.softmax(dim=-1)
+    k = k.softmax(dim=-2)
+    context = torch.einsum("bhnd,bhne->bhde", k, v)
+    return torch.einsum("bhde,bhnd->bhne", context, q)
+""",
     ]
 
 
@@ -562,17 +796,91 @@ def _one_position(node: ast.AST) -> bool:
     return False
 
 
-def _contracts_last_index(equation: ast.AST) -> bool:
-    """An einsum of two operands that sums over the last index of both, like `q @ kᵀ`:
-    "bhid,bhjd->bhij"."""
+def _einsum_parts(equation: ast.AST) -> tuple[list[str], str] | None:
+    """The operands' index letters and the output's of an explicit two-operand einsum:
+    "bhid,bhjd->bhij" -> (["bhid", "bhjd"], "bhij"); an ellipsis is left out ("...id" -> "id");
+    None for anything else."""
     if not (isinstance(equation, ast.Constant) and isinstance(equation.value, str)):
-        return False
+        return None
     text = equation.value.replace(" ", "")
     if "->" not in text:
-        return False
+        return None
     inputs, output = text.split("->", 1)
-    parts = inputs.split(",")
-    if len(parts) != 2 or not all(parts):
+    parts = [p.replace("...", "") for p in inputs.split(",")]
+    output = output.replace("...", "")
+    if len(parts) != 2 or not all(p.isalpha() for p in parts) or (output and not output.isalpha()):
+        return None
+    return parts, output
+
+
+def _matrix_product(first: str, second: str, output: str, batched: bool = False) -> tuple[str, str] | None:
+    """The letters of a two-operand einsum that make it a batch of matrix products, like the
+    scores of attention: the one letter summed (in both operands, not in the output) and the
+    one letter of the second operand only (the keys, or the values' features), kept; the first
+    operand's own letters (the queries, perhaps heads) are kept too, and so is every letter of
+    both (batch, heads), of which there is one at least (`batched`: an ellipsis in both) — a
+    weight shared by the batch (`"bnd,ed->bne"`) is a projection, not attention. None for
+    anything else."""
+    summed = [c for c in first if c in second and c not in output]
+    own_first = [c for c in first if c not in second]
+    own_second = [c for c in second if c not in first]
+    shared = [c for c in first if c in second and c in output]
+    if len(summed) != 1 or not own_first or len(own_second) != 1 or not (shared or batched) \
+            or len(set(first)) != len(first) or len(set(second)) != len(second) \
+            or sorted(output) != sorted(shared + own_first + own_second):
+        return None
+    return summed[0], own_second[0]
+
+
+def _score_einsum(equation: ast.AST) -> tuple[int, int | None, bool] | None:
+    """An einsum of queries and keys that sums over their features: "bhid,bhjd->bhij",
+    "bnqd,bnkd->bnqk", "...id,...jd->...ij", LoFTR's "nlhd,nshd->nlsh", channels first
+    "bct,bcs->bts", multi-query "bnhk,bmk->bnhm": the axis of the keys in the scores (counted
+    from the end), the scores' rank (None with an ellipsis), and whether the keys must be seen
+    transposed (a plain matrix product, "bij,bjk->bik", like `@`). None for another
+    contraction."""
+    parsed = _einsum_parts(equation)
+    if parsed is None:
+        return None
+    (first, second), output = parsed
+    ellipsis = equation.value.replace(" ", "").split("->")[0].split(",")
+    letters = _matrix_product(first, second, output, all(part.startswith("...") for part in ellipsis))
+    if letters is None:
+        return None
+    summed, keys = letters
+    rank = None if "..." in equation.value else len(output)
+    plain = first[-1] == summed and len(second) >= 2 and second[-2] == summed
+    return output.index(keys) - len(output), rank, plain
+
+
+def _attends(product: ast.AST, position: int, keys: int | None, ctx) -> bool:
+    """The product with `v` weighs the values by the probabilities (the operand at `position`,
+    their keys on axis `keys` from the end; None if a layout change hides it): an einsum sums
+    over the keys and keeps the queries and the values' features ("bhij,bhjd->bhid",
+    "nlsh,nshd->nlhd"). Not a sum over the queries ("bhij,bhid->bhjd") nor any other
+    contraction. `@`, `matmul`, `bmm`: as written."""
+    if not (isinstance(product, ast.Call) and ctx.qualname(product.func) == "torch.einsum"):
+        return True
+    parsed = _einsum_parts(product.args[0])
+    if parsed is None or keys is None:
         return False
-    first, second = parts
-    return first[-1] == second[-1] and first[-1].isalpha() and first[-1] not in output
+    parts, output = parsed
+    probabilities, values = parts[position], parts[1 - position]
+    ellipsis = product.args[0].value.replace(" ", "").split("->")[0].split(",")
+    letters = _matrix_product(probabilities, values, output, all(part.startswith("...") for part in ellipsis))
+    return letters is not None and -keys <= len(probabilities) and letters[0] == probabilities[keys]
+
+
+def _score_axes(ctx, product: ast.AST) -> tuple[int, int | None]:
+    """Where the keys are in the scores `product` makes (an axis counted from the end), and the
+    scores' rank where the product says it: `torch.bmm` and `torch.baddbmm` give 3, an einsum as
+    many as its output has letters (unknown with an ellipsis), `@` and `matmul` do not say."""
+    func = product.func if isinstance(product, ast.Call) else None
+    qualname = ctx.qualname(func) if func is not None else None
+    if qualname == "torch.einsum":
+        found = _score_einsum(product.args[0])
+        return found[:2] if found is not None else (-1, None)
+    if qualname in ("torch.bmm", "torch.baddbmm") or (
+            qualname is None and isinstance(func, ast.Attribute) and func.attr == "bmm"):
+        return -1, 3
+    return -1, None
