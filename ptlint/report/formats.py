@@ -1,7 +1,9 @@
 """Printing findings: full (source with a caret under the span), concise, json, sarif, github.
 
 A finding in a notebook is printed `nb.ipynb:cell 3:7:15: PTL101 ...` (line and column in the
-cell). Colour is for terminals only: `Style` decides it once, and the machine formats never use it.
+cell); under a finding with an evidence chain, `full` shows it on one line (`= runs per step:
+train.py:88 for batch in loader -> train.py:90 calls train_step`). Colour is for terminals only:
+`Style` decides it once, and the machine formats never use it.
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ def format_concise(findings: list[Finding], unsafe_fixes: bool = False, style: S
 def format_full(findings: list[Finding], unsafe_fixes: bool = False, style: Style = PLAIN,
                 sources: Sources | None = None) -> str:
     """ruff/rustc style: the location, the message, the source line and carets under the span,
-    then what to change (`help:`) and the fix, when there is one."""
+    then the evidence chain of where it runs (when there is one), what to change (`help:`) and
+    the fix, when there is one."""
     sources = sources or Sources()
     out: list[str] = []
     for finding in findings:
@@ -126,8 +129,13 @@ def format_full(findings: list[Finding], unsafe_fixes: bool = False, style: Styl
 
 
 def _notes(finding: Finding, indent: str, style: Style) -> str:
-    """`= help: what to change`, and `= fix: ... (Safe fix)` when the finding has a fix."""
+    """`= runs per step: <the evidence chain>` when the finding has one, `= help: what to change`,
+    and `= fix: ... (Safe fix)` when the finding has a fix."""
     out = ""
+    if finding.via:
+        from ptlint.report.sarif import via_chain, via_label  # imported only when needed
+
+        out += f"{indent}{style.gutter('=')} {style.help(via_label(finding))}: {via_chain(finding)}\n"
     help_text = help_for(finding)
     if help_text:
         out += f"{indent}{style.gutter('=')} {style.help('help')}: {help_text}\n"

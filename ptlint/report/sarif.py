@@ -1,18 +1,19 @@
-"""CI output: SARIF 2.1.0 (GitHub code scanning) and GitHub Actions workflow commands."""
+"""CI output: SARIF 2.1.0 (GitHub code scanning) and GitHub Actions workflow commands; and a
+finding's evidence chain (`Finding.via`) as every format shows it."""
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import re
+from typing import Any, Callable, NamedTuple
 from urllib.parse import quote
 
 from ptlint import __version__
 from ptlint.engine.catalogue import DOCS_URL
-from ptlint.engine.finding import Finding
+from ptlint.engine.finding import Finding, applicable
 from ptlint.engine.registry import BUILTIN_CODES, CODE_HELP, DYNAMIC_CODES, all_rules, help_for
 from ptlint.engine.rule import doc_section
-from ptlint.engine.finding import applicable
 from ptlint.report.sources import Sources
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -47,6 +48,52 @@ def repo_relative(path: str, root: str) -> str | None:
     if relative == ".." or relative.startswith(".." + os.sep):
         return None
     return relative.replace(os.sep, "/")
+
+
+# -- the evidence chain ------------------------------------------------------------------------
+
+# What a chain shows, by where the finding's code runs (`Finding.context`).
+CONTEXT_WORDS = {"per-step": "runs per step", "per-outer-iteration": "runs once per outer iteration",
+                 "once": "runs once", "called": "runs as often as its callers"}
+
+
+class ViaLink(NamedTuple):
+    """One link of a finding's evidence chain; `cell` and a line counted in that cell for a link
+    in the finding's own notebook (ptlint.run.notebook.locate)."""
+
+    path: str
+    line: int
+    why: str
+    cell: int | None = None
+
+
+def via_links(finding: Finding) -> list[ViaLink]:
+    """The finding's evidence chain, outermost first, with the cell of each link in a notebook."""
+    cells = finding.extra.get("via_cells")
+    if not isinstance(cells, (list, tuple)) or len(cells) != len(finding.via):
+        cells = [None] * len(finding.via)
+    return [ViaLink(path, line, why, cell if isinstance(cell, int) else None)
+            for (path, line, why), cell in zip(finding.via, cells)]
+
+
+def via_label(finding: Finding) -> str:
+    """`runs per step`, ...: what the chain shows."""
+    if finding.context is None:
+        return "via"
+    return CONTEXT_WORDS.get(finding.context, f"runs {finding.context}")
+
+
+def via_location(link: ViaLink, path: str | None = None) -> str:
+    """`train.py:88`, or `nb.ipynb:cell 4:12` in a notebook; `path`: another spelling of its path."""
+    path = link.path if path is None else path
+    return f"{path}:cell {link.cell}:{link.line}" if link.cell is not None else f"{path}:{link.line}"
+
+
+def via_chain(finding: Finding, path: Callable[[str], str] = str) -> str:
+    """The chain on one line: `train.py:88 for batch in loader -> train.py:90 calls train_step`;
+    `path` spells each link's path (default: as the finding gives it)."""
+    return " -> ".join(f"{via_location(link, path(link.path))} {' '.join(link.why.split())}"
+                       for link in via_links(finding))
 
 
 # -- SARIF -------------------------------------------------------------------------------------
@@ -116,6 +163,47 @@ def _region(finding: Finding, sources) -> tuple[int, int, int, int]:
     return finding.line, finding.column, finding.end_line, finding.end_column
 
 
+def _related_locations(finding: Finding, root: str, sources) -> list[dict[str, Any]]:
+    """The evidence chain as SARIF related locations, ids 0, 1, ... in its order; a link in a
+    notebook points into the .ipynb text as the finding's own location does."""
+    sources = sources or Sources()
+    out = []
+    for number, link in enumerate(via_links(finding)):
+        region: dict[str, Any] = {"startLine": link.line}
+        location: dict[str, Any] = {"id": number, "physicalLocation": {
+            "artifactLocation": _artifact_location(link.path, root), "region": region},
+            "message": {"text": link.why}}
+        if link.cell is not None:
+            notebook = sources.notebook(link.path)
+            if notebook is not None and notebook.cell(link.cell) is not None:
+                region["startLine"], region["startColumn"] = notebook.raw_position(link.cell, link.line, 1)
+            location["properties"] = {"cell": link.cell, "cellLine": link.line}
+        out.append(location)
+    return out
+
+
+def _embedded_chain(finding: Finding, root: str, escape: Callable[[str], str]) -> str:
+    """`[train.py:88](0) for batch in loader -> [train.py:90](1) calls train_step`: each link's
+    location an embedded link to its related location (SARIF 3.11.6), its why escaped by `escape`."""
+    return " -> ".join(f"[{_escape_link_text(via_location(link, _shown_path(link.path, root)))}]({number}) "
+                       f"{escape(link.why)}" for number, link in enumerate(via_links(finding)))
+
+
+def _escape_link_text(text: str) -> str:
+    """The text of an embedded link: `\\`, `[` and `]` escaped (SARIF 3.11.6)."""
+    return re.sub(r"([\\\[\]])", r"\\\1", text)
+
+
+def _escape_markdown(text: str) -> str:
+    """Plain text, on one line, that markdown shows as it is."""
+    return re.sub(r"([\\`*_\[\]<>|#])", r"\\\1", " ".join(text.split()))
+
+
+def _shown_path(path: str, root: str) -> str:
+    """A path as annotations and code scanning show it: relative to the repository root."""
+    return repo_relative(path, root) or path.replace(os.sep, "/")
+
+
 def format_sarif(findings: list[Finding], unsafe_fixes: bool = False, style=None, sources=None) -> str:
     root = source_root()
     rules = _rule_descriptors()
@@ -124,12 +212,19 @@ def format_sarif(findings: list[Finding], unsafe_fixes: bool = False, style=None
     for finding in findings:
         line, column, end_line, end_column = _region(finding, sources)
         help_text = help_for(finding)
+        # viewers show the text; those that render markdown (messages are markdown already: code
+        # in backticks) get what to change below it. The evidence chain follows the message, its
+        # links to the related locations (code scanning shows those only when linked from it).
+        text, markdown = finding.message, f"{finding.message}\n\n**help:** {help_text}"
+        if finding.via:
+            label = via_label(finding)
+            text += f"\n\n{label}: {_embedded_chain(finding, root, lambda why: ' '.join(why.split()))}"
+            markdown = (f"{finding.message}\n\n**{label}:** {_embedded_chain(finding, root, _escape_markdown)}"
+                        f"\n\n**help:** {help_text}")
         result: dict[str, Any] = {
             "ruleId": finding.code,
             "level": _SARIF_LEVEL.get(finding.severity, "warning"),
-            # viewers show the text; those that render markdown (messages are markdown already:
-            # code in backticks) get what to change below it
-            "message": {"text": finding.message, "markdown": f"{finding.message}\n\n**help:** {help_text}"},
+            "message": {"text": text, "markdown": markdown},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _artifact_location(finding.path, root),
@@ -142,6 +237,8 @@ def format_sarif(findings: list[Finding], unsafe_fixes: bool = False, style=None
                 },
             }],
         }
+        if finding.via:
+            result["relatedLocations"] = _related_locations(finding, root, sources)
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
         properties: dict[str, Any] = {"name": finding.name, "source": finding.source, "help": help_text}
@@ -187,11 +284,13 @@ def escape_property(text: str) -> str:
 
 def format_github(findings: list[Finding], unsafe_fixes: bool = False, style=None, sources=None) -> str:
     """`::warning file=…,line=…,col=…,endLine=…,endColumn=…,title=PTL101 sync-in-loop::message`.
-    In a notebook the position is in the .ipynb file and the message starts `cell N:line:column: `."""
+    In a notebook the position is in the .ipynb file and the message starts `cell N:line:column: `.
+    A finding's evidence chain ends the message: `…; runs per step: src/train.py:88 for batch in
+    loader -> src/train.py:90 calls train_step` (paths as in `file=`)."""
     root = source_root()
     lines = []
     for finding in findings:
-        path = repo_relative(finding.path, root) or finding.path.replace(os.sep, "/")
+        path = _shown_path(finding.path, root)
         line, column, end_line, end_column = _region(finding, sources)
         properties = [("file", path), ("line", str(line)), ("col", str(column)), ("endLine", str(end_line))]
         if end_line == line:  # GitHub reads endColumn on single-line spans only
@@ -201,5 +300,7 @@ def format_github(findings: list[Finding], unsafe_fixes: bool = False, style=Non
         joined = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
         cell = finding.cell
         message = f"cell {cell}:{finding.line}:{finding.column}: {finding.message}" if cell else finding.message
+        if finding.via:
+            message += f"; {via_label(finding)}: {via_chain(finding, lambda link_path: _shown_path(link_path, root))}"
         lines.append(f"::{command} {joined}::{escape_data(message)}\n")
     return "".join(lines)

@@ -3,6 +3,7 @@ users' tools run them: the real command in a child process."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from helpers import SYNC_INLINE_ITEM, run_ptlint
 
 from ptlint.engine.finding import Finding
 from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
-from ptlint.report.sarif import format_github
+from ptlint.report.formats import Style, format_concise, format_full
+from ptlint.report.sarif import format_github, format_sarif
 
 BAD = SYNC_INLINE_ITEM
 LINE = 7
@@ -125,3 +127,146 @@ def test_flake8_honours_defaults_and_config(tmp_path: Path):
     assert reported("--select", code) == expected
     (tmp_path / "pyproject.toml").write_text(f'[tool.ptlint]\nextend-select = ["{code}"]\n')
     assert reported("--select", "PTL") == expected
+
+
+# -- the evidence chain (Finding.via) in every format ------------------------------------------------
+
+METRICS = "import torch\n\n\ndef reduce_metrics(loss):\n    return loss.item()\n"
+MESSAGE = "`.item()` in a loop waits for the GPU every iteration (device-to-host sync)"
+HELP = "Keep the value on the device and read it every N steps."
+
+
+@pytest.fixture
+def chain_repo(tmp_path: Path, monkeypatch) -> tuple[Path, str]:
+    """A git work tree, the current folder its `src/`, and an absolute path outside it."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "src" / "pkg" / "metrics.py").write_text(METRICS)
+    monkeypatch.chdir(repo / "src")
+    return repo, str(tmp_path / "shared" / "engine.py")
+
+
+def chained(outside: str, **changes) -> Finding:
+    """A finding in pkg/metrics.py placed by a chain: two links in train.py (relative), one in a
+    file outside the current folder (absolute)."""
+    via = (("train.py", 88, "for batch in loader"), ("train.py", 90, "calls train_step"),
+           (outside, 45, "calls reduce_metrics"))
+    finding = Finding("PTL101", "sync-in-loop", MESSAGE, "pkg/metrics.py", 5, 12, 5, 23, context="per-step",
+                      via=via, help=HELP)
+    return dataclasses.replace(finding, **changes)
+
+
+def test_full_shows_the_chain_under_the_finding(chain_repo):
+    _, outside = chain_repo
+    source = ("pkg/metrics.py:5:12: PTL101 " + MESSAGE + "\n"
+              "  |\n"
+              "5 |     return loss.item()\n"
+              "  |            ^^^^^^^^^^^ PTL101\n")
+    chain = (f"  = runs per step: train.py:88 for batch in loader -> train.py:90 calls train_step -> "
+             f"{outside}:45 calls reduce_metrics\n")
+    assert format_full([chained(outside)]) == source + chain + f"  = help: {HELP}\n\n"
+    # without a chain: exactly what it was before chains existed
+    assert format_full([chained(outside, via=())]) == source + f"  = help: {HELP}\n\n"
+    # coloured like the `= help:` line
+    coloured = format_full([chained(outside)], style=Style(True))
+    assert ("  \x1b[1;34m=\x1b[0m \x1b[1;36mruns per step\x1b[0m: train.py:88 for batch in loader -> train.py:90 "
+            f"calls train_step -> {outside}:45 calls reduce_metrics\n") in coloured
+    # the concise format stays one line a finding
+    line = f"pkg/metrics.py:5:12: PTL101 {MESSAGE}\n"
+    assert format_concise([chained(outside)]) == format_concise([chained(outside, via=())]) == line
+
+
+@pytest.mark.parametrize("context, label", [
+    ("per-step", "runs per step"),
+    ("per-outer-iteration", "runs once per outer iteration"),
+    ("once", "runs once"),
+    ("called", "runs as often as its callers"),
+    (None, "via"),
+])
+def test_the_chain_says_where_the_code_runs(tmp_path: Path, monkeypatch, context, label):
+    monkeypatch.chdir(tmp_path)  # no source to show: the notes follow the headline
+    finding = Finding("PTL201", "move-after-create", "created then moved", "gone.py", 3, 1, 3, 9, context=context,
+                      via=(("gone.py", 1, "for epoch in range(n)"),), help=HELP)
+    assert format_full([finding]) == (f"gone.py:3:1: PTL201 created then moved\n"
+                                      f"= {label}: gone.py:1 for epoch in range(n)\n= help: {HELP}\n\n")
+
+
+def test_sarif_related_locations_and_messages(chain_repo):
+    repo, outside = chain_repo
+    sarif = json.loads(format_sarif([chained(outside), chained(outside, via=(), line=4, end_line=4)]))
+    with_chain, without = sarif["runs"][0]["results"]
+    own = with_chain["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert own == {"uri": "src/pkg/metrics.py", "uriBaseId": "%SRCROOT%"}
+    assert with_chain["relatedLocations"] == [
+        {"id": 0, "physicalLocation": {"artifactLocation": {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"},
+                                       "region": {"startLine": 88}},
+         "message": {"text": "for batch in loader"}},
+        {"id": 1, "physicalLocation": {"artifactLocation": {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"},
+                                       "region": {"startLine": 90}},
+         "message": {"text": "calls train_step"}},
+        {"id": 2, "physicalLocation": {"artifactLocation": {"uri": Path(outside).as_uri()},
+                                       "region": {"startLine": 45}},
+         "message": {"text": "calls reduce_metrics"}},
+    ]
+    # the chain in the message, each location an embedded link to its related location
+    assert with_chain["message"] == {
+        "text": f"{MESSAGE}\n\nruns per step: [src/train.py:88](0) for batch in loader -> "
+                f"[src/train.py:90](1) calls train_step -> [{outside}:45](2) calls reduce_metrics",
+        "markdown": f"{MESSAGE}\n\n**runs per step:** [src/train.py:88](0) for batch in loader -> "
+                    f"[src/train.py:90](1) calls train\\_step -> [{outside}:45](2) calls reduce\\_metrics"
+                    f"\n\n**help:** {HELP}"}
+    # without a chain: no related locations, the message as before
+    assert "relatedLocations" not in without
+    assert without["message"] == {"text": MESSAGE, "markdown": f"{MESSAGE}\n\n**help:** {HELP}"}
+    assert with_chain.keys() - {"relatedLocations"} == without.keys()
+
+
+def test_github_annotation_ends_with_the_chain(chain_repo):
+    _, outside = chain_repo
+    finding = chained(outside, via=(("train.py", 88, "for batch in loader"), (outside, 45, "calls 100% of steps")))
+    [line] = format_github([finding]).splitlines()
+    assert line == ("::warning file=src/pkg/metrics.py,line=5,col=12,endLine=5,endColumn=23,title=PTL101 sync-in-loop"
+                    f"::{MESSAGE}; runs per step: src/train.py:88 for batch in loader -> {outside}:45 calls 100%25 "
+                    "of steps")
+    [plain] = format_github([chained(outside, via=())]).splitlines()
+    assert plain == ("::warning file=src/pkg/metrics.py,line=5,col=12,endLine=5,endColumn=23,"
+                     f"title=PTL101 sync-in-loop::{MESSAGE}")
+
+
+def test_a_link_in_the_findings_notebook_is_shown_in_its_cell(tmp_path: Path, monkeypatch):
+    """A link into the notebook has a cell (ptlint.run.notebook.locate): `nb.ipynb:cell 4:1` in
+    the text formats, the .ipynb text itself in SARIF, as the finding's own location."""
+    import nbformat
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Training"), nbformat.v4.new_code_cell("import torch"),
+                      nbformat.v4.new_markdown_cell("The loop:"),
+                      nbformat.v4.new_code_cell("for x in loader:\n    y = x.item()")]
+    text = nbformat.writes(notebook)
+    (tmp_path / "nb.ipynb").write_text(text)
+    finding = Finding("PTL101", "sync-in-loop", MESSAGE, "nb.ipynb", 2, 9, 2, 17, context="per-step",
+                      via=(("nb.ipynb", 1, "for x in loader"), ("lib/helpers.py", 3, "calls step")),
+                      extra={"cell": 4, "via_cells": [4, None]}, help=HELP)
+    assert format_full([finding]) == (
+        f"nb.ipynb:cell 4:2:9: PTL101 {MESSAGE}\n  |\n2 |     y = x.item()\n  |         ^^^^^^^^ PTL101\n"
+        f"  = runs per step: nb.ipynb:cell 4:1 for x in loader -> lib/helpers.py:3 calls step\n  = help: {HELP}\n\n")
+    raw = text.splitlines()
+    raw_line = next(n for n, content in enumerate(raw, 1) if '"for x in loader:\\n"' in content)
+    raw_column = raw[raw_line - 1].index("for x") + 1
+    [result] = json.loads(format_sarif([finding]))["runs"][0]["results"]
+    assert result["relatedLocations"] == [
+        {"id": 0, "physicalLocation": {"artifactLocation": {"uri": "nb.ipynb", "uriBaseId": "%SRCROOT%"},
+                                       "region": {"startLine": raw_line, "startColumn": raw_column}},
+         "message": {"text": "for x in loader"}, "properties": {"cell": 4, "cellLine": 1}},
+        {"id": 1, "physicalLocation": {"artifactLocation": {"uri": "lib/helpers.py", "uriBaseId": "%SRCROOT%"},
+                                       "region": {"startLine": 3}},
+         "message": {"text": "calls step"}},
+    ]
+    assert result["message"]["text"].endswith(
+        "runs per step: [nb.ipynb:cell 4:1](0) for x in loader -> [lib/helpers.py:3](1) calls step")
+    [line] = format_github([finding]).splitlines()
+    assert line.endswith(f"::cell 4:2:9: {MESSAGE}; runs per step: nb.ipynb:cell 4:1 for x in loader -> "
+                         "lib/helpers.py:3 calls step")
