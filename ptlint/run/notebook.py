@@ -5,7 +5,8 @@ comment before each) and linted like a file: a name an earlier cell defines reso
 one. IPython syntax (`%magic`, `%%cell magic`, `!shell`, `x = !cmd`, `obj?`) is not Python: each
 such line becomes a `pass` placeholder of the same indentation, so line numbers stay those of the
 cell, and a fix that would rewrite a placeholder is refused. Findings carry `"cell"` (1-based among
-all cells, markdown included) and the line in that cell.
+all cells, markdown included) and the line in that cell; so do the links of their evidence chain
+(`via`) that lie in the notebook, with each link's cell in `"via_cells"`.
 
 nbformat reads and validates the file. Fixes are written by replacing only the JSON text of the
 changed cells' `source` values, in the notebook's own style (a list of lines or one string, its
@@ -228,18 +229,35 @@ def locate(module_text: str, path: str, findings: list[Finding]) -> list[Finding
         if match:
             markers.append((index, int(match.group(1))))
     lines = [line for line, _ in markers]
+
+    def cell_of(module_line: int) -> tuple[int, int, int]:
+        """(cell number, line in the cell, the cell's marker line) of a line of the module."""
+        # a line on a marker (Python's "unexpected end" of the cell before it) belongs to that cell
+        marker_line, number = markers[max(bisect.bisect_left(lines, module_line) - 1, 0)]
+        return number, max(module_line - marker_line, 1), marker_line
+
     out = []
     for finding in findings:
         if not markers:
             continue
-        # a line on a marker (Python's "unexpected end" of the cell before it) belongs to that cell
-        position = max(bisect.bisect_left(lines, finding.line) - 1, 0)
-        marker_line, number = markers[position]
-        line = max(finding.line - marker_line, 1)
+        number, line, marker_line = cell_of(finding.line)
         end_line = max(finding.end_line - marker_line, line)
         end_column = finding.end_column if finding.end_line - marker_line >= 1 else finding.column + 1
+        extra = {**finding.extra, "cell": number}
+        # the evidence chain's links in the notebook itself are mapped like the finding's own
+        # line; `via_cells` holds each link's cell (None for a link in another file)
+        via: list[tuple[str, int, str]] = []
+        cells: list[int | None] = []
+        for link_path, link_line, why in finding.via:
+            cell = None
+            if link_path in (finding.path, path):
+                link_path, (cell, link_line, _) = path, cell_of(link_line)
+            via.append((link_path, link_line, why))
+            cells.append(cell)
+        if any(cell is not None for cell in cells):
+            extra["via_cells"] = cells
         out.append(dataclasses.replace(finding, path=path, line=line, end_line=end_line, end_column=end_column,
-                                       extra={**finding.extra, "cell": number}))
+                                       via=tuple(via), extra=extra))
     return out
 
 

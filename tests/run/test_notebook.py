@@ -4,6 +4,7 @@ the cell and the line in it; fixes rewrite only the changed cells' source, every
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import textwrap
@@ -391,3 +392,81 @@ def test_every_small_corruption_of_a_notebook_is_read_or_said_in_one_line():
             assert "\n" not in said and "Error" not in said and "{'" not in said and len(said) < 200, (path, said)
             assert "shapes" not in said, (path, said)  # each one says what is wrong, not only that something is
     assert refused > 50
+
+
+# -- the evidence chain (Finding.via) of a finding in a notebook --------------------------------------
+
+def test_links_in_the_notebook_are_mapped_to_their_cells_like_the_findings_line():
+    """The module is `# marker 2`, cell 2, `# marker 4`, cell 4: module line 7 is cell 4's line 1;
+    a link in another file keeps its line and has no cell."""
+    from ptlint.engine.finding import Finding
+    from ptlint.run.notebook import locate
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Training"),
+                      nbformat.v4.new_code_cell("import torch\n\ndef step(x):\n    return x.item()"),
+                      nbformat.v4.new_markdown_cell("The loop:"),
+                      nbformat.v4.new_code_cell("for x in loader:\n    step(x)")]
+    module = build_module(read_notebook(nbformat.writes(notebook).encode(), "nb.ipynb"))
+    assert module.text.splitlines()[6] == "for x in loader:"
+    via = (("nb.ipynb", 7, "for x in loader"), ("nb.ipynb", 8, "calls step"), ("lib/data.py", 3, "calls load"))
+    finding = Finding("PTL101", "sync-in-loop", "m", "nb.ipynb", 5, 12, 5, 20, context="per-step", via=via)
+    [located] = locate(module.text, "nb.ipynb", [finding])
+    assert (located.cell, located.line) == (2, 4)
+    assert located.via == (("nb.ipynb", 1, "for x in loader"), ("nb.ipynb", 2, "calls step"),
+                           ("lib/data.py", 3, "calls load"))
+    assert located.extra == {"cell": 2, "via_cells": [4, 4, None]}
+    # no link in the notebook: the chain as it was, no via_cells; no chain: nothing new either
+    [other] = locate(module.text, "nb.ipynb", [dataclasses.replace(finding, via=via[2:])])
+    assert other.via == via[2:] and other.extra == {"cell": 2}
+    [plain] = locate(module.text, "nb.ipynb", [dataclasses.replace(finding, via=())])
+    assert plain.via == () and plain.extra == {"cell": 2}
+
+
+def _lint_with_declared_chains(real):
+    """lint_source, with each finding's chain replaced by the `# via: [path, line, why]` comments
+    of the checked text (line in the joined module; "<self>": the checked file): the analysis
+    that fills chains is a stand-in here."""
+    import re as regex
+
+    def lint_source(source, *args, **kwargs):
+        lint_source.calls += 1
+        chain = tuple((source.path if path == "<self>" else path, line, why)
+                      for path, line, why in (json.loads(m) for m in regex.findall(r"# via: (\[.*\])", source.text)))
+        return [dataclasses.replace(f, via=chain) for f in real(source, *args, **kwargs)]
+    lint_source.calls = 0
+    return lint_source
+
+
+def test_a_notebook_findings_chain_through_the_command_and_its_cache(tmp_path: Path, monkeypatch, capsys):
+    """In process (the traversal's lint_source replaced): JSON keeps the chain and its cells, the
+    full format shows `nb.ipynb:cell 4:1`, and a second run, from the cache, says the same."""
+    from ptlint.engine import traversal
+    from ptlint.front import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PTLINT_CACHE_DIR", raising=False)
+    lint = _lint_with_declared_chains(traversal.lint_source)
+    monkeypatch.setattr(traversal, "lint_source", lint)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Training"),
+                      nbformat.v4.new_code_cell('import torch  # via: ["<self>", 5, "for x in loader"]\n'
+                                                '# via: ["lib/data.py", 3, "calls load"]'),
+                      nbformat.v4.new_markdown_cell("The loop:"),
+                      nbformat.v4.new_code_cell("for x in loader:\n    y = net(x).item()")]
+    (tmp_path / "nb.ipynb").write_text(nbformat.writes(notebook))
+    # the module: 1 marker, 2-3 cell 2, 4 marker, 5-6 cell 4
+    full = ("  |\n2 |     y = net(x).item()\n  |         ^^^^^^^^^^^^^ PTL101\n"
+            "  = runs per step: nb.ipynb:cell 4:1 for x in loader -> lib/data.py:3 calls load\n  = help: ")
+    for _ in range(2):
+        assert cli.run(["check", "--output-format", "json", "nb.ipynb"]) == 1
+        assert lint.calls == 1  # linted once: every later run reads the cache
+        [finding] = json.loads(capsys.readouterr().out)
+        assert (finding["code"], finding["cell"], finding["line"]) == ("PTL101", 4, 2)
+        assert finding["context"] == {"where": "per-step", "via": [
+            {"path": "nb.ipynb", "line": 1, "why": "for x in loader"},
+            {"path": "lib/data.py", "line": 3, "why": "calls load"}]}
+        assert finding["via_cells"] == [4, None]
+        assert cli.run(["check", "nb.ipynb"]) == 1
+        out = capsys.readouterr().out
+        assert out.startswith("nb.ipynb:cell 4:2:9: PTL101 ") and full in out
