@@ -22,6 +22,11 @@ that cannot resolve actions lazily gets "fix all" with the cursor's actions only
 up to FIX_ALL_EAGER_LINES lines (it lints the whole file again), and whenever it asks for
 `source.fixAll` by kind.
 
+Evidence: a finding's evidence chain (where its code runs, and why: `Finding.via`) is the
+diagnostic's related information, one location a link, at the start of its line: the document
+itself, a cell of the notebook, or another file (a relative path from the server's current folder,
+as `ptlint check` gives it).
+
 Framing (JSON-RPC over stdio): headers are read case-insensitively, one line at most 8 KiB, a
 body at most MAX_BODY bytes. A body that is not JSON, not a request or a notification, or a
 request whose params have the wrong shape is answered with a JSON-RPC error (-32700, -32600,
@@ -56,6 +61,7 @@ from ptlint.engine.structure import FixRejected, checked_text
 from ptlint.engine import suppress
 from ptlint.engine.traversal import lint_source, parse
 from ptlint.front.api import default_codes
+from ptlint.report.sarif import via_links
 from ptlint.run.config import ConfigError, Resolver, Settings
 from ptlint.run.fix import fix_source
 
@@ -334,8 +340,9 @@ class PtlintServer(LanguageServer):
             state = self.lint(uri)
         return state
 
-    def lint_notebook(self, uri: str) -> dict[str, tuple[str, list[Finding]]]:
-        """cell uri -> (text, findings) for every Python code cell of an open notebook."""
+    def lint_notebook(self, uri: str) -> dict[str, tuple[str, list[tuple[Finding, list | None]]]]:
+        """cell uri -> (text, [(finding, its related information)]) for every Python code cell of
+        an open notebook."""
         from ptlint.run.notebook import Cell, Notebook, check_notebook
 
         notebook = self.workspace.get_notebook_document(notebook_uri=uri)
@@ -368,11 +375,13 @@ class PtlintServer(LanguageServer):
                 self.window_log_message(types.LogMessageParams(
                     type=types.MessageType.Error, message=f"ptlint: internal error on {path}: "
                                                           f"{type(exc).__name__}: {exc}"))
-        out = {cell_uri: (text, []) for cell_uri, text in documents.values()}
+        out: dict[str, tuple[str, list[tuple[Finding, list | None]]]] = {
+            cell_uri: (text, []) for cell_uri, text in documents.values()}
+        cell_uris = {number: cell_uri for number, (cell_uri, _) in documents.items()}
         for finding in findings:
             cell_uri, _ = documents.get(finding.extra.get("cell"), (None, None))
             if cell_uri is not None:
-                out[cell_uri][1].append(finding)
+                out[cell_uri][1].append((finding, related_information(finding, uri, path, cell_uris)))
         return out
 
     def publish_notebook(self, uri: str) -> None:
@@ -389,7 +398,8 @@ class PtlintServer(LanguageServer):
             except Exception:
                 version = None
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=cell_uri, version=version, diagnostics=[self.diagnostic(f, positions) for f in findings]))
+                uri=cell_uri, version=version,
+                diagnostics=[self.diagnostic(f, positions, related) for f, related in findings]))
 
     def close_notebook(self, uri: str, cell_uris: list[str]) -> None:
         self.cancel(uri)
@@ -404,7 +414,8 @@ class PtlintServer(LanguageServer):
         positions = Positions(state.text, self.encoding)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=state.version,
-            diagnostics=[self.diagnostic(finding, positions) for finding in state.findings]))
+            diagnostics=[self.diagnostic(finding, positions, related_information(finding, uri, state.path))
+                         for finding in state.findings]))
 
     def schedule(self, uri: str, publish=None) -> None:
         handle = self.pending.pop(uri, None)
@@ -418,7 +429,8 @@ class PtlintServer(LanguageServer):
             handle.cancel()
 
     @staticmethod
-    def diagnostic(finding: Finding, positions: Positions) -> types.Diagnostic:
+    def diagnostic(finding: Finding, positions: Positions,
+                   related: list[types.DiagnosticRelatedInformation] | None = None) -> types.Diagnostic:
         return types.Diagnostic(
             range=positions.range_of(finding),
             message=finding.message,
@@ -427,6 +439,7 @@ class PtlintServer(LanguageServer):
             code_description=types.CodeDescription(href=DOCS_URL.format(code=finding.code)),
             source="ptlint",
             data={"name": finding.name, "fixable": finding.fix is not None},
+            related_information=related,
         )
 
     # -- code actions --------------------------------------------------------------------------
@@ -468,7 +481,7 @@ class PtlintServer(LanguageServer):
             requested = (params.range.start.line, params.range.start.character,
                          params.range.end.line, params.range.end.character)
             for finding in state.findings:
-                diagnostic = self.diagnostic(finding, positions)
+                diagnostic = self.diagnostic(finding, positions, related_information(finding, uri, state.path))
                 span = diagnostic.range
                 if (span.end.line, span.end.character) < requested[:2] or \
                         (span.start.line, span.start.character) > requested[2:]:
@@ -551,6 +564,27 @@ class PtlintServer(LanguageServer):
             action.edit = self.workspace_edit(action.data["uri"], state.version, edits)
 
 
+def related_information(finding: Finding, uri: str, path: str, cell_uris: dict[int, str] | None = None
+                        ) -> list[types.DiagnosticRelatedInformation] | None:
+    """The finding's evidence chain as a diagnostic's related information (None without one): each
+    link's why at the start of its line. A link in the checked document (`path`, as the server
+    checks it) points at `uri`; one in a cell of the notebook at that cell (`cell_uris`: cell
+    number -> uri); one in another file at that file, a relative path taken from the current
+    folder, as the path of a document is (the analysis gives paths as `ptlint check` does)."""
+    out = []
+    for link in via_links(finding):
+        if link.cell is not None and cell_uris and link.cell in cell_uris:
+            target = cell_uris[link.cell]
+        elif link.path == path:
+            target = uri
+        else:
+            target = _fs_uri(os.path.abspath(link.path))
+        start = types.Position(line=max(link.line - 1, 0), character=0)
+        out.append(types.DiagnosticRelatedInformation(
+            location=types.Location(uri=target, range=types.Range(start=start, end=start)), message=link.why))
+    return out or None
+
+
 def _span(finding: Finding) -> tuple[int, int, int, int]:
     return (finding.line, finding.column, finding.end_line, finding.end_column)
 
@@ -559,6 +593,13 @@ def _uri_path(uri: str) -> str:
     from pygls.uris import to_fs_path
 
     return to_fs_path(uri) or uri
+
+
+def _fs_uri(path: str) -> str:
+    """The file URI of an absolute path (the way back of _uri_path)."""
+    from pygls.uris import from_fs_path
+
+    return from_fs_path(path) or path
 
 
 def _warm_up() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import sys
 import tempfile
@@ -386,3 +387,92 @@ def test_text_edits_is_one_edit_over_the_changed_span(old, new, span):
     assert (edit.range.end.line, edit.range.end.character) == (end_line, end_character)
     assert edit.new_text == content
     assert apply_edit(old, types.WorkspaceEdit(changes={"u": edits})) == new
+
+
+# -- the evidence chain (Finding.via) as related information ----------------------------------------
+
+# The server run with the traversal's lint_source replaced: each finding's chain is the
+# `# via: [path, line, why]` comments of the checked text ("<self>": the checked file; in a
+# notebook, lines of the joined module), a stand-in for the analysis that fills chains. It runs in
+# VIA_CWD, where relative paths of other files start.
+VIA_CWD = Path(tempfile.mkdtemp(prefix="ptlint-lsp-cwd-")).resolve()
+VIA_SERVER = f"""
+import dataclasses, json, os, re
+import ptlint.engine.traversal as traversal
+import ptlint.front.lsp as lsp
+
+real = traversal.lint_source
+
+def lint_source(source, *args, **kwargs):
+    chain = tuple((source.path if path == "<self>" else path, line, why)
+                  for path, line, why in (json.loads(m) for m in re.findall(r"# via: (\\[.*\\])", source.text)))
+    return [dataclasses.replace(f, via=chain) for f in real(source, *args, **kwargs)]
+
+traversal.lint_source = lsp.lint_source = lint_source
+os.chdir({str(VIA_CWD)!r})
+lsp.serve()
+"""
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-c", VIA_SERVER], server_env=SERVER_ENV))
+async def via_client(lsp_client: LanguageClient):
+    capabilities = types.ClientCapabilities(notebook_document=types.NotebookDocumentClientCapabilities(
+        synchronization=types.NotebookDocumentSyncClientCapabilities()))
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _related(diagnostic: types.Diagnostic) -> list[tuple[str, int, int, int, int, str]]:
+    return [(info.location.uri, info.location.range.start.line, info.location.range.start.character,
+             info.location.range.end.line, info.location.range.end.character, info.message)
+            for info in diagnostic.related_information or []]
+
+
+@pytest.mark.asyncio
+async def test_the_chain_is_related_information(via_client: LanguageClient, tmp_path: Path):
+    outside = tmp_path / "shared" / "engine.py"
+    chain = ('# via: ["<self>", 6, "for x in loader"]\n'
+             '# via: ["pkg/engine.py", 45, "calls train_step"]\n'
+             f'# via: [{json.dumps(str(outside))}, 12, "calls reduce_metrics"]\n')
+    target = tmp_path / "train.py"
+    params = await opened(via_client, target, BAD + chain)
+    [diagnostic] = params.diagnostics
+    assert diagnostic.code == "PTL101" and diagnostic.range.start == types.Position(line=7, character=17)
+    assert _related(diagnostic) == [
+        (target.as_uri(), 5, 0, 5, 0, "for x in loader"),  # the document itself
+        ((VIA_CWD / "pkg" / "engine.py").as_uri(), 44, 0, 44, 0, "calls train_step"),  # from the server's folder
+        (outside.as_uri(), 11, 0, 11, 0, "calls reduce_metrics"),
+    ]
+    # the diagnostic a code action carries is the published one
+    [suppress] = [a for a in await actions_at(via_client, target.as_uri(), diagnostic) if "noqa" in a.title]
+    assert _related(suppress.diagnostics[0]) == _related(diagnostic)
+    # no chain: no related information at all
+    params = await changed(via_client, target.as_uri(), BAD, version=2)
+    [diagnostic] = params.diagnostics
+    assert diagnostic.related_information is None
+
+
+@pytest.mark.asyncio
+async def test_a_link_in_a_notebook_points_at_its_cell(via_client: LanguageClient, tmp_path: Path):
+    """The module of the cells: 1 marker, 2-3 cell 1, 4 marker, 5-6 cell 2: module line 5 is the
+    loop, cell 2's line 1; a link in another file points at that file."""
+    notebook = tmp_path / "train.ipynb"
+    uris = [f"vscode-notebook-cell:{notebook.as_posix()}#W{index}sZmlsZQ%3D%3D" for index in range(2)]
+    texts = ['import torch  # via: ["<self>", 5, "for x in loader"]\n# via: ["/abs/data.py", 3, "calls load"]',
+             "for x in loader:\n    y = net(x).item()"]
+    via_client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(
+            uri=notebook.as_uri(), notebook_type="jupyter-notebook", version=1,
+            cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=uri) for uri in uris]),
+        cell_text_documents=[types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+                             for uri, text in zip(uris, texts)]))
+    for _ in range(300):  # one publication a cell, in a burst: read the client's record
+        if all(uri in via_client.diagnostics for uri in uris):
+            break
+        await asyncio.sleep(0.1)
+    assert list(via_client.diagnostics[uris[0]]) == []
+    [diagnostic] = via_client.diagnostics[uris[1]]
+    assert diagnostic.range.start.line == 1
+    assert _related(diagnostic) == [(uris[1], 0, 0, 0, 0, "for x in loader"),
+                                    (Path("/abs/data.py").as_uri(), 2, 0, 2, 0, "calls load")]
