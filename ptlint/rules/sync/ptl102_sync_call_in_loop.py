@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
-from ptlint.semantics.nodes import FUNCTION_DEFS
+from ptlint.semantics.nodes import FUNCTION_DEFS, parameter_names
 
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
           "time.monotonic_ns", "timeit.default_timer"}
@@ -25,25 +25,59 @@ class SyncCallInLoop(Rule):
             "leave memory to the caching allocator rather than `empty_cache()`.")
     contexts = frozenset({PER_STEP})
     cold = False
-    triggers = ("synchronize", "empty_cache")
+    triggers = ("synchronize", "empty_cache")  # an alias is assigned from one of them
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._timing: set[int] = set()  # syncs beside a timer read, kept only in a training step
 
     def visit_Call(self, node: ast.Call) -> None:
-        qualname = self.ctx.qualname(node.func)
-        if qualname not in SYNC_FUNCTIONS or self._deliberate(node, qualname):
+        qualname = self._sync_function(node.func)
+        if qualname is None:
+            return
+        if qualname.endswith("synchronize") and self._beside_timer(node):
+            self._timing.add(id(node))
+        elif self._deliberate(node, qualname):
             return
         message = self.message.format(call=qualname) if self.ctx.loops else \
             f"`{qualname}()` in code that runs every step stalls the host every step"
         self.report(node, message)
 
+    def keep(self, node: ast.AST, where) -> bool:
+        """A sync beside a timer read is how GPU work is timed (PTL108 asks for it): a benchmark
+        loop needs it. In a training step (a loop that backpropagates or steps an optimizer, a
+        step hook, or a helper they call: `def timed(): torch.cuda.synchronize(); return
+        time.time()`) it stalls every step of training to time it; CUDA events time it without."""
+        return id(node) not in self._timing or self.ctx.model.in_training_step(node)
+
+    def _sync_function(self, func: ast.AST) -> str | None:
+        """The sync function called: in any import spelling (`from torch.cuda import synchronize
+        as sync`), or through a local alias (`sync = torch.cuda.synchronize` in the function or
+        at the top of the module, every assignment of the name)."""
+        qualname = self.ctx.qualname(func)
+        if qualname in SYNC_FUNCTIONS:
+            return qualname
+        if qualname is not None or not isinstance(func, ast.Name):
+            return None
+        function = self.ctx.function
+        if function is not None and func.id in parameter_names(function.args):
+            return None
+        values = self.ctx.assignments(func.id) or (self.ctx.assignments(func.id, self.ctx.tree) if function else [])
+        aliases = {self.ctx.qualname(v) if isinstance(v, (ast.Name, ast.Attribute)) else None for v in values}
+        alias = aliases.pop() if len(aliases) == 1 else None
+        return alias if alias in SYNC_FUNCTIONS else None
+
+    def _beside_timer(self, node: ast.Call) -> bool:
+        """A timer read within three lines of the call, at any depth of its function."""
+        scope = self.ctx.function or self.ctx.tree
+        return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
+                   and self.ctx.qualname(n.func) in TIMERS for n in ast.walk(scope))
+
     def _deliberate(self, node: ast.Call, qualname: str) -> bool:
-        """A call placed on purpose: `synchronize()` right before or after reading a timer (the
-        way to time GPU work, what PTL108 asks for); `empty_cache()` after `del` or
-        `gc.collect()` (freeing memory for what comes next), or under a condition (a memory
-        setting, a size check)."""
-        if qualname.endswith("synchronize"):  # a timer read within three lines, at any depth
-            scope = self.ctx.function or self.ctx.tree
-            return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
-                       and self.ctx.qualname(n.func) in TIMERS for n in ast.walk(scope))
+        """An `empty_cache()` placed on purpose: after `del` or `gc.collect()` (freeing memory
+        for what comes next), or under a condition (a memory setting, a size check)."""
+        if qualname.endswith("synchronize"):
+            return False
         statement, block = self._statement(node)
         if statement is None:
             return False
@@ -75,7 +109,8 @@ class SyncCallInLoop(Rule):
 ## What it does
 Finds `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (and their `mps`, `xpu` and
 `torch.accelerator` twins) called inside a loop, resolving every import spelling
-(`from torch.cuda import synchronize as sync`).
+(`from torch.cuda import synchronize as sync`) and local aliases (`sync =
+torch.cuda.synchronize`, then `sync()`), with or without a device argument.
 
 ## Why is this bad?
 `synchronize()` blocks the CPU until the GPU has drained its queue, so the next step cannot be
@@ -84,14 +119,19 @@ back to the driver only for the allocator to request them again on the next step
 and fragments memory. Either one per iteration costs throughput for no benefit.
 
 Not reported: calls placed on purpose: `synchronize()` next to a timer read (how GPU work is
-timed, see PTL108), and `empty_cache()` right after `del` or `gc.collect()` (handing memory
-back before a big allocation) or under a condition (a memory setting, a size check).
+timed, see PTL108) in a loop that does not train (a benchmark), and `empty_cache()` right after
+`del` or `gc.collect()` (handing memory back before a big allocation) or under a condition (a
+memory setting, a size check). A timer's `synchronize()` in a training step is reported: a
+helper such as `def timed(): torch.cuda.synchronize(); return time.time()` called around every
+step stalls every step of training to measure it, where `torch.cuda.Event(enable_timing=True)`
+pairs measure it without a stall.
 
 ## Where it reports
 - **Reports** in code that runs every step: the body of a loop (over data or anything else that
   repeats per step), and code that runs every step without a loop of its own — `forward`, a
   framework step hook (`training_step`, `*_batch_end`), a function that calls `.backward()`,
-  and the helpers of the same file that these call.
+  and the helpers of the same file that these call (a timing helper the training loop calls
+  every step).
 - **Silent** in once-code (set-up, the end of a script, loops over settings there), once per
   epoch or every N steps (outside an inner batch loop, under `if step % 100 == 0`), a function
   whose callers the file does not show, error paths (an `except` body, a branch that raises,
@@ -170,9 +210,64 @@ def train(model, loader, opt):
         torch.cuda.synchronize()  # expect: PTL102
         release()
 """,
+        # aliases: imported under its own name, assigned to a local (in the function or the
+        # module), with a device argument
+        """
+import torch
+from torch.cuda import synchronize
+
+wait = torch.cuda.synchronize
+
+def train(model, loader, opt, device):
+    sync = torch.cuda.synchronize
+    for x in loader:
+        model(x.to(device)).sum().backward()
+        opt.step()
+        synchronize()  # expect: PTL102
+        sync()  # expect: PTL102
+        wait()  # expect: PTL102
+        torch.cuda.synchronize(device)  # expect: PTL102
+""",
+        # a timing helper that the training loop calls every step: a sync to time each step
+        """
+import time
+import torch
+
+def timed():
+    torch.cuda.synchronize()  # expect: PTL102
+    return time.time()
+
+def train(model, loader, opt, device):
+    for x in loader:
+        start = timed()
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        opt.step()
+        print(f"step: {timed() - start:.3f}s")
+""",
     ]
 
     good_examples = [
+        # a timing helper in a benchmark loop (no training step); names that only look like the
+        # alias (a parameter, a name bound to something else)
+        """
+import time
+import torch
+import torch.distributed as dist
+
+def timed():
+    torch.cuda.synchronize()
+    return time.perf_counter()
+
+def benchmark(model, x, sync):
+    wait = dist.barrier
+    for _ in range(100):
+        start = timed()
+        model(x)
+        print(timed() - start)
+        sync()
+        wait()
+""",
         # placed on purpose: timing GPU work, freeing memory, a memory setting
         """
 import gc
