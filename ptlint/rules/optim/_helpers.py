@@ -32,7 +32,7 @@ PARAM_LIST_NAME = re.compile(r"_*(?:[a-z0-9]+_)*(?:params|parameters)(?:_?[a-z0-
 # Calls that pass an iterable of parameters through unchanged (element for element).
 PASS_THROUGH = {"list", "tuple", "filter", "reversed", "sorted"}
 
-__all__ = ["param_names", "tensor_kind", "in_place_base", "fixable_loop", "unguarded_body", "may_repeat",
+__all__ = ["param_names", "param_mapping", "mapping_keys", "tensor_kind", "in_place_base", "fixable_loop", "unguarded_body", "may_repeat",
            "ForeachWriter", "Unsupported", "body_nodes", "MODEL_CODE", "MODEL_STATES", "model_inputs", "pair_inputs"]
 
 
@@ -49,6 +49,12 @@ def param_names(iterable: ast.AST, target: ast.AST, ctx, depth: int = 0) -> set[
             return {target.id} if isinstance(target, ast.Name) else set()
         if isinstance(func, ast.Attribute) and func.attr == "named_parameters":
             return _second_name(target)
+        if isinstance(func, ast.Attribute) and func.attr in ("items", "values") and not iterable.args \
+                and param_mapping(func.value, ctx, depth + 1):
+            # `ema.state_dict().items()`, `OrderedDict(model.named_parameters()).values()`
+            if func.attr == "items":
+                return _second_name(target)
+            return {target.id} if isinstance(target, ast.Name) else set()
         if isinstance(func, ast.Name) and func.id in PASS_THROUGH and iterable.args:
             source = iterable.args[1] if func.id == "filter" and len(iterable.args) == 2 else iterable.args[0]
             return param_names(source, target, ctx, depth + 1)
@@ -75,6 +81,50 @@ def param_names(iterable: ast.AST, target: ast.AST, ctx, depth: int = 0) -> set[
         # `polyak_update(params, target_params, tau)`) is what its name says
         if (all(_is_param_list(v, ctx, depth + 1) for v in values) if values else names_parameters(iterable.id)):
             return {target.id} if isinstance(target, ast.Name) else set()
+    return set()
+
+
+# Calls that build a mapping from an iterable of (name, tensor) pairs.
+MAPPING_BUILDERS = {"dict", "OrderedDict", "collections.OrderedDict"}
+
+
+def param_mapping(value: ast.AST, ctx, depth: int = 0) -> bool:
+    """A mapping from names to a model's parameters (or its state): `model.state_dict()`,
+    `dict(model.named_parameters())`, `OrderedDict(model.named_parameters())`, `{n: p for n, p
+    in model.named_parameters()}`, or a name the function assigned only such a mapping."""
+    if depth > 4:
+        return False
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr == "state_dict" and not value.args:
+            return True
+        builder = ctx.qualname(func) or (func.id if isinstance(func, ast.Name) and not ctx.names.is_local(func.id)
+                                         else None)
+        return builder in MAPPING_BUILDERS and len(value.args) == 1 and not value.keywords \
+            and isinstance(value.args[0], ast.Call) and isinstance(value.args[0].func, ast.Attribute) \
+            and value.args[0].func.attr == "named_parameters"
+    if isinstance(value, ast.DictComp) and len(value.generators) == 1 and isinstance(value.value, ast.Name):
+        generator = value.generators[0]
+        return value.value.id in param_names(generator.iter, generator.target, ctx, depth + 1)
+    if isinstance(value, ast.Name):
+        values = ctx.assignments(value.id)
+        return bool(values) and all(param_mapping(v, ctx, depth + 1) for v in values)
+    return False
+
+
+def mapping_keys(iterable: ast.AST, target: ast.AST, ctx) -> set[str]:
+    """The names in a `for` target bound to the keys of a mapping of parameters (`param_mapping`):
+    `k` in `for k in par.keys()`, `for k in par`, `for k, v in ema.state_dict().items()`; what
+    `other[k]` then names is the parameter of that name in another such mapping."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args \
+            and iterable.func.attr in ("keys", "items") and param_mapping(iterable.func.value, ctx):
+        if iterable.func.attr == "keys":
+            return {target.id} if isinstance(target, ast.Name) else set()
+        if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
+            return {target.elts[0].id}
+        return set()
+    if isinstance(iterable, ast.Name) and isinstance(target, ast.Name) and param_mapping(iterable, ctx):
+        return {target.id}
     return set()
 
 

@@ -15,9 +15,11 @@ from ptlint.rules.optim._helpers import (
     body_nodes,
     fixable_loop,
     in_place_base,
+    mapping_keys,
     may_repeat,
     model_inputs,
     pair_inputs,
+    param_mapping,
     param_names,
     tensor_kind,
     unguarded_body,
@@ -44,9 +46,9 @@ def _out_call(node: ast.AST, ctx) -> tuple[str, ast.AST] | None:
     return None
 
 
-def _updated(node: ast.AST, names: set[str], method: str | None = None, op: ast.operator | None = None) -> str | None:
-    """What an in-place `method` (or augmented `op`) on `node` updates: "param", "grad" or None."""
-    kind = tensor_kind(node, names)
+def _updated(kind: tuple[str, str] | None, method: str | None = None, op: ast.operator | None = None) -> str | None:
+    """What an in-place `method` (or augmented `op`) on a tensor of `kind` updates: "param",
+    "grad" or None."""
     if kind is None:
         return None
     if kind[0] == "param" or (method in GRAD_UPDATE_METHODS if method else isinstance(op, GRAD_UPDATE_OPS)):
@@ -68,6 +70,17 @@ def _optimizer_implementation(ctx, loop: ast.For) -> bool:
     return steps_groups or any(base.endswith("Optimizer") for base in bases)
 
 
+def _reference_implementation(ctx) -> bool:
+    """An optimizer whose per-tensor loop is one of its paths: a `_single_tensor_*` function, or
+    a class or module that also has a `foreach` path (`torch._foreach_*`, a `foreach` flag)."""
+    if any("single_tensor" in getattr(function, "name", "") for function in ctx.functions):
+        return True
+    key = "ptl501-foreach-path"
+    if key not in ctx.memo:
+        ctx.memo[key] = "foreach" in ctx.text.lower()
+    return ctx.memo[key]
+
+
 class PerParameterUpdate(Rule):
     code = "PTL501"
     name = "per-parameter-update"
@@ -78,47 +91,105 @@ class PerParameterUpdate(Rule):
             "inside a custom optimizer's `step`.")
     grad_message = "this loop scales or clips each gradient in place, one kernel launch per tensor; " \
                    "scaling the loss, or `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_`, does it once"
+    optimizer_message = "this optimizer's `step` updates each parameter with its own kernels, one launch per " \
+                        "operation and tensor; a step over each group's whole list does them all in a few"
+    optimizer_help = ("In a custom optimizer, write the step over each param group's tensors with `torch._foreach_*` "
+                      "(`_foreach_mul_`, `_foreach_add_`, `_foreach_norm`), as torch.optim's `foreach` implementations "
+                      "do, or use a `torch.optim` optimizer.")
     grad_help = ("Scale the loss before `backward()` instead of each gradient, and clip with "
                  "`torch.nn.utils.clip_grad_norm_(params, max_norm)` or `clip_grad_value_(params, value)`.")
     fixable = UNSAFE
     contexts = frozenset({PER_STEP, PER_OUTER, CALLED})  # not set-up code: it runs once
     cold = False
-    triggers = ("parameters", "params")
+    triggers = ("parameters", "params", "state_dict")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._optimizer_steps: set[int] = set()  # custom optimizers' loops: kept in a training step only
 
     def visit_For(self, node: ast.For) -> None:
         names = param_names(node.iter, node.target, self.ctx)
-        updated = {self._update(n, names) for n in body_nodes(node.body)} - {None} if names else set()
+        keys = mapping_keys(node.iter, node.target, self.ctx)
+        updated = {self._update(n, names, keys) for n in body_nodes(node.body)} - {None} \
+            if names or keys else set()
         if not updated:
             return
-        edits = self._translate(node, names)
-        if edits is None and _optimizer_implementation(self.ctx, node):
-            return  # a reference optimizer: its foreach form is a rewrite, not a fix
+        edits = self._translate(node, names) if names else None
+        optimizer = edits is None and _optimizer_implementation(self.ctx, node)
+        if optimizer and _reference_implementation(self.ctx):
+            return  # the per-tensor fallback of an optimizer that has a foreach path
         if may_repeat(node.iter, self.ctx):
             # the loop applies its body to a repeated tensor once per occurrence, in order; the
             # foreach calls apply each operation to the whole list before the next one
             edits = None
         what = "parameters" if "param" in updated else "gradients"
         fix = Fix(UNSAFE, f"Update all {what} with `torch._foreach_*` calls", edits) if edits else None
-        if "param" in updated:
+        if optimizer:
+            self._optimizer_steps.add(id(node))
+            self.report(node, self.optimizer_message, help=self.optimizer_help)
+        elif "param" in updated:
             self.report(node, fix=fix)
         else:
             self.report(node, self.grad_message, fix=fix, help=self.grad_help)
 
-    def _update(self, node: ast.AST, names: set[str]) -> str | None:
+    def keep(self, node: ast.AST, where) -> bool:
+        """A custom optimizer's `step()` counts where a training loop of the project steps it
+        (`optimizer = LARS(...)`, then `optimizer.step()` every step): a library's collection of
+        optimizers, which nothing here steps, is a set of reference implementations whose
+        foreach form is a rewrite of each."""
+        return id(node) not in self._optimizer_steps or self.ctx.model.in_training_step(node)
+
+    def _update(self, node: ast.AST, names: set[str], keys: set[str]) -> str | None:
         """ "param" or "grad" when `node` updates a parameter of the loop or its gradient in place."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in UPDATE_METHODS:
-            return _updated(in_place_base(node), names, method=node.func.attr)
+            return _updated(self._kind(in_place_base(node), names, keys), method=node.func.attr)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy_" \
+                and len(node.args) == 1:
+            # `e.copy_(e * d + p * (1 - d))`: a copy of a value computed from the tensor itself
+            kind = self._kind(node.func.value, names, keys)
+            return "param" if kind is not None and kind[0] == "param" \
+                and self._reads_value(node.args[0], kind, names, keys) else None
         if (out := _out_call(node, self.ctx)) is not None:
-            return _updated(out[1], names, method=out[0])
+            return _updated(self._kind(out[1], names, keys), method=out[0])
         if isinstance(node, ast.AugAssign) and isinstance(node.op, UPDATE_OPS):
-            return _updated(node.target, names, op=node.op)
+            return _updated(self._kind(node.target, names, keys), op=node.op)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp):
             target = node.targets[0]  # p.data = p.data - lr * p.grad
-            kind = tensor_kind(target, names)
+            kind = self._kind(target, names, keys)
             updates = isinstance(target, ast.Attribute) and target.attr == "data" and kind is not None \
                 and kind[0] == "param"
             return "param" if updates else None
+        return None
+
+    def _reads_value(self, expression: ast.AST, kind: tuple[str, str], names: set[str], keys: set[str]) -> bool:
+        """`expression` reads the values of the tensor of `kind` (`e * d`, `f(e, m)`), not only
+        its metadata (`m.to(e.device)`)."""
+        pending = [expression]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.expr) and self._kind(node, names, keys) == kind:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr not in ("data", "detach"):
+                continue  # `e.device`, `e.dtype`, `e.shape`: not its values
+            pending.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _kind(self, node: ast.AST, names: set[str], keys: set[str]) -> tuple[str, str] | None:
+        """("param", p) / ("grad", p) as `tensor_kind` says, also through `.detach()` (a view of
+        the same memory: `targ.detach().mul_(rate)`) and for `other[k]`, the parameter of the
+        loop's key `k` in a mapping of parameters (`ema_params[name].mul_(d)`)."""
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach" \
+                and not node.args and not node.keywords:
+            node = node.func.value
+        kind = tensor_kind(node, names)
+        if kind is not None or not keys:
+            return kind
+        while isinstance(node, ast.Attribute) and node.attr == "data":
+            node = node.value
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id in keys \
+                and param_mapping(node.value, self.ctx):
+            return ("param", ast.unparse(node))
         return None
 
     def _translate(self, loop: ast.For, names: set[str]) -> tuple | None:
@@ -223,7 +294,11 @@ and clipping by value: `p.grad *= scale`, `p.grad /= n`, `p.grad.mul_(...)`, `p.
 `group["params"]`, a list built from them, a list the function receives under a name that says
 it holds parameters (`params`, `parameters`, `target_params`, `source_parameters`,
 `params_a`...), an attribute `self.params` / `self.parameters`, or a `zip` of such (with or
-without `strict=True`), as in a target network's Polyak update.
+without `strict=True`), as in a target network's Polyak update; and loops over a mapping of
+parameters by name (`model.state_dict().items()`, `dict(model.named_parameters())`,
+`OrderedDict(...)`: `ema_params[name].mul_(d)`, `par1[k].data.mul_(d)`). An update through
+`.detach()` (`targ.detach().mul_(rate)`) and a copy computed from the tensor itself
+(`e.copy_(e * d + p * (1 - d))`) count as in-place updates.
 
 Not reported: loops that only read parameters (counting `numel()`), set flags
 (`requires_grad_(False)`), copy or initialise weights (`copy_`, `normal_`,
@@ -231,11 +306,15 @@ Not reported: loops that only read parameters (counting `numel()`), set flags
 gradients (`p.grad += g`: autograd accumulates per parameter too); names that hold something
 else (`hparams`, `param_groups`, `params_before`, `parameter_names`), names the function
 assigns from something other than parameters, and other attributes (`self.ema_params`: often
-host copies updated every few hundred steps); and optimizer implementations — the `step()`
-method of an optimizer class and `_single_tensor_*` fallbacks — whose loop the fix cannot
-translate: a reference implementation is per tensor on purpose, and its foreach form is a
-rewrite of the algorithm, not a fix. A hand-written `step()` simple enough for the fix is
-reported, with the fix.
+host copies updated every few hundred steps); a copy that is not an average (`v.copy_(src[k])`,
+`t.copy_(p.to(t.device))`); and optimizer implementations whose loop the fix cannot
+translate where the loop is a reference path: `_single_tensor_*` fallbacks, an optimizer whose
+module also has a `foreach` path, and the `step()` of an optimizer class that no training loop of
+the file steps (a library's collection of optimizers: its foreach form is a rewrite of each
+algorithm, not a fix). A custom optimizer that the training loop steps every step (a LARS
+written for the project, `optimizer = LARS(...)` then `optimizer.step()`) is reported without a
+fix: rewriting its `step()` with `torch._foreach_*` over each group's list is the remedy. A
+hand-written `step()` simple enough for the fix is reported, with the fix.
 
 ## Why is this bad?
 Each in-place operation is a separate kernel launch. A model with hundreds of parameter tensors
@@ -308,7 +387,10 @@ offered for `parameters()` / `named_parameters()` (which never repeat a tensor),
 builds from them, zips of these, and torch.optim's `group["params"]` (torch.optim warns that a
 repeated parameter there will become an error),
 not for a list received as an argument or read from an attribute (`polyak_update(params,
-target_params, tau)`): the rule reports those without a fix. Also no fix where the loop variable
+target_params, tau)`), nor for a mapping of parameters or a state dict (tied weights appear
+under two names; buffers, integer ones included, are in a state dict): the rule reports those
+without a fix. Nor for updates through `.detach()`, a `copy_` of an average, or a custom
+optimizer's step beyond the forms below. Also no fix where the loop variable
 is read after the loop, where a comment in the loop would be lost, or where the body does
 anything else (a device move, a branch, a clamp).
 
@@ -453,7 +535,49 @@ def soft_update(source_parameters, target_parameters, tau):
     ]
 
     good_examples = [
-        # an optimizer's own step(): a reference implementation the fix cannot translate
+        # copies that are not averages: loading a state dict, a hard update, a copy that reads
+        # only the target's device; a mapping that holds something else than parameters
+        """
+import torch
+
+def load(model, pretrained, scales):
+    with torch.no_grad():
+        for k, v in model.state_dict().items():
+            v.copy_(pretrained[k])
+        for k, v in scales.items():
+            v.mul_(2)
+        for name, p in dict(model.named_parameters()).items():
+            scales[name].add_(p)
+
+def hard_update(target, online):
+    for t, p in zip(target.parameters(), online.parameters()):
+        t.data.copy_(p.data)
+        t.detach().copy_(p.to(t.device))
+""",
+        # an optimizer with a foreach path: the loop is its per-tensor fallback
+        """
+import torch
+
+class FusedLARS(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            if group["foreach"]:
+                grads = [p.grad for p in group["params"]]
+                torch._foreach_add_(group["params"], grads, alpha=-group["lr"])
+                continue
+            for p in group["params"]:
+                trust = p.norm() / p.grad.norm()
+                p.add_(p.grad * trust, alpha=-group["lr"])
+
+def train(model, loader):
+    optimizer = FusedLARS(model.parameters(), {"lr": 0.1, "foreach": True})
+    for x in loader:
+        model(x).sum().backward()
+        optimizer.step()
+""",
+        # an optimizer's own step() that nothing here steps (a library's collection of
+        # optimizers): a reference implementation the fix cannot translate
         """
 import torch
 
@@ -973,6 +1097,86 @@ def update_average(ema, model, decay):
     ]
 
     unfixable_examples = [
+        # EMAs the fix does not translate: lists received as arguments updated through
+        # `.detach()`, a copy computed from the average itself, a mapping of parameters by name
+        # (DiT's `ema_params[name]`, StyleGAN's `par1[k]`), a state dict (buffers included,
+        # tied weights met twice)
+        """
+import torch
+
+def update_ema(target_params, source_params, rate=0.99):
+    for targ, src in zip(target_params, source_params):  # expect: PTL501
+        targ.detach().mul_(rate).add_(src, alpha=1 - rate)
+
+def update_ema_args(ema_params, params, decay):
+    for e, p in zip(ema_params, params):  # expect: PTL501
+        e.mul_(decay).add_(p, alpha=1 - decay)
+
+@torch.no_grad()
+def ema(model, ema_model, decay):
+    for p, ema_p in zip(model.parameters(), ema_model.parameters()):  # expect: PTL501
+        ema_p.copy_(ema_p * decay + (1 - decay) * p)
+""",
+        """
+from collections import OrderedDict
+import torch
+
+@torch.no_grad()
+def update_ema(ema_model, model, decay=0.9999):
+    ema_params = OrderedDict(ema_model.named_parameters())
+    model_params = OrderedDict(model.named_parameters())
+    for name, param in model_params.items():  # expect: PTL501
+        ema_params[name].mul_(decay).add_(param.data, alpha=1 - decay)
+
+def accumulate(model1, model2, decay=0.999):
+    par1 = dict(model1.named_parameters())
+    par2 = dict(model2.named_parameters())
+    for k in par1.keys():  # expect: PTL501
+        par1[k].data.mul_(decay).add_(par2[k].data, alpha=1 - decay)
+""",
+        """
+import torch as T
+
+def ema_update(ema_model, model, d):
+    model_state = model.state_dict()
+    with T.no_grad():
+        for k, v in ema_model.state_dict().items():  # expect: PTL501
+            v.copy_(v * d + model_state[k] * (1 - d))
+        for k, v in ema_model.state_dict().items():  # expect: PTL501
+            if v.dtype.is_floating_point:
+                v *= d
+                v += (1 - d) * model_state[k].detach()
+""",
+        # a custom optimizer (LARS) that the training loop steps: its foreach form is a rewrite
+        """
+import torch
+from torch.optim import Optimizer
+
+class LARS(Optimizer):
+    def __init__(self, params, lr, momentum=0.9, eta=0.001, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, momentum=momentum, eta=eta, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:  # expect: PTL501
+                if p.grad is None:
+                    continue
+                dp = p.grad.add(p, alpha=group["weight_decay"])
+                trust = group["eta"] * p.norm() / dp.norm()
+                buf = self.state[p].setdefault("mu", torch.zeros_like(p))
+                buf.mul_(group["momentum"]).add_(dp.mul(trust))
+                p.add_(buf, alpha=-group["lr"])
+
+def train(model, loader, epochs):
+    optimizer = LARS(model.parameters(), lr=0.1)
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""",
         # a comment would be lost
         """
 def sgd(model, lr):
