@@ -18,6 +18,23 @@ DATA_PARALLEL = {
 }
 
 
+def _holding(test: ast.AST, holds: bool) -> list[ast.AST]:
+    """The parts of `test` that hold where it is `holds`: `c` for `c` true, both sides of `a and
+    b` true; `c` for `not c` false, both sides of `not a or not b` false. Nothing of a negated
+    part (`if not args.distributed:` holds where the option is off)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _holding(test.operand, not holds)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if holds else ast.Or):
+        return [part for value in test.values for part in _holding(value, holds)]
+    if not holds:
+        return []  # `a and b` false, `c` false: nothing known to hold
+    if isinstance(test, ast.Compare) and any(
+            isinstance(op, (ast.Eq, ast.Is)) and isinstance(c, ast.Constant) and c.value in (False, None, 0)
+            for op, c in zip(test.ops, test.comparators)):
+        return []  # `args.distributed is False`, `== 0`: the option is off
+    return [test]  # `c`, `a or b` (one of them holds), `strategy == "dp"`
+
+
 class UsesDataParallel(Rule):
     code = "PTL202"
     name = "data-parallel"
@@ -30,14 +47,34 @@ class UsesDataParallel(Rule):
             and not self._offered_as_an_option()
 
     def _offered_as_an_option(self) -> bool:
-        """In a class (or a method) that implements a parallelism option, or under a condition
-        that names one: a library offering DataParallel as a mode, not a training script."""
+        """In a class (or a method) that implements a parallelism option, or in the branch taken
+        when a condition naming one holds: a library offering DataParallel as a mode, not a
+        training script."""
         classes = self.ctx.classes
         methods = [f for f in self.ctx.functions if classes and f.lineno > classes[0].lineno]
         names = [getattr(scope, "name", "") for scope in (*methods, *classes)]
-        tests = [ast.unparse(a.test) for a in self.ctx.stack if isinstance(a, (ast.If, ast.IfExp))]
-        words = " ".join(names + tests).lower()
+        words = " ".join(names + self._chosen_options()).lower()
         return any(word in words for word in OPTION_WORDS) or "dp" in words.replace(".", " ").replace("_", " ").split()
+
+    def _chosen_options(self) -> list[str]:
+        """The conditions that hold where the traversal is: the test of each `if` (or `x if c else
+        y`) whose first branch holds it, and `c` of `if not c:` whose `else` does. The `else` of
+        `if args.distributed:` (or an `elif torch.cuda.device_count() > 1:` there) is the path
+        taken when the option is off: a training script's own choice of DataParallel."""
+        stack = self.ctx.stack
+        tests = []
+        for index, ancestor in enumerate(stack[:-1]):
+            if not isinstance(ancestor, (ast.If, ast.IfExp)):
+                continue
+            child = stack[index + 1]
+            if isinstance(ancestor, ast.If):
+                first = any(statement is child for statement in ancestor.body)
+                other = any(statement is child for statement in ancestor.orelse)
+            else:
+                first, other = child is ancestor.body, child is ancestor.orelse
+            if first or other:
+                tests += [ast.unparse(part) for part in _holding(ancestor.test, first)]
+        return tests
 
     def visit_Call(self, node: ast.Call) -> None:
         if self._is_data_parallel(node.func):
@@ -74,8 +111,12 @@ file or imported from a non-torch module), `isinstance(m, nn.DataParallel)` chec
 unwrap a model, and a library offering DataParallel as a mode the user chooses —
 inside a class or method whose name says it wraps or parallelises (`Trainer._wrap_model`,
 `DataParallelStrategy`, `Brain._wrap_distributed`) or under a condition naming such an option
-(`if self.data_parallel_backend:`, `if strategy == "dp":`). In those places DataParallel is the
-user's explicit choice.
+(`if self.data_parallel_backend:`, `if strategy == "dp":`), in the branch where it holds. In
+those places DataParallel is the user's explicit choice. The other branch of such a condition is
+reported: DataParallel in the `else:` of `if args.distributed:` (or of `if
+args.multiprocessing_distributed:`, or an `elif torch.cuda.device_count() > 1:` there, or under
+`if not args.distributed:`) is the training script's own multi-GPU path whenever the option is
+off, which is how it usually runs.
 
 ## Where it reports
 - **Reports** wherever DataParallel is used: in once-code (the usual place: the model is wrapped
@@ -138,6 +179,44 @@ wrapper = nn.DataParallel if torch.cuda.device_count() > 1 else nn.Identity  # e
 class Parallel(nn.DataParallel):  # expect: PTL202
     pass
 """,
+        # the path a training script takes when the distributed option is off
+        """
+import torch
+
+def main_worker(gpu, ngpus_per_node, args):
+    model = build()
+    if args.distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+    else:
+        model = torch.nn.DataParallel(model).cuda()  # expect: PTL202
+    return model
+""",
+        """
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DataParallel
+
+def main(args, distributed):
+    model = build()
+    if args.multiprocessing_distributed:
+        model = nn.parallel.DistributedDataParallel(model)
+    elif torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)  # expect: PTL202
+    if not distributed and torch.cuda.device_count() > 1:
+        model = DataParallel(model)  # expect: PTL202
+    wrapped = nn.parallel.DistributedDataParallel(model) if distributed else nn.DataParallel(model)  # expect: PTL202
+    return wrapped
+""",
+        """
+from torch import nn
+
+distributed = False
+model = nn.Linear(2, 2)
+if distributed:
+    model = nn.parallel.DistributedDataParallel(model)
+else:
+    model = nn.DataParallel(model)  # expect: PTL202
+""",
     ]
 
     good_examples = [
@@ -178,6 +257,20 @@ class Brain:
         if self.data_parallel_backend:
             module = DP(module)
         return module
+""",
+        # the branch where the user chose the dp option, negated or not
+        """
+from torch import nn
+
+def setup(model, args):
+    if args.distributed:
+        model = nn.parallel.DistributedDataParallel(model)
+    elif args.strategy == "dp" and args.n_gpu > 1:
+        model = nn.DataParallel(model)
+    if not args.data_parallel:
+        return model
+    else:
+        return nn.DataParallel(model)
 """,
         # unwrapping a model that may have been wrapped elsewhere
         """
