@@ -4,9 +4,9 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "c838985d-653275"
+FINGERPRINT = "9bcff09b-706765"
 RULES = {
-    'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{'), False),
+    'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict('), False),
     'PTL102': ('sync-call-in-loop', True, 'sync.ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
     'PTL103': ('graph-kept-alive', True, 'hygiene.ptl103_graph_kept_alive', ('backward', 'loss', 'criterion', 'cross_entropy', 'kl_div', 'training_step'), False),
     'PTL104': ('blocking-transfer', True, 'transfer.ptl104_blocking_transfer', ('pin_memory',), False),
@@ -34,7 +34,7 @@ RULES = {
     'PTL403': ('data-dependent-branch', True, 'compile.ptl403_data_dependent_branch', ('if', 'while'), False),
     'PTL404': ('dynamic-shape-op', False, 'compile.ptl404_dynamic_shape_op', ('nonzero', 'argwhere', 'unique', 'masked_select', 'bincount', 'where', '['), False),
     'PTL405': ('untraceable-call', True, 'compile.ptl405_untraceable_call', ('time', 'random', 'deepcopy', 'open('), False),
-    'PTL501': ('per-parameter-update', True, 'optim.ptl501_per_parameter_update', ('parameters', 'params'), False),
+    'PTL501': ('per-parameter-update', True, 'optim.ptl501_per_parameter_update', ('parameters', 'params', 'state_dict'), False),
     'PTL502': ('per-parameter-zero-grad', True, 'optim.ptl502_per_parameter_zero_grad', ('zero_(',), False),
     'PTL503': ('optimizer-not-fused', False, 'optim.ptl503_optimizer_not_fused', ('optim',), False),
     'PTL601': ('deprecated-cuda-amp', True, 'amp.ptl601_deprecated_cuda_amp', ('cuda.amp', 'cpu.amp', 'cuda import amp', 'cpu import amp'), False),

@@ -8,7 +8,11 @@ The facts every rule needs about values, answered one way for all of them:
 - `visibly_on_host`: built by a torch factory without a device, from NumPy, moved with `.cpu()`,
   returned by a processor with `return_tensors=`, or named `*_cpu`: reading it back costs no
   device sync;
-- `not_a_tensor`: a NumPy value or a plain Python literal.
+- `not_a_tensor`: a NumPy value or a plain Python literal;
+- `tensor_attributes`: the attributes a class binds to a tensor (`register_buffer`,
+  `nn.Parameter`, `self.x = torch.zeros(...)`), a tensor in every method of the class;
+- `hidden_read`: a call that reads a tensor back inside (`GradScaler.get_scale()`, its
+  `state_dict()`).
 
 Answers use the assignments the traversal has seen so far (`ctx.assignments`), so they are
 asked during the traversal, at the node being visited.
@@ -24,8 +28,8 @@ from ptlint.semantics.nodes import (
     FUNCTION_DEFS,
     FUNCTIONS,
     SELF_NAMES,
-    STATEMENT_LOOPS,
     chain_head,
+    class_family,
     dotted,
     is_plain_python_value,
     method_name,
@@ -59,7 +63,7 @@ TENSOR_METHODS = {
     "log", "sigmoid", "softmax", "clamp", "transpose", "permute", "expand", "masked_fill", "argmax", "argmin",
     "cumsum", "diff", "round", "floor", "ceil", "neg", "sign", "square", "pow", "mul", "add", "sub", "div",
 }
-KEPT_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
+KEPT_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "values", "indices"}  # `torch.max(x, 1).values`
 BACKWARD_METHODS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
 TRAINING_CALLS = BACKWARD_METHODS | {"zero_grad"}  # methods that only training code calls
 
@@ -107,8 +111,13 @@ def tensor_kind(node: ast.AST, ctx: "FileFacts", _seen: dict | None = None) -> i
         return tensor_kind(node.operand, ctx, _seen)
     if isinstance(node, ast.Subscript):
         return tensor_kind(node.value, ctx, _seen)
-    if isinstance(node, ast.Attribute) and node.attr in KEPT_ATTRIBUTES:
-        return tensor_kind(node.value, ctx, _seen)
+    if isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id in SELF_NAMES:
+            return STRONG if ctx.classes and node.attr in tensor_attributes(ctx.classes[-1], ctx) else NONE
+        if node.attr == "grad":  # `p.grad`: a gradient (or None, which no code reads back)
+            return STRONG
+        if node.attr in KEPT_ATTRIBUTES:
+            return tensor_kind(node.value, ctx, _seen)
     return NONE
 
 
@@ -141,6 +150,64 @@ def _name_kind(name: str, ctx: "FileFacts", seen: dict) -> int:
 
 def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+# Calls that make a tensor attribute of a module: a parameter or a buffer (it moves with the module).
+PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+                   "torch.nn.parameter.Buffer"}
+
+
+def tensor_attributes(cls: ast.ClassDef, ctx: "FileFacts") -> dict[str, bool]:
+    """The attributes that hold a tensor in every method of `cls`, each with whether it visibly
+    stays in host memory. A method of the class (or of a base class in this file) binds it with
+    `self.register_buffer("x", ...)`, `self.x = nn.Parameter(...)` / `nn.Buffer(...)` (those move
+    with the module: not host memory) or `self.x = torch.<op>(...)` (host memory when every binding
+    is a factory without a device: `torch.zeros(3)`, never moved). An attribute also bound to a
+    plain Python value (`self.x = 0`, `self.x = [...]`) is not counted."""
+    from ptlint.semantics.compiled import local_classes
+
+    key = ("tensor-attributes", id(cls))
+    if key in ctx.memo:
+        return ctx.memo[key]
+    found: dict[str, bool] = {}
+    plain: set[str] = set()
+    moved: set[str] = set()
+    for owner in class_family(cls, local_classes(ctx)):
+        for method in owner.body:
+            if not isinstance(method, FUNCTION_DEFS):
+                continue
+            for node in ast.walk(method):
+                if isinstance(node, ast.Call) and method_name(node) == "register_buffer" and node.args \
+                        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                    found[node.args[0].value] = False
+                    continue
+                if not isinstance(node, ast.Assign):
+                    continue
+                for target in node.targets:
+                    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                            and target.value.id == "self"):
+                        continue
+                    value, name = node.value, target.attr
+                    qual = ctx.qualname(value.func) if isinstance(value, ast.Call) else None
+                    if qual in PARAMETER_CALLS:
+                        found[name] = False
+                    elif is_torch_op(qual):
+                        host = qual in HOST_FACTORIES and not any(k.arg == "device" for k in value.keywords)
+                        found[name] = found.get(name, True) and host
+                    elif is_plain_python_value(value) and not (isinstance(value, ast.Constant) and value.value is None):
+                        plain.add(name)
+                    else:
+                        moved.add(name)  # `self.x = self.x.to(device)`: where it lives is unknown
+    result = ctx.memo[key] = {name: host and name not in moved for name, host in found.items() if name not in plain}
+    return result
+
+
+def _host_attribute(node: ast.AST, ctx: "FileFacts") -> bool:
+    """`self.x` (or `self.x[i]`) where the class only ever binds `x` to a host tensor."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+        and bool(ctx.classes) and tensor_attributes(ctx.classes[-1], ctx).get(node.attr, False)
 
 
 def _params(function: ast.AST) -> set[str]:
@@ -435,6 +502,37 @@ def is_scalar_tensor(node: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
     return func.attr in SHAPE_KEEPING and is_scalar_tensor(func.value, ctx, hops)
 
 
+# -- reads hidden in other calls ----------------------------------------------------------------
+
+GRAD_SCALERS = {"torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
+                "torch.cuda.amp.grad_scaler.GradScaler"}
+SCALER_NAMES = {"scaler", "grad_scaler", "loss_scaler", "amp_scaler", "gradscaler"}
+# GradScaler methods that call `.item()` inside: `get_scale()` reads the scale; `state_dict()`
+# reads the scale and the growth tracker.
+SCALER_READS = {"get_scale", "state_dict"}
+
+
+def is_grad_scaler(node: ast.AST, ctx: "FileFacts") -> bool:
+    """Visibly a `torch.amp.GradScaler` / `torch.cuda.amp.GradScaler`: assigned one, or named
+    `scaler`, `grad_scaler`, `loss_scaler` (also as an attribute: `self.scaler`) and not
+    visibly assigned anything else."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    if name is None:
+        return False
+    values = [v for v in ctx.assignments(name) if isinstance(v, ast.Call)] if isinstance(node, ast.Name) else []
+    quals = {ctx.qualname(v.func) for v in values}
+    if quals & GRAD_SCALERS:
+        return True
+    return name.lower().lstrip("_") in SCALER_NAMES and not (quals - {None})
+
+
+def hidden_read(call: ast.AST, ctx: "FileFacts") -> bool:
+    """A call that reads a tensor back to the host inside: `scaler.get_scale()` and
+    `scaler.state_dict()` of a GradScaler (`is_grad_scaler`) call `.item()`."""
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in SCALER_READS \
+        and not call.args and not call.keywords and is_grad_scaler(call.func.value, ctx)
+
+
 # -- host memory ------------------------------------------------------------------------------
 
 # torch factories: without `device=` they build the tensor in host memory
@@ -558,7 +656,7 @@ def in_host_memory(value: ast.AST, ctx: "FileFacts") -> bool:
     tensor of unknown origin (`isinstance`, `hasattr`), read from a checkpoint, or a NumPy
     array's method's result."""
     return not_a_tensor(value, ctx) or visibly_on_host(value, ctx) or _checked_type(value, ctx) \
-        or _checkpoint_value(value, ctx) or _numpy_array(value, ctx)
+        or _checkpoint_value(value, ctx) or _numpy_array(value, ctx) or _host_attribute(value, ctx)
 
 
 def already_waited(value: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
@@ -577,98 +675,6 @@ def already_waited(value: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
         values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
         return bool(values) and all(already_waited(v, ctx, hops - 1) for v in values)
     return False
-
-
-# -- values the host needs ---------------------------------------------------------------------
-ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
-
-
-def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
-    """The value read back at `node` (where the traversal is) is what the host needs, every
-    iteration: it decides whether the loop goes on (`if token.item() == eos: break`, or a name
-    assigned it and tested so), is asserted (a guard that raises), picks a Python object
-    (`names[int(scores.argmax())]`), or goes to an environment's `step` (a simulator on the
-    host: `actions = policy(obs).cpu().numpy()`, then `env.step(actions)`)."""
-    return _decides_control_flow(node, ctx) or _feeds_environment(ctx)
-
-
-def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:
-    if _indexes_a_container(node, ctx):
-        return True
-    if any(isinstance(ancestor, ast.Assert) and ancestor.msg is not node for ancestor in ctx.stack):
-        return True
-    loop = ctx.loops[-1] if ctx.loops else None
-    if loop is not None and not isinstance(loop, STATEMENT_LOOPS):
-        return False
-    names = set()
-    for ancestor in reversed(ctx.stack):
-        if ancestor is loop or isinstance(ancestor, FUNCTION_DEFS):
-            break
-        if isinstance(ancestor, (ast.If, ast.While)) and _leaves_loop(ancestor.body) \
-                and any(n is node for n in ast.walk(ancestor.test)):
-            return True
-        if isinstance(ancestor, ast.Assign):
-            names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
-    if not names or loop is None:
-        return False
-    return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
-               any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
-               for statement in loop.body for n in ast.walk(statement))
-
-
-def _leaves_loop(body: list[ast.stmt]) -> bool:
-    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
-               for statement in body for n in ast.walk(statement))
-
-
-def _indexes_a_container(node: ast.AST, ctx: "FileFacts") -> bool:
-    """`names[int(scores.argmax().item())]`: the number picks a Python object."""
-    child = node
-    for ancestor in reversed(ctx.stack):
-        if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Name) \
-                and ancestor.func.id in ("int", "float") and child in ancestor.args:
-            child = ancestor
-            continue
-        return isinstance(ancestor, ast.Subscript) and ancestor.slice is child
-    return False
-
-
-def _feeds_environment(ctx: "FileFacts") -> bool:
-    """The statement being visited steps an environment with the value, or assigns it to names
-    (and names derived from them) that an environment's `step` gets in the same loop or function."""
-    names: set[str] = set()
-    for ancestor in reversed(ctx.stack):
-        if isinstance(ancestor, ast.Call) and _steps_environment(ancestor):
-            return True
-        if isinstance(ancestor, ast.Assign):
-            names = {t.id for target in ancestor.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
-            break
-        if isinstance(ancestor, ast.stmt):
-            break
-    scope = ctx.loops[0] if ctx.loops else ctx.function
-    if not names or scope is None or not isinstance(scope, (*STATEMENT_LOOPS, *FUNCTION_DEFS)):
-        return False
-    nodes = [n for statement in scope.body for n in ast.walk(statement)]
-    for _ in range(2):  # `clipped = np.clip(actions, lo, hi)`: a name derived from it
-        for n in nodes:
-            if isinstance(n, ast.Assign) and _mentions_any(n.value, names):
-                names |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
-    return any(isinstance(n, ast.Call) and _steps_environment(n) and
-               any(_mentions_any(a, names) for a in [*n.args, *(k.value for k in n.keywords)]) for n in nodes)
-
-
-def _steps_environment(call: ast.Call) -> bool:
-    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
-    func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
-        return False
-    receiver = func.value
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
-
-
-def _mentions_any(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
 def _checkpoint_value(node: ast.AST, ctx: "FileFacts", hops: int = 1) -> bool:

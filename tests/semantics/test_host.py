@@ -11,13 +11,13 @@ from ptlint.engine.file_context import FileContext
 from ptlint.engine.source import SourceFile
 from ptlint.engine.traversal import Traversal
 from ptlint.semantics.pipeline import in_host_code, pipeline_path
+from ptlint.semantics.uses import needed_on_host
 from ptlint.semantics.values import (
     already_waited,
     in_host_memory,
     is_cpu_device,
     is_device,
     may_be_device,
-    needed_on_host,
 )
 
 

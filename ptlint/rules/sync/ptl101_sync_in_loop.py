@@ -6,35 +6,36 @@ import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.compiled import is_traced
-from ptlint.semantics.nodes import SELF_NAMES, chain_head, method_name
+from ptlint.semantics.nodes import SELF_NAMES, chain_head
 from ptlint.semantics.pipeline import in_host_code
+from ptlint.semantics.uses import (
+    after_drain,
+    avoidable,
+    elementwise_read,
+    is_read_call,
+    masked_write_only,
+)
 from ptlint.semantics.values import (
     DATA_PREDICATES,
     DEVICE_STEP_METHODS,
     SCALAR_CONVERSIONS,
     STRONG,
     already_waited,
+    hidden_read,
     in_host_memory,
     is_module_call,
     is_scalar_tensor,
     is_torch_op,
-    needed_on_host,
     tensor_kind,
     value_test,
 )
 from ptlint.semantics.where import backpropagates, in_model_loop, may_be_step
 
-SYNC_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}  # name -> takes arguments
 # `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
 # `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
 NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
-
-
-def is_sync_call(node: ast.AST) -> bool:
-    name = method_name(node)
-    if name not in SYNC_METHODS:
-        return False
-    return SYNC_METHODS[name] or not node.args
+ELEMENTWISE_HELP = "Read the whole tensor once with `.tolist()` (one sync) instead of one element at a time."
+MASKED_HELP = "Drop the `if`: a write through an empty mask changes nothing, and the test waits for the GPU."
 
 
 def _is_number(node: ast.AST) -> bool:
@@ -74,6 +75,7 @@ def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
 
 class SyncInLoop(Rule):
     code = "PTL101"
+    needs_accelerator = True
     name = "sync-in-loop"
     message = "{what} in a loop waits for the GPU every iteration (device-to-host sync)"
     help = ("Keep the value on the device (`total += loss.detach()`) and read it with `.item()` once, every N "
@@ -81,19 +83,20 @@ class SyncInLoop(Rule):
     step_message = "{what} in code that runs every step waits for the GPU (device-to-host sync)"
     contexts = frozenset({PER_STEP})  # not once, not once per epoch, not on the error path
     cold = False
-    # the method reads, and what the implicit conversions need: a call, a condition, a format
+    # the method reads, GradScaler's hidden ones, and what the implicit conversions need: a call, a
+    # condition, a format
     triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "print(", "if", "not", "and",
-                "or", "%", "format(", "{")
+                "or", "%", "format(", "{", "get_scale(", "state_dict(")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._stalls: dict[int, bool] = {}  # reported node -> a loop around it launches device work
         self._read_in_statement: set[int] = set()  # statements with a reported read
 
-    # -- explicit reads: `.item()`, `.cpu()`, `.numpy()`, `.tolist()` ------------------------------
+    # -- explicit reads: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, GradScaler's ----------------
     def visit_Call(self, node: ast.Call) -> None:
-        if is_sync_call(node):
-            if may_be_step(self.ctx):
+        if is_read_call(node) or hidden_read(node, self.ctx):
+            if self.ctx.loops or may_be_step(self.ctx):
                 self._method_read(node)
             return
         func = node.func
@@ -105,54 +108,49 @@ class SyncInLoop(Rule):
         if isinstance(func, ast.Name) and func.id in NUMBER_CONVERSIONS:
             if len(node.args) == 1 and not node.keywords and self._strong(node.args[0]) \
                     and not self.ctx.names.is_local(func.id):
-                self._implicit_read(node, node.args[0], f"`{func.id}()` of a tensor")
+                self._read(node, node.args[0], f"`{func.id}()` of a tensor", each=True)
         elif isinstance(func, ast.Name) and func.id == "print":
             arg = next((a for a in node.args if self._strong(a)), None)
             if arg is not None and not self.ctx.names.is_local("print"):
-                self._implicit_read(arg, arg, "`print()` of a tensor")
+                self._read(arg, arg, "`print()` of a tensor")
         elif isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant) \
                 and isinstance(func.value.value, str):
             arg = next((a for a in [*node.args, *(k.value for k in node.keywords)] if self._strong(a)), None)
             if arg is not None:
-                self._implicit_read(arg, arg, "`.format()` of a tensor")
+                self._read(arg, arg, "`.format()` of a tensor")
 
     def _method_read(self, node: ast.Call) -> None:
         value = node.func.value
         chain = value
         while isinstance(chain, (ast.Call, ast.Attribute, ast.Subscript)):
-            if is_sync_call(chain):  # `x.cpu().numpy()`: one sync, reported at the first call
+            if is_read_call(chain):  # `x.cpu().numpy()`: one sync, reported at the first call
                 return
             chain = chain.func if isinstance(chain, ast.Call) else chain.value
         if not self._holds_a_tensor(value):
             return
-        if in_host_memory(value, self.ctx):
-            return
-        if is_traced(self.ctx, node):
-            return  # in a forward or a compiled function PTL402 reports it (a graph break too)
         method = node.func.attr
-        what = f"`.{method}()`"
-        if not self.ctx.loops and method != "item":
-            # one bulk copy per step that the host needs (`ids.cpu()`) is the form to aim for;
-            # a copy of one element (`loss.detach().cpu()`) is an `.item()`
-            if not is_scalar_tensor(value, self.ctx):
-                return
-            what = f"`.{method}()` of a one-element tensor"
-        if in_host_code(self.ctx) or needed_on_host(node, self.ctx) or already_waited(value, self.ctx):
+        if not is_read_call(node):  # `scaler.get_scale()`: an `.item()` inside
+            self._read(node, node, f"`{ast.unparse(node)}` (GradScaler calls `.item()`)")
             return
-        if self._read_again():
-            return
-        self._report_read(node, what)
+        scalar = method == "item" or is_scalar_tensor(value, self.ctx)
+        what = f"`.{method}()`" if method == "item" or self.ctx.loops else f"`.{method}()` of a one-element tensor"
+        if self.ctx.loops or scalar:
+            # outside a loop, one bulk copy per step that the host needs (`ids.cpu()`) is the form to
+            # aim for; a copy of one element (`loss.detach().cpu()`) is an `.item()`
+            self._read(node, value, what, scalar=scalar, each=method == "item")
 
     # -- implicit reads: conversions, conditions, formatting ---------------------------------------
     def visit_If(self, node: ast.If | ast.IfExp) -> None:
         """`if loss < best: best = loss`, `a if t > 0 else b`: the test calls `bool()` on a
         tensor to choose between tensor values, which `torch.where` does on the device. Only
-        branches of tensor assignments are reported (`_tensor_work_only`); a `while` test decides
+        branches of tensor assignments are reported (`_tensor_work_only`), and `if m.any():`
+        before writes through the mask `m` (`masked_write_only`); a `while` test decides
         whether the loop goes on and is never reported."""
         # cheap first: only a branch of tensor assignments, or tensor or number arms, are reported
         arms = (node.body, node.orelse) if isinstance(node, ast.IfExp) else ()
-        if isinstance(node, ast.If) and not all(isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass))
-                                                for s in node.body + node.orelse):
+        masked = isinstance(node, ast.If) and masked_write_only(node, self.ctx)
+        if isinstance(node, ast.If) and not masked and not all(
+                isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass)) for s in node.body + node.orelse):
             return
         if any(isinstance(arm, ast.Constant) and not _is_number(arm) for arm in arms) or not self._worth_asking(node):
             return
@@ -167,11 +165,12 @@ class SyncInLoop(Rule):
         if self._read_anyway(operand):
             return
         if isinstance(node, ast.If):
-            if not self._tensor_work_only(node.body + node.orelse):
-                return
-            self._implicit_read(found, operand, "`if` on a tensor's value", statement=node)
+            if masked and in_model_loop(self.ctx):
+                self._read(found, operand, "`if m.any():` before a masked write", statement=node, help=MASKED_HELP)
+            elif self._tensor_work_only(node.body + node.orelse):
+                self._read(found, operand, "`if` on a tensor's value", statement=node)
         else:
-            self._implicit_read(found, operand, "a conditional expression on a tensor's value")
+            self._read(found, operand, "a conditional expression on a tensor's value")
 
     visit_IfExp = visit_If
 
@@ -187,7 +186,7 @@ class SyncInLoop(Rule):
             for n in ast.walk(statement):
                 if not isinstance(n, ast.Call):
                     continue
-                if is_sync_call(n) and isinstance(n.func, ast.Attribute):
+                if is_read_call(n) and isinstance(n.func, ast.Attribute):
                     read = n.func.value
                 elif isinstance(n.func, ast.Name) and n.func.id in SCALAR_CONVERSIONS and n.args:
                     read = n.args[0]
@@ -228,7 +227,7 @@ class SyncInLoop(Rule):
         """`f"{loss:.3f}"`, `f"{t}"`: `Tensor.__format__` calls `.item()` on a 0-dim tensor and
         formats the values of any other."""
         if self._worth_asking(node) and self._strong(node.value):
-            self._implicit_read(node.value, node.value, "formatting a tensor (f-string)")
+            self._read(node.value, node.value, "formatting a tensor (f-string)")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         """`"%g" % t`, `"%s %.3f" % (name, t)`."""
@@ -240,30 +239,36 @@ class SyncInLoop(Rule):
         values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
         value = next((v for v in values if self._strong(v)), None)
         if value is not None:
-            self._implicit_read(value, value, "`%` formatting of a tensor")
+            self._read(value, value, "`%` formatting of a tensor")
 
     def _worth_asking(self, node: ast.AST) -> bool:
         """Not in traced code (PTL402 / PTL403 report there), and where a read could stall: the
         cheap questions, before any about tensors."""
-        return not is_traced(self.ctx, node) and may_be_step(self.ctx)
+        return not is_traced(self.ctx, node) and (may_be_step(self.ctx) or bool(self.ctx.loops))
 
     def _strong(self, node: ast.AST) -> bool:
         return tensor_kind(node, self.ctx) == STRONG
 
-    def _implicit_read(self, node: ast.AST, value: ast.AST, what: str, statement: ast.stmt | None = None) -> None:
-        """Report a conversion of `value` (visibly a tensor) to a Python value at `node`, where
-        `.item()` would be reported, with the same exemptions."""
-        if in_host_memory(value, self.ctx) or is_traced(self.ctx, node):
+    def _read(self, node: ast.AST, value: ast.AST, what: str, scalar: bool = True, each: bool = False,
+              statement: ast.stmt | None = None, help: str | None = None) -> None:
+        """Report a read of `value` (visibly a tensor) at `node`, unless it waits for nothing (host
+        memory, host code, after a drain) or the host needs the value (`avoidable`). A read of
+        each element of a tensor is reported wherever it runs: one `.tolist()` does it all."""
+        ctx = self.ctx
+        if in_host_memory(value, ctx) or is_traced(ctx, node) or in_host_code(ctx):
             return  # in a forward or a compiled function PTL402 / PTL403 report it
-        if in_host_code(self.ctx) or needed_on_host(node, self.ctx) or already_waited(value, self.ctx):
+        if each and elementwise_read(value, ctx):  # `[x.item() for x in t]`
+            what = what.removesuffix(" of a tensor")
+            return self._report_read(node, f"{what} on each element of a tensor", True, ELEMENTWISE_HELP)
+        if not may_be_step(ctx) or already_waited(value, ctx) or not avoidable(node, ctx, scalar):
             return
-        if self._read_again(statement):
+        if after_drain(node, ctx) or self._read_again(statement):
             return
-        self._report_read(node, what)
+        self._report_read(node, what, in_model_loop(ctx), help)
 
-    def _report_read(self, node: ast.AST, what: str) -> None:
-        self._stalls[id(node)] = in_model_loop(self.ctx)
-        self.report(node, (self.message if self.ctx.loops else self.step_message).format(what=what))
+    def _report_read(self, node: ast.AST, what: str, stalls: bool, help: str | None = None) -> None:
+        self._stalls[id(node)] = stalls
+        self.report(node, (self.message if self.ctx.loops else self.step_message).format(what=what), help=help)
 
     def _statement(self) -> ast.stmt | None:
         return next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
@@ -300,10 +305,24 @@ class SyncInLoop(Rule):
 Finds reads of a tensor's value back to the host where they stall the device every step: inside
 a loop that runs the model (training, evaluation, a denoising or generation loop), or in a
 training step — a framework step hook (`training_step`, `*_batch_end`, `compute_loss`), a
-function that backpropagates, or a helper of the same module that such code calls.
+function that backpropagates, or a helper of the same module that such code calls. It reports
+a read whose value only feeds logging, metrics, progress bars or accumulators (a `print`, a
+logger, a writer's `add_scalar`, `wandb.log`, `self.log`, a progress bar's `set_postfix`, a
+meter's `update()`, a running total, a dict or list of stats that is logged), or goes where the
+file does not show: keep it on the device and read it every N steps or once per epoch. A read
+whose value the host needs every iteration is not reported (see below).
 
 The reads it finds:
-- the methods `.item()`, `.cpu()`, `.numpy()` and `.tolist()` of a tensor;
+- the methods `.item()`, `.cpu()`, `.numpy()` and `.tolist()` of a tensor, also of a tensor
+  attribute (`int(self.queue_ptr)` where `__init__` calls `self.register_buffer("queue_ptr",
+  ...)`; `nn.Parameter` and `self.x = torch.zeros(...)` too) and of a gradient
+  (`float(p.grad.norm())` per parameter in a gradient-norm logger: hundreds of syncs a step);
+- reads hidden in a call: `scaler.get_scale()` and `scaler.state_dict()` of a
+  `torch.amp.GradScaler` (assigned one, or named `scaler`, `grad_scaler`, `loss_scaler`) call
+  `.item()` on the scale and the growth tracker;
+- `.item()`, `float()` or `int()` on each element of one tensor (`[x.item() for x in t]`,
+  `for v in t: total += float(v)`), wherever it runs, also in a loop that does not run the
+  model: one `.tolist()` reads them all with one sync;
 - implicit conversions of a value that is visibly a tensor (a torch op's or a reduction's result,
   a submodule's or loss module's output, a value `.backward()` is called on) to a number or text:
   `float(t)`, `int(t)`, formatting it (`f"{loss:.3f}"`, `"%g" % loss`, `"{}".format(loss)`)
@@ -311,7 +330,9 @@ The reads it finds:
   format every value of any other;
 - an `if` or conditional expression whose test reads a tensor's value and whose branches only
   choose between tensor values (`if loss < best: best = loss`, `x = a if t > 0 else b`), which
-  `torch.where`, `torch.minimum` or `torch.clamp` do on the device;
+  `torch.where`, `torch.minimum` or `torch.clamp` do on the device; and `if m.any():` in a loop
+  that runs the model, before branches that only write through the mask (`x[m] = 0`,
+  `x.masked_fill_(m, 0)`), which change nothing when the mask is empty;
 - outside a loop, in a training step, a `.cpu()` (or `.numpy()`, `.tolist()`) of a one-element
   tensor: a loss (a value `.backward()` is called on, or one it is computed from by arithmetic or
   loss scaling, as in `scaler.scale(loss / k).backward()`), or a reduction over all elements
@@ -332,17 +353,38 @@ Not reported, wherever the code runs:
   `torch.from_numpy`, already moved by `.cpu()` (also through names and loop variables, and
   names like `labels_cpu`), returned by a tokenizer or processor called with
   `return_tensors=`, or read from a `state_dict` / checkpoint;
-- outside a loop, a bulk copy (`.cpu()`, `.numpy()`, `.tolist()`) of a tensor that is not
-  visibly one element, in code that runs every step: one copy per step of data the host needs is
-  the form to aim for; a scalar `.item()` there is reported (metrics read back every step);
+- a bulk copy (`.cpu()`, `.numpy()`, `.tolist()` of a tensor that is not visibly one element)
+  whose value is kept or passed on (`preds.append(out.argmax(1).cpu())`,
+  `feats.append(f.cpu())`, `labels.extend(y.tolist())`, a value returned or handed to other
+  code): collecting results on the host keeps device memory bounded and is the form to aim for;
+  outside a loop it is reported only for a one-element tensor (a loss, `x.sum()`), which waits
+  like `.item()`. A bulk copy whose value only feeds logging (`print(probs.tolist())`) is
+  reported. A scalar read (`.item()`, `float(t)`, formatting) whose destination the file does not
+  show is reported;
+- a read whose value the host needs every iteration, followed through the names it is assigned
+  to (three hops): decoded (`tokenizer.decode(ids.tolist())`, a sampled token kept and decoded
+  later), written to a file or stream (`f.write(...)`, `json.dump`, `torch.save`), handed to a
+  host-side evaluator (`coco_evaluator.update(...)`, `metric.add_batch(...)`, `evaluator.process`)
+  or to scikit-learn, SciPy, pycocotools, used as an index into a Python container or as a loop
+  count (`range(n.item())`): moving the read saves nothing;
+- a read right after a full drain, which adds no new wait: earlier in the same loop body (or
+  function body), unconditionally, `torch.cuda.synchronize()` in any spelling (`from torch.cuda
+  import synchronize`, an alias `sync = torch.cuda.synchronize`,
+  `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read (the
+  first read waited; a second read of the same step's results finds the queue empty, so only the
+  first is reported), with no device work between: no model or module call, backward,
+  optimizer step, torch op other than small ones over results (`(out.argmax(-1) == y).float()
+  .mean()`), or call of code the file does not show. A drain in an `if` may not have run and
+  does not count;
 - a value taken from an op whose output size depends on data (`torch.where(m)[0].tolist()`,
   `x.nonzero()`): that op has already waited for the device;
 - a value whose type the code checks first (`if isinstance(x, torch.Tensor): x = x.tolist()`,
   `if isinstance(x, Tensor) and torch.isnan(x):`): input normalisation, not a step's result;
 - a loop that does not run the model (no call of a model, submodule or loss module, no backward,
   optimizer step or `generate`) outside a training step: such a loop post-processes finished
-  results, and only its first read waits for the device (`[t.item() for t in ts]`,
-  `row.tolist()`);
+  results, and only its first read waits for the device (`[t.item() for t in ts]` where `ts`
+  is not visibly one tensor, `row.tolist()`); a read of each element of one tensor is the
+  exception, reported wherever it runs;
 - straight-line code that inference calls per step (a scheduler's index lookup, a model's
   size bookkeeping, generation post-processing): it needs its host values, and `forward` is
   PTL402's; straight-line reads are reported in training steps only;
@@ -379,8 +421,11 @@ Not reported, wherever the code runs:
   evaluation, denoising, generation; also in `main()` or at a script's top level), and a
   training step without a loop of its own — a framework step hook (`training_step`,
   `*_batch_end`, `compute_loss`), a function that calls `.backward()`, and the helpers of the
-  same file that these call. The optimizer step of gradient accumulation
-  (`if (i + 1) % k == 0: opt.step()`, `if (i + 1) % accum != 0: continue`) is the step itself.
+  same file that these call (a gradient-norm logger, a queue update). The optimizer step of
+  gradient accumulation (`if (i + 1) % k == 0: opt.step()`, `if (i + 1) % accum != 0:
+  continue`) is the step itself. A read of each element of one tensor (`[x.item() for x in t]`)
+  is reported in any loop or comprehension, also one that does not run the model and one in a
+  function whose callers the file does not show.
 - **Silent** in once-code (module top level outside loops, `if __name__ == "__main__":`,
   `__init__`, set-up that only `main()` calls, and loops there over layers or settings rather
   than data), once per epoch or every N steps (outside an inner batch loop, under
@@ -471,14 +516,9 @@ def train(model, loader, opt):
         total += loss.item()  # expect: PTL101
     return total
 """,
+        # a scalar read whose value is kept: reported (a bulk copy kept for later is not)
         """
 import torch as T
-
-def predictions(model, batches):
-    out = []
-    for batch in batches:
-        out.append(model(batch).argmax(-1).cpu())  # expect: PTL101
-    return out
 
 def scores(net, xs):
     return [net(x).max().item() for x in xs]  # expect: PTL101
@@ -550,7 +590,11 @@ def train(model, loader, opt, history):
         loss.backward()
         opt.step()
         history.append(float(loss))  # expect: PTL101
-        n = int(torch.count_nonzero(y))  # expect: PTL101
+
+def count(model, loader, counts):
+    for x, y in loader:
+        counts.append(int(torch.count_nonzero(y)))  # expect: PTL101
+        model(x).sum().backward()
 """,
         # formatting a tensor, in any spelling of the torch import; print() of a tensor
         """
@@ -560,11 +604,12 @@ from torch.nn import functional
 def train(model, loader, opt, pbar, logger):
     for x, y in loader:
         loss = functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
         pbar.set_description(f"loss {loss:.4f} lr {opt.lr}")  # expect: PTL101
+        loss.backward()
         logger.info("loss %g" % loss)  # expect: PTL101
+        opt.step()
         logger.info("norm {}".format(T.linalg.norm(x)))  # expect: PTL101
+        opt.zero_grad()
         print(loss)  # expect: PTL101
 """,
         # a condition that only chooses between tensor values: torch.where / torch.minimum would do
@@ -634,9 +679,292 @@ class Lit:
         self.log("loss", value)
         return loss
 """,
+        # a loss logged every step: its value only feeds a writer, a meter, a running total
+        """
+import torch
+
+def train(model, loader, opt, writer, meter):
+    running = 0.0
+    for step, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        writer.add_scalar("train/loss", loss.item(), step)  # expect: PTL101
+        loss.backward()
+        opt.step()
+        meter.update(loss.item(), x.size(0))  # expect: PTL101
+""",
+        # one read after another, with no device work between: the first waits, the second finds
+        # the queue drained and is not reported (one `.tolist()` or one stack would fix both)
+        """
+import torch
+
+def train(model, loader, opt, log):
+    for x, y in loader:
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        acc = (out.argmax(-1) == y).float().mean()
+        log.append(loss.item())  # expect: PTL101
+        log.append(acc.item())
+        print(f"acc {acc:.3f}")
+""",
+        # a gradient-norm logger the training step calls: one `.item()` / `float()` per parameter,
+        # hundreds of syncs per step (`torch.nn.utils.get_total_norm` and one read would do)
+        """
+import torch
+
+def grad_norms(model):
+    norms = {}
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            norms[name] = float(p.grad.norm())  # expect: PTL101
+    return norms
+
+def total_norm(model):
+    total = 0.0
+    for p in model.parameters():
+        total += p.grad.detach().norm().item() ** 2  # expect: PTL101
+    return total ** 0.5
+
+def train(model, loader, opt, history):
+    for x, y in loader:
+        model(x, y).backward()
+        history.append((grad_norms(model), total_norm(model)))
+        opt.step()
+""",
+        # GradScaler's state_dict() and get_scale() call `.item()` inside: reading the scale every
+        # step to log it is a sync
+        """
+import torch
+
+def train(model, loader, opt, wandb_run):
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        with torch.autocast("cuda"):
+            loss = model(x, y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        wandb_run.log({"scale": scaler.state_dict()["scale"]})  # expect: PTL101
+
+class Trainer:
+    def training_step(self, batch):
+        loss = self.model(batch)
+        self.grad_scaler.scale(loss).backward()
+        self.grad_scaler.step(self.opt)
+        self.grad_scaler.update()
+        self.log("scale", self.grad_scaler.get_scale())  # expect: PTL101
+""",
+        # a registered buffer is a tensor in every method of its class: `int(self.queue_ptr)` in a
+        # helper the training step calls is a read
+        """
+import torch
+
+class Memory(torch.nn.Module):
+    def __init__(self, dim, size):
+        super().__init__()
+        self.register_buffer("queue", torch.randn(dim, size))
+        self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))
+
+    def enqueue(self, keys):
+        ptr = int(self.queue_ptr)  # expect: PTL101
+        self.queue[:, ptr:ptr + keys.shape[0]] = keys.T
+        self.queue_ptr[0] = (ptr + keys.shape[0]) % self.queue.shape[1]
+
+    def training_step(self, batch, idx):
+        keys = self.encoder(batch)
+        loss = self.criterion(keys, self.queue)
+        self.enqueue(keys.detach())
+        return loss
+""",
+        # `.item()` on each element of one tensor: one `.tolist()` reads them all with one sync,
+        # even in a loop that does not run the model
+        """
+import torch
+
+def report(logits, k):
+    top = torch.topk(torch.softmax(logits, -1), k).indices[0]
+    return [i.item() for i in top]  # expect: PTL101
+
+def total(losses):
+    stacked = torch.stack(losses)
+    s = 0.0
+    for v in stacked:
+        s += float(v)  # expect: PTL101
+    return s
+""",
+        # near misses of a drain: a model call between the drain and the read, a drain in a branch
+        # that may not run, a drain in the previous statement of another loop
+        """
+import torch
+
+def train(model, loader, opt, log, timing):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        torch.cuda.synchronize()
+        opt.step()
+        log.append(loss.item())  # expect: PTL101
+        if timing:
+            torch.cuda.synchronize()
+        log.append(model(x, y).item())  # expect: PTL101
+
+def evaluate(model, loader, log):
+    torch.cuda.synchronize()
+    for x in loader:
+        log.append(model(x).sum().item())  # expect: PTL101
+""",
+        # a bulk copy whose value only goes to logging; `if m.any():` before a write through the
+        # mask, which changes nothing when the mask is empty
+        """
+import torch
+
+def evaluate(model, loader, logger):
+    with torch.no_grad():
+        for x in loader:
+            probs = torch.softmax(model(x), -1)
+            logger.info("probs %s", probs.cpu().numpy())  # expect: PTL101
+
+def train(model, loader, opt):
+    for x, y in loader:
+        err = torch.abs(model(x) - y)
+        big = err > 1
+        if big.any():  # expect: PTL101
+            err[big] = err[big].sqrt()
+        err.mean().backward()
+        opt.step()
+""",
     ]
 
     good_examples = [
+        # a sampled token the host needs every step: decoded and written out, or kept to decode
+        """
+import sys
+import torch
+
+def stream(model, tokenizer, ids, steps):
+    for _ in range(steps):
+        nxt = torch.argmax(model(ids)[:, -1], -1)
+        ids = torch.cat([ids, nxt[:, None]], 1)
+        sys.stdout.write(tokenizer.decode(nxt.tolist()))
+
+def chat(model, tokenizer, ids, steps):
+    for _ in range(steps):
+        nxt = torch.argmax(model(ids)[:, -1], -1)
+        ids = torch.cat([ids, nxt[:, None]], 1)
+        token = nxt.item()
+        print(tokenizer.decode([token]), end="", flush=True)
+
+def sample(model, tokenizer, ids, steps):
+    out = []
+    for _ in range(steps):
+        nxt = torch.argmax(model(ids)[:, -1], -1)
+        ids = torch.cat([ids, nxt[:, None]], 1)
+        out.append(nxt.item())
+    return tokenizer.decode(out)
+""",
+        # after a full drain, in any spelling, a read adds no new wait
+        """
+import torch
+from torch.cuda import synchronize
+
+sync = torch.cuda.synchronize
+
+def train(model, loader, opt, meter):
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()
+        meter.update(loss.item())
+
+def imported(model, loader, log):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        synchronize()
+        log.append(float(loss))
+
+def aliased(model, loader, log):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        sync()
+        log.append(f"{loss:.3f}")
+
+def on_the_stream(model, loader, log):
+    for x in loader:
+        out = model(x)
+        torch.cuda.current_stream().synchronize()
+        with torch.no_grad():
+            log.append(out.sum().item())
+
+def timed(model, loader, log):
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    for x in loader:
+        start.record()
+        out = model(x)
+        end.record()
+        end.synchronize()
+        log.append((start.elapsed_time(end), out.sum().item()))
+""",
+        # evaluation outputs collected on the host, or handed to a host-side evaluator: bounding
+        # device memory is the point of the copy
+        """
+import torch
+from sklearn.metrics import roc_auc_score
+
+def predictions(model, loader):
+    preds = []
+    with torch.no_grad():
+        for x in loader:
+            preds.append(model(x).argmax(1).cpu())
+    return torch.cat(preds)
+
+def features(model, loader):
+    feats = []
+    for x in loader:
+        f = model.backbone(x)
+        feats.append(f.cpu())
+    return feats
+
+def auc(model, loader):
+    labels, scores = [], []
+    for x, y in loader:
+        labels += y.tolist()
+        scores.extend(torch.sigmoid(model(x)).tolist())
+    return roc_auc_score(labels, scores)
+
+def detect(model, loader, coco_evaluator):
+    for images, targets in loader:
+        out = model(images)
+        res = {t["image_id"].item(): o for t, o in zip(targets, out)}
+        coco_evaluator.update(res)
+""",
+        # written to a file every step: the host needs the values
+        """
+import torch
+
+def dump(model, loader, path):
+    with open(path, "w") as f:
+        for x in loader:
+            scores = torch.sigmoid(model(x))
+            f.write(f"{scores.max().item()}\\n")
+""",
+        # tensor attributes built in host memory (a factory without a device, never moved)
+        """
+import torch
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen = torch.zeros(())
+
+    def training_step(self, batch, idx):
+        loss = self.model(batch)
+        self.seen += len(batch)
+        self.log("seen", int(self.seen))
+        return loss
+""",
         # guards: the host needs the answer to skip, stop or warn; an assertion; a NaN guard that
         # counts bad steps and raises once its patience is gone
         """

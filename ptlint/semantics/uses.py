@@ -1,0 +1,564 @@
+"""Where a value read back to the host goes, and whether the read adds a wait of its own.
+
+DESIGN.md, "Where a read's value goes (PTL101)". A device-to-host read (`.item()`, `.cpu()`,
+`.numpy()`, `.tolist()`, `float(t)`, formatting a tensor) makes the host wait for the device.
+Whether that wait can be avoided depends on what the host does with the value, and on whether
+the queue was already drained. The questions, each answered here once:
+
+- `destination(node, ctx)`: where the value read at `node` goes, followed through the
+  expressions around it and through the names it is bound to in its function (three hops):
+  - LOG: only logging, metrics, progress bars and accumulators — `print`, a logger, a writer's
+    `add_scalar`, `wandb.log`, `self.log`, a progress bar's `set_postfix`, a meter's `update()`,
+    a dict or list of stats that goes there. Keep it on the device; read it every N steps;
+  - HOST: the host needs it — decoded (`tokenizer.decode(ids.tolist())`), written to a file or
+    a stream, given to an environment's `step`, to a host-side evaluator (`evaluator.update`,
+    `metric.add_batch`, scikit-learn, pycocotools), used as an index into a Python container
+    or as a loop count (`range(n.item())`);
+  - KEPT: kept or passed on where the file does not show what becomes of it — kept in a
+    container that is not logged, returned, handed to other code, tested by an `if`;
+  - NONE: dropped.
+  Where a name has several uses, the strongest wins: HOST over KEPT over LOG over NONE;
+- `needed_on_host(node, ctx)`: the value decides the control flow (`if tok.item() == eos:
+  break`, also through a name), is asserted, picks a Python object, or steps an environment;
+- `avoidable(node, ctx, scalar)`: whether the read is worth reporting for where its value goes.
+  A scalar read (`.item()`, `float(t)`, formatting, a copy of a one-element tensor) is, unless
+  the host needs its value (HOST, `needed_on_host`); a bulk copy (`.cpu()`, `.numpy()`,
+  `.tolist()` of a tensor not visibly one element) only when its value feeds logging alone:
+  collecting results on the host keeps device memory bounded and is the intended form;
+- `after_drain(node, ctx)`: the read adds no new wait — earlier in the same loop body (or
+  function body), unconditionally, a full drain (`torch.cuda.synchronize()` in any spelling,
+  `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read,
+  with no device work (a model call, backward, an optimizer step, a torch op, a call of code
+  the file does not show) between it and the read;
+- `elementwise_read(value, ctx)`: the value is an element of a tensor a loop walks
+  (`[x.item() for x in t]`, `for v in t: total += v.item()`): one `.tolist()` reads them all
+  with one sync;
+- `masked_write_only(node, ctx)`: `if m.any(): x[m] = v` — the branch only writes through the
+  mask, which does nothing when the mask is empty: the test saves nothing and costs a sync.
+
+Answers read the traversal's state (`ctx.loops`, `ctx.functions`, `ctx.assignments`), so they
+are asked during the traversal, at the node being visited.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import TYPE_CHECKING
+
+from ptlint.semantics.nodes import (
+    COMPREHENSIONS,
+    DEFINITIONS,
+    FUNCTION_DEFS,
+    SELF_NAMES,
+    STATEMENT_LOOPS,
+    body_nodes,
+    callee_name,
+    calls_in,
+    chain_head,
+    name_words,
+)
+from ptlint.semantics.values import (
+    DEVICE_STEP_METHODS,
+    MODEL_WORDS,
+    REDUCTIONS,
+    SHAPE_METHODS,
+    STRONG,
+    TENSOR_METHODS,
+    hidden_read,
+    in_host_memory,
+    is_module_call,
+    is_torch_op,
+    tensor_kind,
+)
+from ptlint.semantics.where import RUNS_MODEL_WORDS, is_log_call
+
+if TYPE_CHECKING:
+    from ptlint.semantics.facts import FileFacts
+
+# Where a read's value goes, weakest first: a name with several uses goes where the strongest does.
+NONE, LOG, KEPT, HOST = 0, 1, 2, 3
+HOPS = 3  # names followed from the read: `v = x.item()`, `row = [v]`, `stats.append(row)`
+
+# The methods that read a tensor back: name -> whether it takes arguments (`.cpu()` may).
+READ_METHODS = {"item": False, "numpy": False, "tolist": False, "cpu": True}
+
+
+def is_read_call(node: ast.AST) -> bool:
+    """`x.item()`, `x.numpy()`, `x.tolist()`, `x.cpu(...)`: a method that reads a tensor back."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    takes = READ_METHODS.get(node.func.attr)
+    return takes is not None and (takes or not node.args)
+
+
+# -- where the value goes ----------------------------------------------------------------------
+
+# Calls that show values to a person: the functions and methods of logging, tracking and progress bars.
+LOG_MODULES = ("wandb.", "mlflow.", "logging.", "warnings.", "neptune.", "comet_ml.", "clearml.", "aim.",
+               "tensorboardX.", "torch.utils.tensorboard.")
+LOG_SINK_METHODS = {"add_scalar", "add_scalars", "add_histogram", "add_text", "add_summary", "log", "log_dict",
+                    "log_metrics", "log_metric", "log_scalar", "log_scalars", "set_postfix", "set_postfix_str",
+                    "set_description", "set_description_str", "print"}
+# `.update(v)` on these is a meter or a progress bar (`losses_m.update(loss.item(), n)`)
+METER_WORDS = {"meter", "meters", "avg", "average", "averager", "tracker", "monitor", "stats", "stat", "losses",
+               "loss", "pbar", "bar", "progress", "running", "smooth", "smoothed", "timer", "recorder", "logger",
+               "history", "logs", "summary"}
+# Code that needs the values on the host: evaluation, files, plots, host-side libraries.
+HOST_MODULES = ("sklearn.", "scipy.", "pycocotools.", "cv2.", "PIL.", "imageio.", "evaluate.", "sacrebleu.",
+                "nltk.", "jiwer.", "matplotlib.", "pandas.", "soundfile.")
+HOST_FUNCTIONS = {"json.dump", "pickle.dump", "numpy.save", "numpy.savez", "numpy.savetxt", "torch.save",
+                  "torchvision.utils.save_image", "torchaudio.save", "torchvision.io.write_video"}
+DECODE_METHODS = {"decode", "batch_decode", "convert_ids_to_tokens", "detokenize", "decode_ids", "id_to_piece",
+                  "IdToPiece", "DecodeIds", "convert_tokens_to_string"}
+WRITE_METHODS = {"write", "writelines", "writerow", "writerows", "dump", "tofile", "savefig"}
+EVALUATOR_WORDS = {"evaluator", "evaluators", "coco", "cocoeval", "coco_eval", "scorer", "confusion", "confmat",
+                   "validator", "lvis", "bleu", "rouge", "wer", "cer", "voc"}
+EVALUATOR_METHODS = {"add_batch", "process", "process_batch", "add_result", "add_results"}
+# Methods that put the value in a container: where the value goes is where the container goes.
+CONTAINER_METHODS = {"append", "extend", "insert", "add", "appendleft", "update", "setdefault", "put"}
+# Builtins whose result carries the value on (`round(v, 4)`, `str(v)`); `range(n)` needs it.
+CARRYING_BUILTINS = {"float", "int", "round", "abs", "str", "repr", "format", "sum", "max", "min", "list", "tuple",
+                     "dict", "set", "sorted", "bool", "zip", "enumerate", "map", "reversed", "divmod", "pow"}
+HOST_BUILTINS = {"range", "chr"}
+# Nodes whose value carries the read's value on: arithmetic, comparisons, formatting, displays.
+CARRYING = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.FormattedValue, ast.JoinedStr, ast.Tuple,
+            ast.List, ast.Set, ast.Dict, ast.Starred, ast.keyword, ast.Slice, ast.IfExp, *COMPREHENSIONS)
+
+
+def destination(node: ast.AST, ctx: "FileFacts") -> int:
+    """Where the value read at `node` goes: NONE, LOG, KEPT or HOST (see the module docstring)."""
+    return _climb(node, ctx, _scope(ctx), HOPS)
+
+
+def avoidable(node: ast.AST, ctx: "FileFacts", scalar: bool) -> bool:
+    """The read at `node` waits for a value the host could do without, every time: a scalar read
+    unless the host needs the value; a bulk copy only when its value feeds logging alone."""
+    if needed_on_host(node, ctx):
+        return False
+    goes = destination(node, ctx)
+    return goes != HOST if scalar else goes == LOG
+
+
+def _scope(ctx: "FileFacts") -> ast.AST:
+    return next((f for f in reversed(ctx.functions) if isinstance(f, FUNCTION_DEFS)), ctx.tree)
+
+
+def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
+    """Follow the value of `node` up through the expressions that carry it, to where it stops."""
+    child = node
+    while True:
+        parent = ctx.parent(child, within=scope)
+        if parent is None or parent is scope:
+            return KEPT
+        if isinstance(parent, ast.Call):
+            if child is parent.func:
+                return KEPT
+            goes = _call_destination(parent, ctx, scope, hops)
+            if goes is not None:
+                return goes
+        elif isinstance(parent, ast.Attribute):  # a method of the value: `.numpy()`, `.astype(...)`, `.mean()`
+            call = ctx.parent(parent, within=scope)
+            if isinstance(call, ast.Call) and call.func is parent:
+                if parent.attr in WRITE_METHODS:
+                    return HOST
+                parent = call
+        elif isinstance(parent, ast.Subscript):
+            if child is parent.slice:
+                # an index into a Python container picks an object; a tensor's index or slice
+                # bound (`queue[:, ptr:ptr + n]`) could have stayed on the device
+                return KEPT if tensor_kind(parent.value, ctx) == STRONG else HOST
+        elif isinstance(parent, (ast.If, ast.While, ast.Assert, ast.comprehension)):
+            return KEPT  # a test (it decides something), or iterated
+        elif isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            if child is not parent.value:
+                return NONE
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return max((_bound(t, parent, ctx, scope, hops) for t in targets), default=NONE)
+        elif isinstance(parent, ast.Expr):
+            return NONE
+        elif not isinstance(parent, CARRYING):
+            return KEPT  # returned, yielded, iterated, a context manager ...
+        child = parent
+
+
+def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: int) -> int | None:
+    """Where a value passed to `call` goes; None when the call's result carries it on."""
+    func = call.func
+    qual = ctx.qualname(func)
+    if qual is not None:
+        if qual.startswith(HOST_MODULES) or qual in HOST_FUNCTIONS:
+            return HOST
+        if qual.startswith(LOG_MODULES):
+            return LOG
+        if qual.startswith(("numpy.", "math.", "statistics.", "torch.")):
+            return None
+        return KEPT
+    if isinstance(func, ast.Name):
+        if not ctx.names.is_local(func.id):
+            if func.id == "print":
+                return LOG
+            if func.id in HOST_BUILTINS:
+                return HOST
+            if func.id in CARRYING_BUILTINS:
+                return None
+        return HOST if name_words(func) & EVALUATOR_WORDS else KEPT
+    if not isinstance(func, ast.Attribute):
+        return KEPT
+    method, words = func.attr, name_words(func.value)
+    if method in DECODE_METHODS or method.startswith("post_process") or _steps_environment(call):
+        return HOST
+    if is_log_call(call) or method in LOG_SINK_METHODS or (method == "update" and words & METER_WORDS):
+        return LOG
+    if method in WRITE_METHODS:
+        return LOG if any("log" in word for word in words) else HOST
+    if method in EVALUATOR_METHODS or words & EVALUATOR_WORDS:
+        return HOST
+    if method in ("join", "format") and isinstance(func.value, ast.Constant):
+        return None  # `", ".join(...)`, `"{}".format(v)`: a string of the value
+    if method in CONTAINER_METHODS:
+        head = chain_head(func.value)
+        if head is None or head.id in SELF_NAMES:
+            return KEPT  # `self.preds.append(p)`: kept on the object
+        return _name_destination(head.id, None, ctx, scope, hops)
+    return KEPT
+
+
+def _bound(target: ast.AST, statement: ast.stmt, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
+    """Where a value assigned to `target` goes: through the names it binds, or the container
+    (`stats["loss"] = v`) it is stored in."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return max((_bound(t, statement, ctx, scope, hops) for t in target.elts), default=NONE)
+    if isinstance(target, ast.Starred):
+        target = target.value
+    if isinstance(target, ast.Name):
+        return _name_destination(target.id, statement, ctx, scope, hops)
+    head = chain_head(target)
+    if head is None or head.id in SELF_NAMES:
+        return KEPT
+    return _name_destination(head.id, statement, ctx, scope, hops)
+
+
+def _name_destination(name: str, statement: ast.stmt | None, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
+    """Where the uses of `name` in the scope (outside the statement that binds it) take it."""
+    if hops <= 0:
+        return KEPT
+    inside = {id(n) for n in ast.walk(statement)} if statement is not None else set()
+    goes = NONE
+    for use in _loads(scope, ctx).get(name, []):
+        if id(use) in inside:
+            continue
+        parent = ctx.parent(use, within=scope)
+        if isinstance(parent, ast.Attribute) and parent.attr in CONTAINER_METHODS:
+            call = ctx.parent(parent, within=scope)
+            if isinstance(call, ast.Call) and call.func is parent:
+                continue  # `stats.append(...)`: the container grows, its value goes nowhere yet
+        if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store):
+            continue  # `stats["loss"] = ...`
+        goes = max(goes, _climb(use, ctx, scope, hops - 1))
+        if goes == HOST:
+            break
+    return goes
+
+
+def _loads(scope: ast.AST, ctx: "FileFacts") -> dict[str, list[ast.Name]]:
+    """The names read in a function (or the module), not in the functions defined in it."""
+    key = ("name-loads", id(scope))
+    if key not in ctx.memo:
+        table: dict[str, list[ast.Name]] = {}
+        for node in body_nodes(scope.body, stop_at=DEFINITIONS):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                table.setdefault(node.id, []).append(node)
+        ctx.memo[key] = table
+    return ctx.memo[key]
+
+
+# -- values the host needs ---------------------------------------------------------------------
+ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
+
+
+def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The value read back at `node` (where the traversal is) is what the host needs, every
+    iteration: it decides whether the loop goes on (`if token.item() == eos: break`, or a name
+    assigned it and tested so), is asserted (a guard that raises), picks a Python object
+    (`names[int(scores.argmax())]`), or goes to an environment's `step` (a simulator on the
+    host: `actions = policy(obs).cpu().numpy()`, then `env.step(actions)`)."""
+    return _decides_control_flow(node, ctx) or _feeds_environment(ctx)
+
+
+def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:
+    if _indexes_a_container(node, ctx):
+        return True
+    if any(isinstance(ancestor, ast.Assert) and ancestor.msg is not node for ancestor in ctx.stack):
+        return True
+    loop = ctx.loops[-1] if ctx.loops else None
+    if loop is not None and not isinstance(loop, STATEMENT_LOOPS):
+        return False
+    names = set()
+    for ancestor in reversed(ctx.stack):
+        if ancestor is loop or isinstance(ancestor, FUNCTION_DEFS):
+            break
+        if isinstance(ancestor, (ast.If, ast.While)) and _leaves_loop(ancestor.body) \
+                and any(n is node for n in ast.walk(ancestor.test)):
+            return True
+        if isinstance(ancestor, ast.Assign):
+            names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
+    if not names or loop is None:
+        return False
+    return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
+               any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
+               for statement in loop.body for n in ast.walk(statement))
+
+
+def _leaves_loop(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
+               for statement in body for n in ast.walk(statement))
+
+
+def _indexes_a_container(node: ast.AST, ctx: "FileFacts") -> bool:
+    """`names[int(scores.argmax().item())]`: the number picks a Python object."""
+    child = node
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Name) \
+                and ancestor.func.id in ("int", "float") and child in ancestor.args:
+            child = ancestor
+            continue
+        return isinstance(ancestor, ast.Subscript) and ancestor.slice is child
+    return False
+
+
+def _feeds_environment(ctx: "FileFacts") -> bool:
+    """The statement being visited steps an environment with the value, or assigns it to names
+    (and names derived from them) that an environment's `step` gets in the same loop or function."""
+    names: set[str] = set()
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, ast.Call) and _steps_environment(ancestor):
+            return True
+        if isinstance(ancestor, ast.Assign):
+            names = {t.id for target in ancestor.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+            break
+        if isinstance(ancestor, ast.stmt):
+            break
+    scope = ctx.loops[0] if ctx.loops else ctx.function
+    if not names or scope is None or not isinstance(scope, (*STATEMENT_LOOPS, *FUNCTION_DEFS)):
+        return False
+    nodes = [n for statement in scope.body for n in ast.walk(statement)]
+    for _ in range(2):  # `clipped = np.clip(actions, lo, hi)`: a name derived from it
+        for n in nodes:
+            if isinstance(n, ast.Assign) and _mentions_any(n.value, names):
+                names |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Call) and _steps_environment(n) and
+               any(_mentions_any(a, names) for a in [*n.args, *(k.value for k in n.keywords)]) for n in nodes)
+
+
+def _steps_environment(call: ast.Call) -> bool:
+    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
+        return False
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
+
+
+def _mentions_any(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+# -- reads after a drain -----------------------------------------------------------------------
+
+# Modules whose functions queue no device work.
+HOST_ONLY_MODULES = ("time.", "logging.", "math.", "numpy.", "os.", "sys.", "json.", "wandb.", "warnings.",
+                     "random.", "datetime.", "tqdm.", "mlflow.", "statistics.", "torch.cuda.", "torch.backends.")
+# Methods that queue no device work, or only a small one over the step's results (`.float().mean()`).
+HOST_ONLY_METHODS = {
+    "append", "extend", "insert", "pop", "items", "keys", "values", "get", "setdefault", "format", "join", "split",
+    "strip", "replace", "startswith", "endswith", "lower", "upper", "update", "reset", "record", "elapsed_time",
+    "write", "flush", "set_postfix", "set_postfix_str", "set_description", "set_description_str", "add_scalar",
+    "add_scalars", "add_histogram", "add_text", "log", "log_dict", "log_metrics", "log_metric", "detach",
+} | set(READ_METHODS) | SHAPE_METHODS | ((TENSOR_METHODS | REDUCTIONS) - {"to", "cuda"})
+DEVICE_OWNER_WORDS = {"optimizer", "optim", "opt", "scaler", "accelerator", "fabric", "engine", "dist"}
+DRAIN_MODULES = ("torch.cuda.", "torch.mps.", "torch.xpu.", "torch.accelerator.", "torch.npu.")
+
+
+def is_drain(call: ast.Call, ctx: "FileFacts") -> bool:
+    """A call that waits for all queued device work: `torch.cuda.synchronize()` however it is
+    imported or aliased (`sync = torch.cuda.synchronize`), `torch.cuda.current_stream()
+    .synchronize()`, a stream's or an event's `synchronize()`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "synchronize":
+        return True  # torch.cuda.synchronize(), stream.synchronize(), event.synchronize()
+    if isinstance(func, ast.Name):
+        qual = ctx.qualname(func)
+        if qual is None:  # `sync = torch.cuda.synchronize`, here or at the module's top level
+            values = ctx.assignments(func.id) or ctx.assignments(func.id, ctx.tree)
+            qual = ctx.qualname(values[-1]) if values and isinstance(values[-1], ast.expr) else None
+        return qual is not None and qual.startswith(DRAIN_MODULES) and qual.endswith(".synchronize")
+    return False
+
+
+def _reads(call: ast.Call, ctx: "FileFacts") -> bool:
+    """A read that drains the queue: `.item()`, `.cpu()`, `.tolist()` of a device tensor, `float(t)`,
+    `scaler.get_scale()`."""
+    if hidden_read(call, ctx):
+        return True
+    if is_read_call(call):
+        return not in_host_memory(call.func.value, ctx)
+    return isinstance(call.func, ast.Name) and call.func.id in ("float", "int") and len(call.args) == 1 \
+        and tensor_kind(call.args[0], ctx) == STRONG and not in_host_memory(call.args[0], ctx)
+
+
+def device_work(node: ast.AST, ctx: "FileFacts") -> bool:
+    """Code under `node` may queue device work: a model or module call, a backward or optimizer
+    step, a torch op (not a small one over results: a reduction, an elementwise method), a call
+    of the project's code or of a library the file does not show."""
+    return any(_queues_work(call, ctx) for call in calls_in([node]))
+
+
+def _queues_work(call: ast.Call, ctx: "FileFacts") -> bool:
+    if is_drain(call, ctx) or _reads(call, ctx) or is_log_call(call):
+        return False
+    func = call.func
+    qual = ctx.qualname(func)
+    if qual is not None:
+        if is_torch_op(qual):
+            return qual.rpartition(".")[2] not in HOST_ONLY_METHODS
+        return not qual.startswith(HOST_ONLY_MODULES)
+    if isinstance(func, ast.Name):  # a builtin queues nothing; a function of the project may
+        return ctx.names.is_local(func.id) or not hasattr(builtins, func.id)
+    if not isinstance(func, ast.Attribute) or is_module_call(call, ctx) or func.attr in DEVICE_STEP_METHODS:
+        return True
+    word = callee_name(func)
+    if word in RUNS_MODEL_WORDS or any(part in RUNS_MODEL_WORDS for part in word.split("_")) \
+            or name_words(func.value) & DEVICE_OWNER_WORDS:
+        return True
+    if any(isinstance(a, ast.Name) and set(a.id.lower().split("_")) & MODEL_WORDS for a in call.args):
+        return True  # `ema.update(model)`
+    return func.attr not in HOST_ONLY_METHODS or (isinstance(func.value, ast.Name) and func.value.id in SELF_NAMES
+                                                  and func.attr not in LOG_SINK_METHODS)
+
+
+def after_drain(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The read at `node` adds no new wait: before it, in its loop body or function body and
+    unconditionally, a full drain (`is_drain`) or another read, with no device work between. A
+    drain inside an `if`, a loop or a `try` may not have run; one in a `with` body has."""
+    scope = _scope(ctx)
+    stop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), scope)
+    child, statement = node, ctx.parent(node, within=scope)
+    while statement is not None and not isinstance(statement, ast.stmt):
+        child, statement = statement, ctx.parent(statement, within=scope)
+    if statement is None or any(_queues_work(call, ctx) for call in calls_in([child]) if call is not node):
+        return False  # the read's own statement queues work: `model(x).item()`
+    while statement is not stop:
+        holder = ctx.parent(statement, within=scope)
+        block = next((b for b in (getattr(holder, f, None) for f in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list) and any(s is statement for s in b)), None)
+        if block is None:
+            return False
+        index = next(i for i, s in enumerate(block) if s is statement)
+        drained = _drained(block[:index], ctx)
+        if drained is not None:
+            return drained
+        if holder is stop or not isinstance(holder, ast.stmt) \
+                or isinstance(holder, (ast.If, ast.While)) and device_work(holder.test, ctx):
+            return False
+        statement = holder
+    return False
+
+
+def _drained(block: list[ast.stmt], ctx: "FileFacts") -> bool | None:
+    """Scanning back from the end of `block`: True at a drain, False at device work, None when
+    neither occurs."""
+    for statement in reversed(block):
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            inner = _drained(statement.body, ctx)
+            if inner is not None:
+                return inner
+            if any(device_work(item, ctx) for item in statement.items):
+                return False
+            continue
+        if not isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
+            drained = _drains(statement, ctx)
+            if drained is not None:
+                return drained
+        elif device_work(statement, ctx):
+            return False
+    return None
+
+
+def _drains(statement: ast.stmt, ctx: "FileFacts") -> bool | None:
+    """A simple statement drains the queue when it holds a drain or a read and queues no device
+    work outside what that read reads (`v = model(x).sum().item()` drains; `model(x.cpu())` does
+    not); None when it holds neither work nor a drain."""
+    calls = list(calls_in([statement]))
+    drains = [call for call in calls if is_drain(call, ctx) or _reads(call, ctx)]
+    read = {id(n) for call in drains for n in ast.walk(call)}
+    work = [call for call in calls if _queues_work(call, ctx)]
+    if drains and all(id(call) in read for call in work):
+        return True
+    return False if work else None
+
+
+# -- reads of each element, masked writes -------------------------------------------------------
+
+def elementwise_read(value: ast.AST, ctx: "FileFacts") -> bool:
+    """`value` (what `.item()` or `float()` reads) is an element of a tensor that a loop around
+    walks (`[x.item() for x in t]`, `for i, v in enumerate(t): total += float(v)`), a tensor
+    visibly on the device: one `.tolist()` reads them all with one sync."""
+    head = chain_head(value)
+    if head is None:
+        return False
+    bound = ctx.assignments(head.id)
+    if not bound or not isinstance(bound[-1], ast.expr):
+        return False
+    source = bound[-1]
+    for loop in reversed(ctx.loops):
+        iterables = [g.iter for g in loop.generators] if isinstance(loop, COMPREHENSIONS) \
+            else [getattr(loop, "iter", None)]
+        if any(n is source for iterable in iterables if iterable is not None for n in ast.walk(iterable)):
+            return tensor_kind(source, ctx) == STRONG and not in_host_memory(source, ctx)
+    return False
+
+
+MASKED_WRITE_METHODS = {"masked_fill_", "masked_scatter_", "index_put_", "index_add_", "index_copy_", "index_fill_"}
+
+
+def masked_write_only(node: ast.If, ctx: "FileFacts") -> bool:
+    """`if m.any(): x[m] = v` (or `torch.any(m)`, `x.masked_fill_(m, 0)`), no `else`: the branch
+    only writes through the mask, which does nothing where the mask is empty, so the test saves
+    no work and costs a sync. Not when a branch runs a model or other code, or keeps Python state."""
+    test = node.test
+    if isinstance(test, ast.Call) and not test.args and isinstance(test.func, ast.Attribute) \
+            and test.func.attr == "any":
+        mask = test.func.value
+    elif isinstance(test, ast.Call) and len(test.args) == 1 and ctx.qualname(test.func) == "torch.any":
+        mask = test.args[0]
+    else:
+        return False
+    if node.orelse or not node.body:
+        return False
+    wanted = ast.dump(mask)
+    for statement in node.body:
+        if isinstance(statement, (ast.Assign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            writes = all(isinstance(t, ast.Subscript) and any(ast.dump(n) == wanted for n in ast.walk(t.slice))
+                         for t in targets)
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            call = statement.value
+            writes = isinstance(call.func, ast.Attribute) and call.func.attr in MASKED_WRITE_METHODS \
+                and any(ast.dump(n) == wanted for a in call.args for n in ast.walk(a))
+        else:
+            return False
+        if not writes or any(_runs_code(call, ctx) for call in calls_in([statement])):
+            return False
+    return True
+
+
+def _runs_code(call: ast.Call, ctx: "FileFacts") -> bool:
+    """A call that is not a torch op or a tensor method: a model, a helper, a function of a library."""
+    qual = ctx.qualname(call.func)
+    if qual is not None:
+        return not is_torch_op(qual)
+    func = call.func
+    return not isinstance(func, ast.Attribute) or is_module_call(call, ctx) or func.attr in DEVICE_STEP_METHODS \
+        or callee_name(func) in RUNS_MODEL_WORDS or (isinstance(func.value, ast.Name) and func.value.id in SELF_NAMES)

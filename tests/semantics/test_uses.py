@@ -1,0 +1,345 @@
+"""Where a read's value goes, and whether a read adds a wait of its own (ptlint.semantics.uses);
+tensor attributes of classes and reads hidden in GradScaler calls (ptlint.semantics.values)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from ptlint.engine.file_context import FileContext
+from ptlint.engine.source import SourceFile
+from ptlint.engine.traversal import Traversal
+from ptlint.semantics.uses import (
+    HOST,
+    KEPT,
+    LOG,
+    NONE,
+    after_drain,
+    avoidable,
+    destination,
+    elementwise_read,
+    masked_write_only,
+)
+from ptlint.semantics.values import (
+    STRONG,
+    hidden_read,
+    in_host_memory,
+    tensor_attributes,
+    tensor_kind,
+)
+
+
+class Probe:
+    """Asks a question at every call of `probe(...)` (or at every `if`), where the traversal is."""
+
+    def __init__(self, ctx: FileContext, question) -> None:
+        self.ctx = ctx
+        self.question = question
+        self.seen: list = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id == "probe":
+            self.seen.append(self.question(node, self.ctx))
+
+    def visit_If(self, node: ast.If) -> None:
+        if isinstance(self.question, tuple):
+            self.seen.append(self.question[0](node, self.ctx))
+
+
+def probe(source: str, question) -> list:
+    ctx = FileContext(SourceFile("m.py", source), ast.parse(source))
+    found = Probe(ctx, question)
+    Traversal(ctx, [found]).run()
+    return found.seen
+
+
+def goes(body: str, setup: str = "") -> int:
+    """Where the value of the one `probe(x)` in a training loop's body goes."""
+    source = f"import torch\nimport numpy as np\n{setup}\ndef f(model, loader, log, writer, tok):\n" \
+             f"    for x in loader:\n" + "".join(f"        {line}\n" for line in body.strip().splitlines()) + \
+             "    return 0\n"
+    [answer] = probe(source, destination)
+    return answer
+
+
+@pytest.mark.parametrize("body,expected", [
+    # logging, metrics, progress bars, meters, running totals
+    ("print(probe(x))", LOG),
+    ('writer.add_scalar("loss", probe(x), 0)', LOG),
+    ('log.info("loss %.3f", probe(x))', LOG),
+    ('pbar.set_postfix(loss=probe(x))', LOG),
+    ("losses_m.update(probe(x), 4)", LOG),
+    ('wandb.log({"loss": probe(x)})', LOG),
+    ('self.log("loss", round(probe(x), 4))', LOG),
+    ('v = probe(x)\nmsg = f"{v:.3f}"\nprint(msg)', LOG),  # through names
+    ('stats = {}\nstats["loss"] = probe(x)\nwriter.log(stats)', LOG),  # a dict of stats that is logged
+    ("total = 0.0\ntotal += probe(x)\nprint(total / 2)", LOG),  # a running total, printed
+    ('vals = []\nvals.append(probe(x))\nprint(np.mean(vals))', LOG),  # NumPy carries the value on
+    # the host needs it
+    ("print(tok.decode(probe(x)))", HOST),
+    ("ids = probe(x)\ntext = tok.batch_decode([ids])\nprint(text)", HOST),
+    ("sys.stdout.write(str(probe(x)))", KEPT),  # sys.stdout: not visibly a file (below: `f.write`)
+    ('f.write(f"{probe(x)}")', HOST),
+    ("logfile.write(str(probe(x)))", LOG),  # a file named for logging
+    ("coco_evaluator.update(probe(x))", HOST),
+    ("metric.add_batch(predictions=probe(x))", HOST),
+    ("names = ['a', 'b']\nprint(names[probe(x)])", HOST),  # an index into a Python container
+    ("for i in range(probe(x)):\n    pass", HOST),
+    ("preds = []\npreds.append(probe(x))\nroc_auc_score(preds, preds)", HOST),
+    # kept or passed on: the file does not show what becomes of it
+    ("preds = []\npreds.append(probe(x))", NONE),  # the list is never read: nothing goes anywhere
+    ("self.preds.append(probe(x))", KEPT),
+    ("return probe(x)", KEPT),
+    ("helper(probe(x))", KEPT),
+    ("if probe(x) > 3:\n    pass", KEPT),
+    ("v = probe(x)\nprint(v)\nhelper(v)", KEPT),  # the strongest use wins
+    ("v = probe(x)\nprint(v)\ntok.decode(v)", HOST),
+    ("q = torch.zeros(9)\nq[: probe(x)] = 1", KEPT),  # a tensor's slice bound could stay on the device
+    # dropped
+    ("probe(x)", NONE),
+    ("v = probe(x)", NONE),
+], ids=lambda value: value if isinstance(value, str) else None)
+def test_destination(body, expected):
+    setup = "import sys\nimport wandb\nfrom sklearn.metrics import roc_auc_score"
+    assert goes(body, setup) == expected
+
+
+def test_a_name_is_followed_a_few_hops_only():
+    # v -> a -> b -> c -> print: three names followed, the fourth is too far to see
+    assert goes("v = probe(x)\na = v\nb = a\nprint(b)") == LOG
+    assert goes("v = probe(x)\na = v\nb = a\nc = b\nprint(c)") == KEPT
+
+
+@pytest.mark.parametrize("body,scalar,expected", [
+    ("print(probe(x))", True, True),
+    ("print(probe(x))", False, True),  # a bulk copy that only feeds logging
+    ("helper(probe(x))", True, True),  # a scalar read going somewhere unknown stays reported
+    ("helper(probe(x))", False, False),  # a bulk copy kept or passed on is not reported
+    ("preds = []\npreds.append(probe(x))", False, False),
+    ("print(tok.decode(probe(x)))", True, False),
+    ("if probe(x) == 2:\n    break", True, False),  # a stop test (needed_on_host)
+])
+def test_avoidable(body, scalar, expected):
+    source = "def f(model, loader, tok):\n    for x in loader:\n" + \
+             "".join(f"        {line}\n" for line in body.strip().splitlines())
+    assert probe(source, lambda node, ctx: avoidable(node, ctx, scalar)) == [expected]
+
+
+DRAINS = """
+import torch
+import torch as T
+from torch.cuda import synchronize
+from torch.cuda import synchronize as wait_all
+
+sync = torch.cuda.synchronize
+
+def train(model, loader, opt, log, flag):
+    for x in loader:
+        loss = model(x)
+        loss.backward()
+        torch.cuda.synchronize()
+        log.append(probe(loss))
+        T.cuda.synchronize()
+        probe(loss)
+        synchronize()
+        probe(loss)
+        wait_all()
+        probe(loss)
+        sync()
+        probe(loss)
+        torch.cuda.current_stream().synchronize()
+        probe(loss)
+        opt.step()
+        probe(loss)
+        probe(loss).item()
+        out = model(x)
+        probe(out)
+        if flag:
+            torch.cuda.synchronize()
+        probe(out)
+        with torch.no_grad():
+            torch.cuda.synchronize()
+        probe(out)
+        opt.step()
+        if flag:
+            probe(out)
+        out = model(x)
+        print(out.sum().item())
+        acc = (out.argmax(-1) == x).float().mean()
+        probe(acc)
+        helper(model, x)
+        probe(acc)
+        log.append(model(x).mean() + probe(acc))
+"""
+
+
+def test_after_drain():
+    assert probe(DRAINS, after_drain) == [
+        True, True, True, True, True, True,  # every spelling of a full drain
+        False,  # an optimizer step between
+        False,  # the same statement: the read comes first (`probe(loss).item()`)
+        False,  # a model call between
+        False,  # a drain in a branch that may not have run
+        True,  # a drain in a `with` body
+        False,  # in a branch after device work: the scan goes up to the loop body
+        True,  # after another read, with only small ops over results between
+        False,  # a call of the project's code between
+        False,  # device work in the read's own statement
+    ]
+
+
+def test_after_drain_stops_at_the_loop_body_and_the_function():
+    source = """
+import torch
+
+torch.cuda.synchronize()
+probe(x)
+
+def f(model, loader):
+    torch.cuda.synchronize()
+    for x in loader:
+        probe(x)
+
+def g(model, loader):
+    torch.cuda.synchronize()
+    for x in loader:
+        print(x)
+    probe(x)
+
+def h(model, x):
+    torch.cuda.synchronize()
+    def inner():
+        probe(x)
+"""
+    assert probe(source, after_drain) == [True, False, True, False]
+
+
+def test_a_statement_drains_when_its_read_comes_after_its_work():
+    source = """
+import torch
+
+def f(model, loader, log):
+    for x in loader:
+        out = model(x)
+        log.append(model(x).sum().item())
+        probe(out)
+        out = model(x)
+        log.append(model(x.cpu()))
+        probe(out)
+"""
+    assert probe(source, after_drain) == [True, False]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("[probe(v) for v in torch.softmax(z, -1)]", True),
+    ("[probe(v) for i, v in enumerate(torch.topk(z, 3).indices)]", True),
+    ("[probe(v) for v in rows]", False),  # not visibly a tensor
+    ("[probe(v) for v in torch.arange(3)]", False),  # in host memory
+    ("[probe(z) for v in torch.softmax(z, -1)]", False),  # not the element
+])
+def test_elementwise_read(text, expected):
+    source = f"import torch\ndef f(z, rows):\n    return {text}\n"
+    assert probe(source, lambda node, ctx: elementwise_read(node.args[0], ctx)) == [expected]
+
+
+def test_elementwise_read_in_a_statement_loop():
+    source = """
+import torch
+def f(z):
+    t = torch.sigmoid(z)
+    total = 0.0
+    for v in t:
+        total += probe(v)
+    for p in z.parameters():
+        total += probe(p.grad)
+    return total
+"""
+    assert probe(source, lambda node, ctx: elementwise_read(node.args[0], ctx)) == [True, False]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("if m.any():\n        x[m] = 0", True),
+    ("if torch.any(m):\n        x[m] *= 2\n        y.masked_fill_(m, 0)", True),
+    ("if m.any():\n        x[m] = self.head(x[m])", False),  # runs other code
+    ("if m.any():\n        hits.append(x[m])", False),  # keeps Python state
+    ("if m.any():\n        x[m] = 0\n    else:\n        x = x * 2", False),
+    ("if m.all():\n        x[m] = 0", False),  # an empty mask passes `.all()`: not the same
+    ("if m.any():\n        x[n] = 0", False),  # another mask
+    ("if m.any():\n        continue", False),  # a guard
+])
+def test_masked_write_only(text, expected):
+    source = f"import torch\ndef f(x, y, m, n, hits):\n    {text}\n"
+    assert probe(source, (masked_write_only,)) == [expected]
+
+
+TENSOR_CLASS = """
+import torch
+from torch import nn
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("ptr", torch.zeros(1, dtype=torch.long))
+
+class Memory(Base):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(()))
+        self.count = torch.zeros(())
+        self.moved = torch.zeros(3)
+        self.name = "memory"
+        self.maybe = torch.zeros(3)
+        self.lazy = None
+
+    def reset(self, device):
+        self.moved = self.moved.to(device)
+        self.maybe = 0
+        self.lazy = torch.ones(2, device=device)
+
+    def step(self):
+        probe(self.ptr, self.scale, self.count, self.moved, self.name, self.maybe, self.lazy, self.other)
+"""
+
+
+def test_tensor_attributes():
+    def question(node, ctx):
+        return [(tensor_kind(a, ctx) == STRONG, in_host_memory(a, ctx)) for a in node.args]
+
+    [answers] = probe(TENSOR_CLASS, question)
+    assert answers == [
+        (True, False),  # a buffer of a base class in this file, moved with the module
+        (True, False),  # a parameter
+        (True, True),  # a factory without a device, never moved: host memory
+        (True, False),  # moved elsewhere
+        (False, False),  # a string
+        (False, False),  # also bound to a number
+        (True, False),  # None first, then a tensor on a device
+        (False, False),  # never bound
+    ]
+    tree = ast.parse(TENSOR_CLASS)
+    ctx = FileContext(SourceFile("m.py", TENSOR_CLASS), tree)
+    memory = tree.body[-1]
+    assert tensor_attributes(memory, ctx) is tensor_attributes(memory, ctx)  # memoised per class
+
+
+def test_hidden_reads_of_a_grad_scaler():
+    source = """
+import torch
+from sklearn.preprocessing import StandardScaler
+
+def f(self, model):
+    scaler = torch.amp.GradScaler("cuda")
+    legacy = torch.cuda.amp.GradScaler()
+    features = StandardScaler()
+    probe(scaler.get_scale())
+    probe(legacy.state_dict())
+    probe(self.scaler.get_scale())
+    probe(self.loss_scaler.state_dict())
+    probe(self.grad_scaler.get_scale())
+    probe(features.get_scale())
+    probe(model.state_dict())
+    probe(scaler.state_dict(destination=None))
+"""
+    assert probe(source, lambda node, ctx: hidden_read(node.args[0], ctx)) == [
+        True, True, True, True, True, False, False, False]
