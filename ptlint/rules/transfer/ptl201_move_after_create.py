@@ -9,10 +9,12 @@ from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
 from ptlint.semantics.nodes import STATEMENT_LOOPS, body_nodes, keyword
 from ptlint.semantics.values import (
     DEVICE_STRING,
+    NONE,
     is_cpu_device,
     is_device,
+    tensor_kind,
 )
-from ptlint.semantics.where import runs_model
+from ptlint.semantics.where import iterable_is_data, runs_model
 
 # torch factories that take `device=` and build their values from their arguments alone.
 # Not `tensor` / `as_tensor`: they copy Python or NumPy data from the host whatever `device=` says
@@ -48,6 +50,18 @@ def factory_name(call: ast.AST, ctx) -> str | None:
     if name == "normal" and len(call.args) < 3 and keyword(call, "size") is None:
         return None  # normal(mean_tensor, std_tensor) has no `device=`: it follows its inputs
     return name
+
+
+# Functions of an expression computed from factories alone (a frequency table, an embedding's
+# scales): elementwise maths and joins. `math.*` on numbers too.
+EXPRESSION_FUNCTIONS = {"exp", "log", "sin", "cos", "sqrt", "rsqrt", "pow", "cat", "stack", "outer", "exp2", "log2",
+                        "reciprocal", "neg", "abs", "sigmoid", "tanh", "floor", "ceil", "round", "meshgrid"}
+# Methods on such an expression (a cast, a change of shape) that keep it where it is.
+EXPRESSION_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "unsqueeze", "view", "reshape", "exp",
+                      "log", "sin", "cos", "sqrt", "pow", "neg", "reciprocal", "repeat", "expand", "flatten",
+                      "outer", "type", "t"}
+# Constructors from host data: `torch.from_numpy(table)`, `torch.tensor(table)`.
+HOST_DATA = {"torch.from_numpy", "torch.tensor", "torch.as_tensor"}
 
 
 def _literal_int(node: ast.AST) -> bool:
@@ -140,6 +154,28 @@ def _runs_a_model_loop(function: ast.AST, ctx) -> bool:
                for node in body_nodes(function.body))
 
 
+def _looks_up(index: ast.AST) -> bool:
+    """An index that picks entries (`[t]`, `[timesteps]`, `[batch["t"]]`), not one that only adds
+    dimensions or slices (`[None, :, None]`, `[0]`)."""
+    return isinstance(index, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
+
+
+def _repeated_list(node: ast.AST) -> tuple[ast.AST, ast.AST, int] | None:
+    """`[x] * n`, `n * [x]`, `[[x]] * n`: one value repeated (not a literal list of values), as
+    (the value, the count, how deep it sits in one-element lists); None for anything else."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+        return None
+    for side, count in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(count, (ast.List, ast.Tuple)):
+            continue
+        depth = 0
+        while isinstance(side, ast.List) and len(side.elts) == 1:
+            side, depth = side.elts[0], depth + 1
+        if depth and not isinstance(side, (ast.Starred, ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.Set)):
+            return side, count, depth
+    return None
+
+
 class MoveAfterCreate(Rule):
     code = "PTL201"
     name = "move-after-create"
@@ -149,18 +185,23 @@ class MoveAfterCreate(Rule):
     fixable = "sometimes"
     contexts = frozenset({PER_STEP, CALLED})  # a factory moved once at set-up costs nothing worth a change
     cold = False
-    triggers = (".cuda(", ".to(")
+    triggers = (".cuda(", ".to(", "device=")  # `torch.tensor([i] * n, device=device)`
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._random: dict[int, bool] = {}  # reported node -> the factory draws random numbers
+        self._per_step_only: set[int] = set()  # repeated lists: reported where they visibly run per step
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if self.ctx.qualname(func) == "torch.tensor":
+            self._repeated_list(node)
+            return
         if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to"):
             return
         factory = factory_name(func.value, self.ctx)
         if factory is None:
+            self._moved_expression(node)
             return
         self._random[id(node)] = factory in RANDOM
         inner = func.value
@@ -189,10 +230,134 @@ class MoveAfterCreate(Rule):
                 fix = Fix(SAFE, "Create it on the device with `device=`", edits)
         self.report(node, self.message.format(factory=f"torch.{factory}"), fix=fix)
 
+    def _moved_expression(self, move: ast.Call) -> None:
+        """Moves this rule reports without a fix: the value is not one factory's.
+
+        - `torch.from_numpy(table).to(device)[t]`: a whole host array copied to the device to
+          read a few entries of it (a schedule indexed by timesteps); the table belongs on the
+          device, moved once at set-up.
+        - `torch.exp(-math.log(p) * torch.arange(half) / half).to(device)`: an expression
+          computed on the CPU from a factory, then copied; `device=` on the factory computes it
+          where it is used.
+        - `torch.tensor([i] * n).to(device)`: see `_repeated_list`."""
+        inner = move.func.value
+        if not analyse_move(move, self.ctx)[0]:
+            return
+        if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA and len(inner.args) == 1 \
+                and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
+            if self.ctx.qualname(inner.func) == "torch.tensor" and _repeated_list(inner.args[0]):
+                self._report_repeated(move, inner.args[0])
+                return
+            parent = self.ctx.parent(move)
+            if isinstance(parent, ast.Subscript) and parent.value is move and _looks_up(parent.slice) \
+                    and isinstance(inner.args[0], (ast.Name, ast.Attribute, ast.Subscript)):
+                name = self.ctx.qualname(inner.func)
+                self.report(move, f"`{name}(...)` copies the whole table to the device on every call to read a "
+                                  "few entries of it: move it to the device once, at set-up",
+                            end_node=parent,
+                            help="Keep the table on the device: move it once at set-up (`register_buffer`, or "
+                                 "`torch.as_tensor(table, device=device)` kept on `self`) and index it there.")
+            return
+        factories = self._factories_in(inner)
+        if factories:
+            self._random[id(move)] = any(f in RANDOM for f in factories)
+            self.report(move, f"`torch.{factories[0]}(...)` is built on the CPU and this expression computed there, "
+                              "then copied: create it with `device=` and drop the move",
+                        help="Pass `device=` to the factory inside the expression (`torch.arange(n, device=device)`) "
+                             "and drop the `.to(device)` / `.cuda()` after it: the whole expression then runs on the "
+                             "device.")
+
+    def _factories_in(self, expression: ast.AST) -> list[str]:
+        """The torch factories an expression is computed from, when it is made of nothing else:
+        arithmetic, elementwise torch functions and casts over factories without `device=`,
+        numbers and names that are not visibly tensors (`half`, `max_period`). Empty for
+        anything else (a tensor in the expression, a move inside it, a call of the project)."""
+        if not isinstance(expression, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript)) \
+                or factory_name(expression, self.ctx) is not None:
+            return []
+        found: list[str] = []
+        computes = False  # arithmetic or a torch function: not only casts and reshapes of a factory
+        pending = [expression]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.Call):
+                factory = factory_name(node, self.ctx)
+                if factory is not None:
+                    if _has_star(node) or any(k.arg in FACTORY_BLOCKERS for k in node.keywords):
+                        return []
+                    found.append(factory)
+                    continue
+                qualname = self.ctx.qualname(node.func) or ""
+                head, _, function = qualname.rpartition(".")
+                method = node.func.attr if isinstance(node.func, ast.Attribute) and not qualname else None
+                if not (head in ("torch", "math") and (function in EXPRESSION_FUNCTIONS or head == "math")
+                        or method in EXPRESSION_METHODS) or _has_star(node):
+                    return []
+                computes = computes or head == "torch" and self._holds_factory(node)
+                pending += [*node.args, *(k.value for k in node.keywords)]
+                if method is not None:
+                    pending.append(node.func.value)
+            elif isinstance(node, ast.BinOp):
+                computes = computes or self._holds_factory(node)
+                pending += [node.left, node.right]
+            elif isinstance(node, ast.UnaryOp):
+                computes = computes or self._holds_factory(node)
+                pending.append(node.operand)
+            elif isinstance(node, ast.Subscript):  # `freqs[None]`, `[:, None]`
+                pending.append(node.value)
+            elif isinstance(node, (ast.List, ast.Tuple)):
+                if any(isinstance(e, (ast.Name, ast.Attribute, ast.Subscript)) for e in node.elts):
+                    return []  # `torch.cat([sigmas, torch.zeros(1)])`: a tensor joined in
+                pending += node.elts
+            elif isinstance(node, (ast.Name, ast.Attribute)):
+                if tensor_kind(node, self.ctx) != NONE:
+                    return []
+            elif not isinstance(node, ast.Constant):
+                return []
+        return found if computes else []
+
+    def _holds_factory(self, node: ast.AST) -> bool:
+        """A torch factory sits in this part of the expression: the arithmetic works on it, not
+        on the shape arguments of a reshape (`.view(-1, 1)`)."""
+        return any(factory_name(n, self.ctx) is not None for n in ast.walk(node))
+
+    def _repeated_list(self, call: ast.Call) -> None:
+        """`torch.tensor([i] * n, device=device)`: a Python list built and copied to the device on
+        every call, where `torch.full((n,), i, device=device)` fills the tensor there."""
+        if len(call.args) != 1 or _has_star(call) or not _repeated_list(call.args[0]):
+            return
+        device = keyword(call, "device")
+        if device is None or is_cpu_device(device, self.ctx) \
+                or not (is_device(device, self.ctx) or isinstance(device, (ast.Name, ast.Attribute))):
+            return
+        self._report_repeated(call, call.args[0])
+
+    def _report_repeated(self, node: ast.Call, data: ast.BinOp) -> None:
+        element, count, depth = _repeated_list(data)
+        if isinstance(element, ast.Name) and any(
+                isinstance(v, (ast.List, ast.Tuple, ast.ListComp)) or isinstance(v, ast.Subscript)
+                and isinstance(v.slice, ast.Slice) for v in self.ctx.assignments(element.id)):
+            return  # `[tokens] * n` of a list: rows, not one value
+        edits = self.ctx.edits
+        shape = ", ".join([edits.text(count)] + ["1"] * (depth - 1)) + ("," if depth == 1 else "")
+        fill = f"torch.full(({shape}), {edits.text(element)}, device=...)"
+        self._per_step_only.add(id(node))
+        self.report(node, f"`torch.tensor([...] * n)` builds a Python list and copies it to the device (a "
+                          f"blocking copy from pageable memory) on every call: `{fill}` fills it there",
+                    help=f"Fill the tensor on the device: `{fill}` (with `dtype=` where the list's type "
+                         "matters; `x.expand(n)` where the value is already a tensor), instead of a repeated Python "
+                         "list.")
+
     def keep(self, node: ast.AST, where) -> bool:
         """Not the set-up before a loop that runs the model (a pipeline's `__call__` preparing its
         denoising loop, `encode_prompt` called once before it): once per call of something far
-        costlier. A `forward` is per step, set-up of its layer loop included."""
+        costlier. A `forward` is per step, set-up of its layer loop included. A repeated list
+        (`torch.tensor([i] * n, device=d)`) counts per step only: in library code whose callers
+        the file does not show it is mostly a generation call's set-up (language ids, a
+        batch's first tokens), once per call."""
+        if id(node) in self._per_step_only and (where.context != PER_STEP or where.loop is not None and not (
+                runs_model(where.loop, self.ctx) or iterable_is_data(where.loop))):
+            return False  # also not a loop over a few kinds of thing (`for kind in ["GT", "FP"]`)
         if where.function is not None and _in_pipeline_class(where.function, self.ctx) \
                 and not _in_denoising_loop(node, where.function, self.ctx):
             return False  # an inference pipeline's set-up: once per generation call
@@ -244,6 +409,23 @@ Finds a tensor made by a torch factory (`zeros`, `ones`, `empty`, `full`, `arang
 `linspace`, `logspace`, `eye`, the window functions, `rand`, `randn`, `randint`, `randperm`,
 `normal` with a size) and immediately moved with `.cuda()` or `.to(device)`.
 
+Also, reported without a fix, three ways of building on the host what the device needs on every
+call:
+- an expression computed on the CPU from a factory, then moved: a timestep embedding's
+  `torch.exp(-math.log(max_period) * torch.arange(0, half) / half).to(device=t.device)`, ViLT's
+  `torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(device)` (arithmetic or
+  elementwise torch functions over factories, numbers and names that are not visibly tensors);
+  the remedy is `device=` on the factory, and no move;
+- a whole host table copied to the device to read a few entries of it:
+  `torch.from_numpy(schedule).to(device)[t]` (also `torch.tensor` / `torch.as_tensor` of a
+  name); the remedy is to move the table once, at set-up;
+- a repeated Python list copied to the device: `torch.tensor([i] * n, device=device)` (or
+  followed by `.to(device)`), a blocking copy from pageable memory where `torch.full((n,), i,
+  device=device)` (or `t.expand(n)` of a tensor `t`) fills it on the device. This one is
+  reported where it visibly runs per step (a loop that runs a model or walks data, `forward`,
+  a helper per-step code calls), not in code whose callers the file does not show (a
+  generation call's set-up: once per call).
+
 ## Why is this bad?
 The factory builds the tensor in host memory, then the move allocates it again on the device
 and copies it over: a host allocation, a fill on the CPU and a host-to-device transfer that
@@ -254,9 +436,16 @@ CPU tensor's round trip through Python and states where the tensor belongs.
 Only a visible device counts: a string such as `"cuda:1"`, `torch.device(...)`, a name or
 attribute called `device` / `dev` / `*_device` (`self.device`, `x.device`), or `device=`.
 Not reported: `.to(torch.float16)`, `.to(other_tensor)`, `.cuda()` on an existing tensor,
-`model.to(device)`, `torch.from_numpy(a).cuda()` (the data comes from NumPy), `torch.tensor(data)`
-(it copies the data from the host whatever `device=` says: a pageable host-to-device copy either
-way, 30 µs against 30 µs for a scalar on an H100, so there is nothing to gain), a move to the CPU,
+`model.to(device)`, `torch.from_numpy(a).cuda()` (the data comes from NumPy: a batch is copied
+every step, as it must be) unless the moved array is then indexed to read a few entries,
+`torch.as_tensor(MEAN).to(device)[None, :, None, None]` (indexing that only adds dimensions),
+`torch.tensor(data)` (it copies the data from the host whatever `device=` says: a pageable
+host-to-device copy either way, 30 µs against 30 µs for a scalar on an H100, so there is
+nothing to gain) unless it is one value repeated, `torch.tensor([row] * n)` of a list (rows,
+not one value), a factory followed only by casts or reshapes before the move
+(`torch.zeros(3).float().to(device)`, `torch.arange(n).view(-1, 1).to(device)`), an
+expression that also holds a tensor (`torch.cat([sigmas, torch.zeros(1)]).to(device)`: it is
+moved for that tensor), a move to the CPU,
 the set-up before a loop that runs the model in a function whose callers the file does not show
 (a pipeline's `__call__`, or a helper such as `encode_prompt` that only such set-up calls: once
 per call of something far costlier), functions listed in a module-level registry dict and called
@@ -310,7 +499,11 @@ factory whose values may round differently when computed in that dtype (`arange`
 `torch.full((2,), 1e30, dtype=torch.float16)` raises), and when the factory has `requires_grad=`
 (the result becomes a leaf).
 `.cuda(d)` with a non-literal `d`, a factory that already has a dtype while `.to` gives another,
-and `.to(..., copy=True)` / `memory_format=` are reported without a fix.
+and `.to(..., copy=True)` / `memory_format=` are reported without a fix. So are the expressions,
+tables and repeated lists above: computing an expression on the device rounds differently
+(`exp` on a GPU is not the CPU's), a table belongs in set-up code the fix cannot see, and
+`torch.full` infers its dtype from the value where `torch.tensor([])` of an empty repetition
+gives float32.
 
 ## References
 - https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device
@@ -369,6 +562,54 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a batch from NumPy moved every step (it must be), a table indexed only to add
+        # dimensions, a list of rows repeated, literal data, an expression that holds a tensor,
+        # a factory reshaped before the move
+        """
+import numpy as np
+import torch
+
+MEAN = [0.485, 0.456, 0.406]
+
+def train(model, loader, opt, device, sigmas):
+    for step, batch in enumerate(loader):
+        x = torch.from_numpy(batch).to(device)[None]
+        mean = torch.as_tensor(MEAN).to(device)[None, :, None, None]
+        prefix = [1, 2, 3]
+        prompt = torch.tensor([prefix] * 4, device=device)
+        fixed = torch.tensor([1, 2, 3], device=device)
+        table = torch.cat([sigmas, torch.zeros(1)]).to(device)
+        index = torch.arange(x.shape[0]).view(-1, 1).to(device)
+        loss = model((x - mean) / 2, prompt, fixed, table, index).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
+        # a repeated list where it does not run per step: a loop over a few kinds, a generation
+        # call's set-up, once-code; an expression over a tensor; a list kept on the host
+        """
+import torch
+
+def plot(matches, img):
+    for i, kind in enumerate(["GT", "FP", "TP", "FN"]):
+        conf = torch.tensor([1.0] * len(matches[kind]), device=img.device)
+
+def generate(model, lang_id, batch_size, device):
+    ids = torch.tensor([[lang_id]] * batch_size, device=device)
+    return model.generate(ids)
+
+def embed(x, t, device):
+    feats = torch.relu(x)
+    return (feats * torch.ones(3)).to(device), torch.tensor([t] * 3, device="cpu")
+
+def main(n, device):
+    first = torch.tensor([0] * n, device=device)
+    scales = (torch.arange(n) * 2.0).to(device)
+    return first, scales
+
+if __name__ == "__main__":
+    main(8, "cuda")
+""",
         # dtype conversions, moves of existing tensors and modules
         """
 import torch
@@ -464,6 +705,59 @@ import torch
 def cdf(values, reference):
     device = reference
     return torch.tensor([0.0]).to(device), torch.tensor([1.0]).to(device)
+""",
+    ]
+
+    unfixable_examples = [
+        # helpers the training loop calls every step: a schedule copied whole to read a few
+        # entries, an embedding's frequencies computed on the CPU, a repeated list
+        """
+import math
+import torch
+
+def extract(schedule, t, shape):
+    out = torch.from_numpy(schedule).to(device=t.device)[t].float()  # expect: PTL201
+    return out.reshape(-1, *([1] * (len(shape) - 1)))
+
+def timestep_embedding(t, dim, max_period=10000):
+    half = dim // 2
+    freqs = torch.exp(-math.log(max_period) * torch.arange(start=0, end=half, dtype=torch.float32) / half).to(device=t.device)  # expect: PTL201
+    args = t[:, None].float() * freqs[None]
+    return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+
+def sample_t(i, n, device):
+    return torch.tensor([i] * n, device=device)  # expect: PTL201
+
+def train(model, loader, betas, opt, device):
+    for step, x in enumerate(loader):
+        x = x.to(device)
+        t = sample_t(step % 1000, x.shape[0], device)
+        noise = torch.randn_like(x)
+        xt = extract(betas, t, x.shape) * x + noise
+        loss = (model(xt, timestep_embedding(t, 128)) - noise).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
+        # other spellings: imported functions, `torch as T`, `.cuda()`, a table on `self`, a
+        # grid of positions, a nested repetition in a denoising loop
+        """
+import torch as T
+from torch import arange, as_tensor, from_numpy, meshgrid, stack, tensor
+
+class Embed(T.nn.Module):
+    def forward(self, x, t, device):
+        scale = as_tensor(self.alphas).cuda()[t]  # expect: PTL201
+        grid = stack(meshgrid(arange(x.shape[-2]), arange(x.shape[-1]), indexing="ij"), dim=-1).to(device=x.device)  # expect: PTL201
+        inv = (1.0 / (10000 ** (T.arange(0, 64, 2).float() / 64))).cuda()  # expect: PTL201
+        return x * scale + grid.sum() + inv.sum()
+
+def denoise(unet, latents, timesteps, device):
+    for t in timesteps:
+        t_in = tensor([t] * latents.shape[0]).to(device)  # expect: PTL201
+        ids = T.tensor([[t]] * 2, device=device)  # expect: PTL201
+        latents = unet(latents, t_in, ids)
+    return latents
 """,
     ]
 

@@ -79,7 +79,9 @@ does not show to be a tensor — a function's parameter counts as unknown even w
 branch assigns it a tensor (`if w is None: w = torch.ones(n) else: w = torch.tensor(w)`: the
 caller's `w` may well be a list), and even when it is annotated `torch.Tensor` (annotations
 copied between functions are often wrong: pipelines pass config lists to parameters annotated
-as tensors); `torch.as_tensor`.
+as tensors); `torch.as_tensor`. A Python list copied to the device every step
+(`torch.tensor([i] * n, device=device)`, where `torch.full` fills it there) is data from the
+host, not a tensor: PTL201 (move-after-create) reports it.
 
 ## Where it reports
 - **Reports** in code that runs every step, and in a function whose callers the file does not
