@@ -362,6 +362,26 @@ def _argument(call: ast.Call, param: Param) -> ast.expr | None:
     return None
 
 
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
+def _around_comprehension(frame: Any, expr: ast.expr) -> Any:
+    """The frame that spells `expr`: a comprehension runs as a frame of its own (list, set and
+    dict comprehensions before Python 3.12, generator expressions always) in which the names of the
+    function around it are free; the function around it runs it, so its frame (the comprehension's
+    caller) is where they are spelled, and its caller where that function's parameters are.
+    `frame` itself when `expr` reads none of those names or one of the comprehension's own."""
+    names = {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
+    while frame.f_code.co_name in _COMPREHENSIONS:
+        code, outer = frame.f_code, frame.f_back
+        free = names & set(code.co_freevars)
+        if not free or names & set(code.co_varnames) or outer is None \
+                or not free <= set(outer.f_code.co_cellvars) | set(outer.f_code.co_freevars):
+            break
+        frame = outer
+    return frame
+
+
 def placed_on_device(frame: Any, shadow: "Shadow") -> bool:
     """Whether the call running in `frame` (the caller of a torch function given a device) puts its
     tensor on the device, as its source spells the device: followed outwards through torch's own
@@ -378,6 +398,8 @@ def placed_on_device(frame: Any, shadow: "Shadow") -> bool:
                 return DEVICE
             frame = frame.f_back
             continue
+        if not isinstance(expr, bool):
+            frame = _around_comprehension(frame, expr)
         spelled = expr if isinstance(expr, bool) else _spelled(expr, frame, shadow)
         if isinstance(spelled, bool):
             return spelled

@@ -175,6 +175,36 @@ def case_device_chosen_by_the_caller():
     move_keyword(torch.ones(2), device=device).sum().item()  # sync
 
 
+def moved_in_a_comprehension(batch, device):
+    return [t.to(device) for t in batch]
+
+
+def moved_in_a_generator(batch, device):
+    return tuple(t.to(device) for t in batch)
+
+
+def case_a_device_passed_into_a_comprehension():
+    """A helper that moves a batch in a comprehension: the comprehension runs as a frame of its
+    own (list, set and dict comprehensions before Python 3.12, generator expressions always), in
+    which the device is a free name of the helper, so its caller spells it."""
+    device = device_from_cuda()
+    (a,) = moved_in_a_comprehension([torch.ones(2)], "cpu")
+    a.sum().item()
+    (b,) = moved_in_a_comprehension([torch.ones(2)], CPU)
+    b.sum().item()
+    (c,) = moved_in_a_generator([torch.ones(2)], torch.device("cpu"))
+    c.sum().item()
+    (d,) = moved_in_a_comprehension([torch.ones(2)], device)
+    d.sum().item()  # sync
+    (e,) = moved_in_a_generator([torch.ones(2)], device=device)
+    e.sum().item()  # sync
+    host = HOST_NAME
+    (f,) = [t.to(host) for t in [torch.ones(2)]]
+    f.sum().item()
+    (g,) = {k: t.to(device) for k, t in {"g": torch.ones(2)}.items()}.values()
+    g.sum().item()  # sync
+
+
 def case_spelled_as_the_cpu():
     from torch import device as make_device  # noqa: F401 - the spelling `device("cpu")` below
     from torch import device
@@ -319,7 +349,8 @@ def case_made_without_a_device_stays_home():
 @pytest.mark.parametrize("case", [
     case_cuda_method, case_to_a_device_variable, case_device_argument, case_module_to, case_module_cuda,
     case_computed_from_device, case_following_other_tensors, case_device_chosen_by_the_caller,
-    case_spelled_as_the_cpu, case_a_moved_tensor_keeps_its_host_original, case_in_place_keeps_the_place,
+    case_a_device_passed_into_a_comprehension, case_spelled_as_the_cpu, case_a_moved_tensor_keeps_its_host_original,
+    case_in_place_keeps_the_place,
     case_data_pipeline, case_a_sampler_alone, case_rng_state, case_optimizer_step_counters,
     case_size_dependent_ops, case_made_without_a_device_stays_home,
 ], ids=lambda case: case.__name__[5:])
