@@ -15,8 +15,8 @@ An edit is lost when the file ends without the marker. The same trials are also 
 edit saved inside `os.replace`, after the last comparison: the window that remains (README,
 "Fixes"); those are counted apart, not in the total.
 
-`--root DIR` runs another checkout's ptlint (e.g. /work/base-6232b71, before the re-comparison) for
-the comparison. Exit status 1 when a timed or random trial lost an edit.
+`--root DIR` runs another checkout's ptlint (e.g. an export of 6232b71, before the re-comparison)
+for the comparison. Exit status 1 when a timed or random trial lost an edit, or a run crashed.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ runpy.run_module("ptlint", run_name="__main__")
 """
 
 
-def trial(index: int, moment: str, root: str | None, delay: float = 0.0) -> bool:
-    """Whether the user's edit was lost in one run."""
+def trial(index: int, moment: str, root: str | None, delay: float = 0.0) -> tuple[bool, bool]:
+    """Whether the user's edit was lost in one run, and whether ptlint crashed (a traceback): a
+    run that crashes before it writes keeps every edit, which must not count as a pass."""
     with tempfile.TemporaryDirectory(prefix="ptlint-race-") as folder:
         target = Path(folder) / "train.py"
         target.write_text(SOURCE)
@@ -62,15 +63,15 @@ def trial(index: int, moment: str, root: str | None, delay: float = 0.0) -> bool
             env["PYTHONPATH"] = root
         if moment == "random":
             child = subprocess.Popen([sys.executable, "-m", "ptlint", "fix", "--apply", "--no-cache", str(target)],
-                                     cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             time.sleep(delay)
             target.write_text(edit)
-            child.wait()
+            stderr = child.communicate()[1]
         else:
-            subprocess.run([sys.executable, "-c", HOOK, moment, str(target), edit], cwd=folder, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stderr = subprocess.run([sys.executable, "-c", HOOK, moment, str(target), edit], cwd=folder, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).stderr
         final = target.read_text()
-        return MARKER.format(trial=index) not in final
+        return MARKER.format(trial=index) not in final, b"Traceback" in stderr
 
 
 def plain_run(root: str | None) -> float:
@@ -97,15 +98,18 @@ def main() -> int:
     duration = plain_run(args.root)
 
     lost = {"fsync": 0, "chmod": 0, "random": 0, "replace": 0}
+    crashed = 0
     runs = {name: 0 for name in lost}
     for index in range(args.trials):
         for moment in (("fsync", "chmod")[index % 2], "random"):
             delay = rng.uniform(0, duration) if moment == "random" else 0.0
-            was_lost = trial(index, moment, args.root, delay)
+            was_lost, crash = trial(index, moment, args.root, delay)
+            crashed += crash
             runs[moment] += 1
             lost[moment] += was_lost
     for index in range(max(5, args.trials // 10)):
-        was_lost = trial(index, "replace", args.root)
+        was_lost, crash = trial(index, "replace", args.root)
+        crashed += crash
         runs["replace"] += 1
         lost["replace"] += was_lost
 
@@ -116,7 +120,8 @@ def main() -> int:
     print(f"random trials (edit saved at a random moment of the run): {lost['random']} lost of {runs['random']}")
     print(f"edit saved after the last comparison, inside os.replace (the documented remaining window): "
           f"{lost['replace']} lost of {runs['replace']}")
-    return 1 if lost["fsync"] + lost["chmod"] + lost["random"] else 0
+    print(f"runs that crashed (a traceback): {crashed}")
+    return 1 if lost["fsync"] + lost["chmod"] + lost["random"] or crashed else 0
 
 
 if __name__ == "__main__":
