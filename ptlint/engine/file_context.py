@@ -9,7 +9,7 @@ import ast
 from ptlint.engine.finding import Finding, Fix
 from ptlint.engine.source import SourceFile
 from ptlint.semantics.facts import FileFacts
-from ptlint.semantics.where import ExecutionModel, Where, execution_model
+from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_model
 
 
 class FileContext(FileFacts):
@@ -59,8 +59,15 @@ class FileContext(FileFacts):
 
     def finish(self) -> list[Finding]:
         """The reported findings whose code runs where their rule looks, each with its context."""
+        project = self.project
         for finding, rule, node in self._reported:
+            if project is not None and rule.needs_compile and not project.compiles:
+                continue  # nothing in the project compiles code: no graph to break
             where = self.where(node)
+            if project is not None and rule.needs_accelerator and project.cpu_only \
+                    and self.model.base_of(where.function) != CALLED:
+                continue  # every program this code runs in stays on the CPU: nothing to wait for
+                # (code nobody in the project calls runs in programs ptlint does not see)
             if where.context in rule.contexts and (rule.cold or not where.cold) and rule.keep(node, where):
                 finding.context = where.context
                 finding.via = where.via

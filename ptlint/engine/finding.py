@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SAFE = "safe"
+SAME_FILE = ""  # the path of an evidence link in the finding's own file, in the cache
 UNSAFE = "unsafe"
 
 
@@ -98,18 +99,28 @@ class Finding:
     def to_cache(self) -> dict[str, Any]:
         out = self.to_json()
         out["extra"] = self.extra
+        if "context" in out:  # a link in the file itself: the same text may be read back at another path
+            for link in out["context"]["via"]:
+                if link["path"] == self.path:
+                    link["path"] = SAME_FILE
         return out
 
     @classmethod
-    def from_cache(cls, data: dict[str, Any]) -> "Finding":
+    def from_cache(cls, data: dict[str, Any], path: str | None = None) -> "Finding":
+        """A finding the cache kept, read back for the file at `path` (default: where it was made)."""
         fix = data.get("fix")
+        path = path if path is not None else data["path"]
+        context = data.get("context")
+        if isinstance(context, dict):
+            context = {**context, "via": [{**link, "path": path if link["path"] == SAME_FILE else link["path"]}
+                                          for link in context["via"]]}
         return cls(
-            code=data["code"], name=data["name"], message=data["message"], path=data["path"],
+            code=data["code"], name=data["name"], message=data["message"], path=path,
             line=data["line"], column=data["column"], end_line=data["end_line"],
             end_column=data["end_column"], severity=data["severity"],
             fix=Fix.from_json(fix) if fix else None,
             source=data["source"], extra=data.get("extra", {}),
-            help=data.get("help"), **_context_from_json(data.get("context")),
+            help=data.get("help"), **_context_from_json(context),
         )
 
 

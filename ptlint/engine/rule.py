@@ -82,6 +82,12 @@ class Rule:
     # and compile rules stay silent there; a family whose findings are wrong anywhere (numerics:
     # a wrong formula is wrong in a test too) sets it for all its rules.
     reports_in_tests: ClassVar[bool] = False
+    # What the program must do for a finding to cost anything (DESIGN.md, "The project model"):
+    # `needs_accelerator`, place tensors on an accelerator (syncs and transfers cost nothing on the
+    # CPU: silent in code whose every program is seen and never does); `needs_compile`, compile code
+    # with torch.compile somewhere in the project (or `compile = true` in the configuration).
+    needs_accelerator: ClassVar[bool] = False
+    needs_compile: ClassVar[bool] = False
     # Substrings of the source text of which at least one must occur for the rule to be able to
     # fire. The engine skips the rule (and the whole traversal, when no rule is left) otherwise.
     triggers: ClassVar[tuple[str, ...]] = ()

@@ -243,43 +243,60 @@ def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:
 
 def lint_source(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
                 project_root: str | None = None, enabled: Collection[str] | None = None,
-                tree: ast.Module | None = None) -> list[Finding]:
+                tree: ast.Module | None = None, project=None) -> list[Finding]:
     """All findings for one decoded file: suppressions applied, sorted, deduplicated.
     `test_code`: the file is test code (Settings.is_test_code); `project_root`: the folder of
     the configuration, where rules that read imported project modules resolve them; `enabled`:
     every code enabled for the file (also rules whose triggers are absent), for PTL002
     unused-noqa, which runs only when it is among them; `tree`: the text's tree, when the caller
-    parsed it already (the language server keeps it for its fixes)."""
+    parsed it already (the language server keeps it for its fixes); `project`: what the rest of
+    the project says of this file (ptlint.semantics.project.ProjectFacts), None where none is known."""
+    return lint_and_summarize(source, rule_classes, test_code, project_root, enabled, tree, project)[0]
+
+
+def lint_and_summarize(source: SourceFile, rule_classes: Iterable[type[Rule]], test_code: bool = False,
+                       project_root: str | None = None, enabled: Collection[str] | None = None,
+                       tree: ast.Module | None = None, project=None,
+                       summarize: bool = False) -> tuple[list[Finding], dict | None]:
+    """`lint_source`, and with `summarize` the file's summary for the project model
+    (ptlint.semantics.summary), from the same parse and traversal; None when it does not parse."""
     text = source.text
     active = [cls for cls in rule_classes
               if triggered(cls.triggers, text) and (cls.reports_in_tests or not test_code)]
     try:
         tree = tree if tree is not None else parse(source)
     except SyntaxError as exc:
-        return [syntax_error_finding(source, exc)]
+        return [syntax_error_finding(source, exc)], None
     except (RecursionError, MemoryError):
         return [Finding("PTL001", "syntax-error", "the expression nesting is too deep for Python's parser",
-                        source.path, 1, 1, 1, 2, severity="error", help=CODE_HELP["PTL001"])]
+                        source.path, 1, 1, 1, 2, severity="error", help=CODE_HELP["PTL001"])], None
     except UnicodeEncodeError as exc:  # a lone surrogate (an editor can send one; no file decodes to it)
         line = bisect.bisect_right(source.line_starts, exc.start)
         column = exc.start - source.line_starts[line - 1] + 1
         return [Finding("PTL001", "syntax-error", f"a character Python cannot read ({exc.reason})",
-                        source.path, line, column, line, column + 1, severity="error", help=CODE_HELP["PTL001"])]
-    if not active:
-        return finalize(source, [], enabled)
+                        source.path, line, column, line, column + 1, severity="error", help=CODE_HELP["PTL001"])], None
+    if not active and not summarize:
+        return finalize(source, [], enabled), None
     ctx = FileContext(source, tree, test_code, project_root)
+    ctx.project = project
     rules = [cls(ctx) for cls in active]
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    summary = None
     try:
-        Traversal(ctx, rules).run()  # where code runs is decided after it, on the whole file
+        if rules:
+            Traversal(ctx, rules).run()  # where code runs is decided after it, on the whole file
         for rule in rules:
             rule.end_file()
         findings = ctx.finish()
+        if summarize:
+            from ptlint.semantics.summary import summarize as summary_of
+
+            summary = summary_of(ctx)
         ctx.memo.clear()  # analyses kept there refer back to the file: let it go now, not at the next collection
     finally:
         sys.setrecursionlimit(limit)
-    return finalize(source, findings, enabled)
+    return finalize(source, findings, enabled), summary
 
 
 def finalize(source: SourceFile, findings: list[Finding], enabled: Collection[str] | None = None) -> list[Finding]:

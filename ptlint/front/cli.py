@@ -305,15 +305,15 @@ class Run:
         report_errors([f"warning: {message}" for message in self.resolver.warnings])
 
     def check(self) -> list[Finding]:
-        from ptlint.run.check import check_files
         from ptlint.run.progress import Progress
+        from ptlint.run.project import check_project
 
         if not self.args.no_cache and self.stdin_name is None:
             from ptlint.run.cache import Caches
 
             self.caches = Caches(self.args.cache_dir)  # fix reads the check's findings back from it
         with Progress(len(self.jobs)) as progress:
-            results = check_files(self.jobs, self.caches, workers=self.args.jobs, progress=progress.update)
+            results = check_project(self.jobs, self.caches, workers=self.args.jobs, progress=progress.update)
         findings: list[Finding] = []
         for result in results:
             if result.error:

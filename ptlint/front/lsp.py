@@ -59,7 +59,7 @@ from ptlint.engine.registry import all_rules
 from ptlint.engine.source import SourceFile, line_starts
 from ptlint.engine.structure import FixRejected, checked_text
 from ptlint.engine import suppress
-from ptlint.engine.traversal import lint_source, parse
+from ptlint.engine.traversal import lint_and_summarize, lint_source, parse
 from ptlint.front.api import default_codes
 from ptlint.report.sarif import via_links
 from ptlint.run.config import ConfigError, Resolver, Settings
@@ -266,6 +266,7 @@ class PtlintServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.shown_errors: set[str] = set()
         self.notebook_cells: dict[str, list[str]] = {}  # notebook uri -> cell uris last published
+        self.projects: dict = {}  # project root -> LiveProject (ptlint.run.project)
 
     # -- settings and linting ------------------------------------------------------------------
     def settings_for(self, path: str | None) -> Settings:
@@ -315,8 +316,19 @@ class PtlintServer(LanguageServer):
             rules = all_rules()
             try:
                 codes = settings.codes_for(path)
-                findings = lint_source(source, [rules[code] for code in codes if code in rules],
-                                       settings.is_test_code(path), settings.root, enabled=codes, tree=tree)
+                live = self.live_project(document.path, settings)
+                test_code = settings.is_test_code(path)
+                facts = live.facts_for(document.path) if live is not None else None
+                findings, summary = lint_and_summarize(
+                    source, [rules[code] for code in codes if code in rules], test_code, settings.root,
+                    enabled=codes, tree=tree, project=facts, summarize=live is not None and not test_code)
+                if live is not None:
+                    changed = live.update(document.path, summary)
+                    if os.path.abspath(document.path) in changed:  # its own facts moved: once more
+                        findings = lint_source(source, [rules[code] for code in codes if code in rules], test_code,
+                                               settings.root, enabled=codes, tree=tree,
+                                               project=live.facts_for(document.path))
+                    self.refresh_others(uri, changed)
             except Exception as exc:  # a rule's bug: log it, keep serving
                 logger.exception("ptlint failed on %s", path)
                 self.window_log_message(types.LogMessageParams(
@@ -325,6 +337,29 @@ class PtlintServer(LanguageServer):
         state = LintState(document.version, text, path, settings, findings, tree)
         self.states[uri] = state
         return state
+
+    def live_project(self, path: str | None, settings: Settings):
+        """The project a document on disk belongs to, kept in memory (ptlint.run.project.LiveProject),
+        or None: a document without a file, a notebook, `project = false`."""
+        if not path or not path.endswith(".py") or not settings.project:
+            return None
+        from ptlint.run.project import LiveProject, find_root
+
+        root = find_root(path)
+        live = self.projects.get(root)
+        if live is None:
+            from ptlint.run.cache import Caches
+
+            live = self.projects[root] = LiveProject(root, settings, Caches(None))
+        return live
+
+    def refresh_others(self, uri: str, changed: set[str]) -> None:
+        """Lint again the other open documents whose project facts changed (a helper's callers)."""
+        if not changed:
+            return
+        for other, state in list(self.states.items()):
+            if other != uri and os.path.abspath(state.path) in changed:
+                self.schedule(other)
 
     def current(self, uri: str) -> LintState | None:
         """The lint result for the document as it is now (re-linting if it changed); None for a

@@ -78,11 +78,9 @@ class Cache:
         try:
             with open(self._file(key), encoding="utf-8") as handle:
                 data = json.load(handle)
-            findings = [Finding.from_cache(item) for item in data]
+            findings = [Finding.from_cache(item, path) for item in data]  # the same content may live elsewhere
         except (OSError, ValueError, KeyError, TypeError, AttributeError):  # any wrong shape: a miss
             return None
-        for finding in findings:  # the same content may live at another path
-            finding.path = path
         return findings
 
     def put(self, key: str, findings: list[Finding]) -> None:
@@ -90,7 +88,7 @@ class Cache:
         # a name no other process or thread uses (tempfile would cost its import at start-up)
         temporary = f"{target}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
-            self._make_folders()
+            self.make_folders()
             os.makedirs(os.path.dirname(target), exist_ok=True)
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -104,7 +102,7 @@ class Cache:
             # a read-only or full disk costs speed, never a result
 
 
-    def _make_folders(self) -> None:
+    def make_folders(self) -> None:
         """The cache folder and its version folder; a `.gitignore` only in a cache folder made here."""
         if self._made:
             return

@@ -20,6 +20,7 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
+    summary: dict | None = None  # for the project model, when the job asked for it (Job.summarize)
 
 
 def _dependencies(source, codes: tuple[str, ...], settings: Settings) -> str:
@@ -45,17 +46,20 @@ def check_file(job: Job, caches=None) -> FileResult:
     notebook = is_notebook(path)
     codes = settings.codes_for(path)
     test_code = settings.is_test_code(path)
-    cache = caches.for_settings(settings) if caches is not None else None
+    cache = caches.for_settings(settings) if caches is not None and codes else None  # a summary alone: no entry
     key = None
     from ptlint.engine.registry import rule_classes_for
 
     try:
         source = None if notebook else decode_source(data, path)
+        summary = None
         if cache is not None:
             dependencies = _dependencies(source, codes, settings) if source is not None else ""
+            if job.facts is not None:
+                dependencies += "project:" + job.facts.digest()
             key = cache.key(data, codes + (("test-code",) if test_code else ())
                             + (("notebook",) if notebook else ()), dependencies)
-            cached = cache.get(key, path)
+            cached = cache.get(key, path) if not job.summarize else None
             if cached is not None:
                 return FileResult(path, cached)
         if notebook:
@@ -63,10 +67,11 @@ def check_file(job: Job, caches=None) -> FileResult:
 
             findings = check_notebook(read_notebook(data, path), rule_classes_for(codes), test_code, codes)
         else:
-            from ptlint.engine.traversal import lint_source
+            from ptlint.engine.traversal import lint_and_summarize
 
             # only the rules that can fire in this text are imported (registry.rule_index)
-            findings = lint_source(source, rule_classes_for(codes, source.text), test_code, settings.root, codes)
+            findings, summary = lint_and_summarize(source, rule_classes_for(codes, source.text), test_code,
+                                                   settings.root, codes, project=job.facts, summarize=job.summarize)
     except SourceError as exc:
         return FileResult(path, error=f"{path}: {exc}")
     except RecursionError:
@@ -75,7 +80,7 @@ def check_file(job: Job, caches=None) -> FileResult:
         return FileResult(path, error=f"{path}: internal error while checking: {type(exc).__name__}: {exc}")
     if cache is not None and key is not None:
         cache.put(key, findings)
-    return FileResult(path, findings)
+    return FileResult(path, findings, summary=summary)
 
 
 _WORKER_CACHES = None

@@ -19,7 +19,8 @@ from ptlint.engine.registry import DYNAMIC_CODES, default_codes, known_codes
 
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules", ".ipynb_checkpoints")
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-              "force-exclude", "unsafe-fixes", "dynamic", "cache-dir", "test-code", "extend", "respect-gitignore"}
+              "force-exclude", "unsafe-fixes", "dynamic", "cache-dir", "test-code", "extend", "respect-gitignore",
+              "compile", "project"}
 # Files where performance and compile rules stay silent (DESIGN.md, "Where code runs"). A pattern
 # `dir/**` whose dir has no slash matches a folder of that name anywhere, like `tests/` in git.
 DEFAULT_TEST_CODE = ("tests/**", "test_*.py", "*_test.py", "conftest.py",
@@ -47,6 +48,10 @@ class Settings:
     test_code: tuple[str, ...] = DEFAULT_TEST_CODE
     force_exclude: bool = False  # `exclude` also applies to paths named on the command line
     respect_gitignore: bool = True  # folder walks skip what git ignores (ptlint.run.discover)
+    # `compile = true`: users compile this code (a library), so the torch.compile rules report without
+    # a `torch.compile` in the project; false: they never do; None: the project's own code decides
+    compile: bool | None = None
+    project: bool = True  # `project = false`: each file on its own, no whole-program facts
 
     def cache_key(self) -> str:
         return repr((self.enabled, self.per_file_ignores, self.test_code))
@@ -203,7 +208,7 @@ def validate(table: dict[str, Any], path: str, warnings: list[str] | None = None
         raise ConfigError(f"{path}: [tool.ptlint] per-file-ignores must map patterns to lists of codes")
     for pattern, codes in pfi.items():
         expand(codes, source=f"{path}: per-file-ignores[{pattern!r}]", warnings=warnings)
-    for key in ("unsafe-fixes", "force-exclude", "respect-gitignore"):
+    for key in ("unsafe-fixes", "force-exclude", "respect-gitignore", "compile", "project"):
         if key in table and not isinstance(table[key], bool):
             raise ConfigError(f"{path}: [tool.ptlint] {key} must be true or false")
     for key in ("cache-dir", "extend"):
@@ -382,6 +387,7 @@ class Resolver:
             test_code=tuple(table.get("test-code", DEFAULT_TEST_CODE)),
             force_exclude=flag("force-exclude", self.force_exclude, False),
             respect_gitignore=flag("respect-gitignore", self.respect_gitignore, True),
+            compile=table.get("compile"), project=bool(table.get("project", True)),
         )
 
 

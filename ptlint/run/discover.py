@@ -30,6 +30,10 @@ class Job:
     path: str  # as the user gave it (or --stdin-filename)
     settings: Settings
     data: bytes | None = None  # the content, when it comes from standard input
+    # what the rest of the project says of this file (ptlint.semantics.project.ProjectFacts), and
+    # whether its check also summarises it for the project model (ptlint.run.project)
+    facts: Any = None
+    summarize: bool = False
 
 
 @dataclass

@@ -119,9 +119,10 @@ def _one_pass(source: SourceFile, fixable: list[Finding], dropped: set[tuple],
 
 def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_code: bool = False,
                findings: list[Finding] | None = None, cache: "Cache | None" = None,
-               project_root: str | None = None) -> FileFix:
+               project_root: str | None = None, project=None) -> FileFix:
     """Fix one file's text until stable; never returns text that does not parse. `findings`:
-    what a check of this very text found (saves the first lint)."""
+    what a check of this very text found (saves the first lint); `project`: what the rest of the
+    project says of the file (ptlint.semantics.project.ProjectFacts), as the check had it."""
     rules = all_rules()
     rule_classes = [rules[code] for code in codes if code in rules]
 
@@ -131,12 +132,14 @@ def fix_source(source: SourceFile, codes: tuple[str, ...], unsafe: bool, test_co
         key = None
         if cache:
             dependencies = dependency_digest(current, rule_classes, project_root)
+            if project is not None:
+                dependencies += "project:" + project.digest()
             key = cache.key(encode_source(current, current.text), codes + (("test-code",) if test_code else ()),
                             dependencies)
         cached = cache.get(key, current.path) if cache else None
         if cached is not None:
             return cached
-        found = lint_source(current, rule_classes, test_code, project_root, codes)
+        found = lint_source(current, rule_classes, test_code, project_root, codes, project=project)
         if cache:
             cache.put(key, found)
         return found
@@ -387,7 +390,8 @@ def fix_file(job: Job, data: bytes, cache=None) -> FileOutcome:
                        for number, (before, after) in sorted(result.changed_cells.items()))
     else:
         source = decode_source(data, path)
-        result = fix_source(source, codes, unsafe, test_code, cache=cache, project_root=settings.root)
+        result = fix_source(source, codes, unsafe, test_code, cache=cache, project_root=settings.root,
+                            project=job.facts)
         fixed = encode_source(source, result.fixed) if result.changed else data
         diff = unified_diff(path, result.original, result.fixed) if result.changed else ""
     return FileOutcome(path, data, fixed, diff, list(result.applied), list(result.remaining), list(result.messages))

@@ -31,13 +31,15 @@ if TYPE_CHECKING:
 # What the pages of PTL401-PTL405 say under "Where it reports": kept beside the code that decides
 # it (traced_function), so that a change of one is a change of the other.
 WHERE_TRACED_DOC = """\
-- **Reports** in code that `torch.compile` traces, as the file shows it: the `forward` of an
-  `nn.Module` subclass, a function decorated with `@torch.compile`, a function or method passed
-  to `torch.compile(...)` anywhere in the same file, and functions nested in those. A `forward`
-  in a module that imports PIL, OpenCV or `torchvision.transforms`, or that sits in an
-  `augment*/` or `transforms/` folder, is data-pipeline code and does not count (an explicit
-  `torch.compile` there still does).
-- **Silent** in code that is not traced: a training loop, once-code, a helper defined outside
+- **Reports** in code that `torch.compile` traces: a function decorated with `@torch.compile`, a
+  function or method passed to `torch.compile(...)` anywhere in the same file, and, in a project
+  that compiles code (some file calls `torch.compile` or `torch._dynamo`, or `compile = true` in
+  `[tool.ptlint]` says its users will, as for a library), the `forward` of an `nn.Module`
+  subclass; also functions nested in those. A `forward` in a module that imports PIL, OpenCV or
+  `torchvision.transforms`, or that sits in an `augment*/` or `transforms/` folder, is
+  data-pipeline code and does not count (an explicit `torch.compile` there still does).
+- **Silent** in a project where nothing compiles code (the rule reports nothing there), and in
+  code that is not traced: a training loop, once-code, a helper defined outside
   the traced function (even one that it calls), a function decorated with
   `torch.compiler.disable`, and a branch that cannot run under Dynamo
   (`if not torch.compiler.is_compiling():`, `if torch.jit.is_scripting():`); on error paths (an
@@ -115,10 +117,18 @@ def _compute_root(function: ast.AST, ctx: "FileFacts") -> bool:
     index = _stack_index(ctx, function)
     owner = ctx.stack[index - 1] if index else None
     in_class = isinstance(owner, ast.ClassDef)
-    if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx):
+    if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx) \
+            and project_compiles(ctx):
         return True
     names, methods = compile_targets(ctx)
     return function.name in (methods if in_class else names)
+
+
+def project_compiles(ctx: "FileFacts") -> bool:
+    """Something in the project compiles code (ptlint.semantics.project), or `compile = true` in
+    the configuration says its users will; True where no project is known (a text on its own)."""
+    project = getattr(ctx, "project", None)
+    return project is None or project.compiles
 
 
 def decorator_in(decorator: ast.AST, ctx: "FileFacts", names: set[str]) -> bool:

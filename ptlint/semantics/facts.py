@@ -25,6 +25,9 @@ class FileFacts:
         self.text = text
         self.tree = tree
         self.project_root = project_root  # where the project's own imports resolve (ptlint.semantics.project)
+        # what the rest of the project says of this file (ptlint.semantics.project.ProjectFacts); None
+        # where no project is known (standard input, text without a place on disk)
+        self.project = None
         self.stack: list[ast.AST] = []
         self.tree_index = TreeIndex(tree, self.stack)  # the one parent map of the file
         self.names = Names(tree, text, self.tree_index.parent)  # the one name resolver of the file

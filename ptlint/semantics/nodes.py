@@ -136,3 +136,42 @@ def class_family(cls: ast.ClassDef, local: dict[str, ast.ClassDef]) -> list[ast.
         family.append(current)
         pending.extend(local[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in local)
     return family
+
+
+# Fields that never hold a node: names and flags, and the operator and context singletons.
+_NOT_NODE_FIELDS = {"ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comment", "level", "module", "asname",
+                    "is_async", "conversion", "simple", "tag", "kwd_attrs", "name", "names", "rest"}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def walk(root: ast.AST):
+    """Every node under `root` (itself included), in no particular order: `ast.walk` without its
+    per-node generator of fields, for the analyses that look at every node of a large file."""
+    pending = [root]
+    node_type = ast.AST
+    fields_of = _FIELDS
+    while pending:
+        node = pending.pop()
+        yield node
+        kind = type(node)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)
+        for field in fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                pending.extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                pending.append(value)
+
+
+def def_key(function: ast.AST, parent_of) -> str:
+    """A def's name in its module, through the classes and functions around it (`Trainer.step`,
+    `main.closure`): how the project model names it across files."""
+    parts = [function.name]
+    parent = parent_of(function)
+    while parent is not None and not isinstance(parent, ast.Module):
+        if isinstance(parent, (*FUNCTION_DEFS, ast.ClassDef)):
+            parts.append(parent.name)
+        parent = parent_of(parent)
+    return ".".join(reversed(parts))

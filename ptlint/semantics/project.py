@@ -37,7 +37,7 @@ class ProjectFile(NamedTuple):
     depth: int  # 1: imported by the file itself; 2: by one of those; ...
 
 
-def _bases(path: str, root: str | None) -> list[str]:
+def import_bases(path: str, root: str | None) -> list[str]:
     """Folders where the file's absolute imports can start: its own folder, the folder above the
     outermost package that holds it, and the project root."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -75,7 +75,7 @@ def _module_files(base: str, dotted: str) -> list[str]:
 
 def _imports(tree: ast.Module, path: str, root: str | None) -> list[str]:
     """Project files one module's imports reach (module level and inside functions)."""
-    bases = _bases(path, root)
+    bases = import_bases(path, root)
     folder = os.path.dirname(os.path.abspath(path))
     found: list[str] = []
     for node in ast.walk(tree):
@@ -170,3 +170,495 @@ def imports_digest(path: str, text: str, root: str | None) -> str:
         digest.update(found.path.encode("utf-8", "surrogatepass") + b"\0")
         digest.update(found.text.encode("utf-8", "surrogatepass") + b"\0")
     return digest.hexdigest()
+
+
+# -- the project model: whole-program facts --------------------------------------------------------
+# Where code runs is a property of the program, not of the file (DESIGN.md, "The project model").
+# Each file of the project gives a summary (ptlint.semantics.summary); `ProjectModel` joins them:
+# it resolves the calls that cross files, solves where every def runs across the project, finds
+# the programs each file belongs to and whether they use an accelerator, and whether anything
+# compiles code. What it says of one file is that file's `ProjectFacts`, which the file's own
+# execution model (ptlint.semantics.where) takes in. Anything it cannot resolve (a dynamic
+# import, a name bound twice, a module it cannot find) stays unknown: no edge, no claim.
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def find_root(path: str) -> str:
+    """The project a file belongs to: the nearest folder above it holding a pyproject.toml,
+    setup.py, setup.cfg or .git; where there is none, the folder above the outermost package
+    holding the file (or its own folder)."""
+    folder = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
+    current = folder
+    while True:
+        if any(os.path.exists(os.path.join(current, marker)) for marker in PROJECT_MARKERS):
+            return current
+        up = os.path.dirname(current)
+        if up == current:
+            break
+        current = up
+    top = folder
+    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+        top = os.path.dirname(top)
+    return top
+
+
+class ProjectFacts:
+    """What the rest of the project says of one file: the calls of its defs in other files (each
+    with the context it runs in and the evidence chain, outermost first), the defs a training
+    step elsewhere calls, whether every program holding the file is seen and places nothing on an
+    accelerator (`cpu_only`), and whether anything in the project compiles code (`compiles`).
+    Only defs whose context or training the other files change are listed."""
+
+    __slots__ = ("callers", "training", "cpu_only", "compiles", "_digest")
+
+    def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
+                 compiles: bool = True) -> None:
+        from ptlint.semantics.where import Via
+
+        self.callers: dict[str, list[tuple[str, tuple]]] = {
+            key: [(context, tuple(Via(*link) for link in via)) for context, via in sites]
+            for key, sites in (callers or {}).items()}
+        self.training = frozenset(training)
+        self.cpu_only = cpu_only
+        self.compiles = compiles
+        self._digest: str | None = None
+
+    def callers_of(self, key: str) -> list:
+        return self.callers.get(key, [])
+
+    def trains(self, key: str) -> bool:
+        return key in self.training
+
+    def to_data(self) -> dict:
+        return {"callers": {key: [[context, [list(link) for link in via]] for context, via in sites]
+                            for key, sites in sorted(self.callers.items())},
+                "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles}
+
+    @classmethod
+    def from_data(cls, data: dict) -> "ProjectFacts":
+        return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
+                   data.get("compiles", True))
+
+    def digest(self) -> str:
+        """What the findings of the file depend on, for the cache key."""
+        if self._digest is None:
+            import json
+
+            self._digest = hashlib.blake2b(json.dumps(self.to_data(), sort_keys=True).encode(),
+                                           digest_size=12).hexdigest()
+        return self._digest
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProjectFacts) and self.digest() == other.digest()
+
+    def __hash__(self) -> int:
+        return hash(self.digest())
+
+    def __repr__(self) -> str:
+        return f"ProjectFacts({self.to_data()!r})"
+
+
+_RANK = {"o": 0, "e": 1, "c": 2, "s": 3}  # once, per outer iteration, called, per step
+_INDEX = {"o": 0, "e": 1, "c": 2, "s": 3}  # the position of a base in an edge's transfer
+_CONTEXT = {"o": "once", "e": "per-outer-iteration", "c": "called", "s": "per-step"}
+MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
+
+
+class _Edge:
+    __slots__ = ("path", "caller", "callee", "line", "transfer", "cold", "step_loop", "loop_line", "loop_why",
+                 "name", "local")
+
+    def __init__(self, path: str, raw: list, callee: tuple, local: bool) -> None:
+        self.path = path
+        self.caller = (path, raw[0])
+        self.callee = callee
+        self.line, self.transfer, self.cold, self.step_loop, self.loop_line, self.loop_why, self.name = raw[2:9]
+        self.local = local
+
+
+class ProjectModel:
+    """The project's files (absolute path -> summary) joined; see the section comment above.
+    `display(path)` spells a path in evidence (relative to the current folder where it lies below it)."""
+
+    def __init__(self, root: str, summaries: dict[str, dict], compile_setting: bool | None = None,
+                 display=None) -> None:
+        self.root = os.path.abspath(root)
+        self.summaries = summaries
+        self.compile_setting = compile_setting
+        self.display = display or _display
+        self.dirs: set[str] = set()
+        for path in summaries:
+            folder = os.path.dirname(path)
+            while folder not in self.dirs and len(folder) >= len(self.root):
+                self.dirs.add(folder)
+                up = os.path.dirname(folder)
+                if up == folder:
+                    break
+                folder = up
+        self._modules: dict[tuple, str | None] = {}
+        self.edges: list[_Edge] = []
+        self._resolve_edges()
+
+    # -- resolving names across files -------------------------------------------------------------
+    def resolve_module(self, path: str, level: int, module: str) -> str | None:
+        """The file (`.../engine.py`, a package's `__init__.py`) or namespace folder that
+        `from <level dots><module> import ...` in `path` names, among the project's files."""
+        key = (os.path.dirname(path), level, module)
+        if key in self._modules:
+            return self._modules[key]
+        found = None
+        parts = [p for p in module.split(".") if p]
+        if level:
+            base = os.path.dirname(path)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            found = self._walk_module(base, parts)
+        else:
+            for base in import_bases(path, self.root) + [os.path.join(self.root, "src")]:
+                found = self._walk_module(base, parts)
+                if found is not None:
+                    break
+        self._modules[key] = found
+        return found
+
+    def _walk_module(self, base: str, parts: list[str]) -> str | None:
+        if not parts:
+            init = os.path.join(base, "__init__.py")
+            return init if init in self.summaries else (base if base in self.dirs else None)
+        current = base
+        for index, part in enumerate(parts):
+            package = os.path.join(current, part)
+            if index == len(parts) - 1:
+                module = package + ".py"
+                if module in self.summaries:
+                    return module
+                init = os.path.join(package, "__init__.py")
+                if init in self.summaries:
+                    return init
+                return package if package in self.dirs else None
+            if package not in self.dirs:
+                return None
+            current = package
+        return None
+
+    def lookup(self, path: str, level: int, module: str, names: list[str], depth: int = 0) -> tuple | None:
+        """What `names` after a module reference names: ("def", path, key) or ("class", path, key),
+        following re-exports and submodules; None when unknown."""
+        target = self.resolve_module(path, level, module)
+        if target is None or depth > MAX_LOOKUP_DEPTH:
+            return None
+        return self._lookup_in(target, list(names), depth)
+
+    def _lookup_in(self, target: str, names: list[str], depth: int) -> tuple | None:
+        if not names:
+            return None  # the module itself
+        summary = self.summaries.get(target)
+        first = names[0]
+        if summary is not None:
+            if first in summary["defs"] and len(names) == 1:
+                return ("def", target, first)
+            if first in summary["classes"]:
+                if len(names) == 1:
+                    return ("class", target, first)
+                if len(names) == 2:
+                    return self.method_of(target, first, names[1])
+                return None
+            if first in summary["exports"]:
+                ref = summary["exports"][first]
+                return self.lookup(target, ref[1], ref[2], ref[3] + names[1:], depth + 1)
+        folder = os.path.dirname(target) if target.endswith("__init__.py") else target
+        if summary is None or target.endswith("__init__.py"):
+            sub = self._walk_module(folder, [first])
+            if sub is not None and sub != target:
+                return self._lookup_in(sub, names[1:], depth + 1)
+        return None
+
+    def class_of(self, path: str, ref: list | None) -> tuple | None:
+        """(path, class key) a class reference of `path`'s summary names."""
+        if ref is None:
+            return None
+        if ref[0] == "l":
+            return (path, ref[1]) if ref[1] in self.summaries[path]["classes"] else None
+        found = self.lookup(path, ref[1], ref[2], ref[3])
+        return (found[1], found[2]) if found is not None and found[0] == "class" else None
+
+    def method_of(self, path: str, cls: str, method: str, seen: frozenset = frozenset()) -> tuple | None:
+        """("def", path, key) of `method` as the class finds it: its own, else its bases' in order."""
+        if (path, cls) in seen or len(seen) > MAX_LOOKUP_DEPTH:
+            return None
+        summary = self.summaries.get(path)
+        if summary is None or cls not in summary["classes"]:
+            return None
+        key = f"{cls}.{method}"
+        if key in summary["defs"]:
+            return ("def", path, key)
+        for base in summary["classes"][cls][1]:
+            found = self.class_of(path, base)
+            if found is not None:
+                result = self.method_of(found[0], found[1], method, seen | {(path, cls)})
+                if result is not None:
+                    return result
+        return None
+
+    def _resolve_edges(self) -> None:
+        children: dict[tuple, list[tuple]] = {}
+        for path, summary in self.summaries.items():
+            for cls, (_, bases) in summary["classes"].items():
+                for base in bases:
+                    found = self.class_of(path, base)
+                    if found is not None and found != (path, cls):
+                        children.setdefault(found, []).append((path, cls))
+        self.children = children
+        for path, summary in self.summaries.items():
+            for raw in summary["edges"]:
+                ref = raw[1]
+                kind = ref[0]
+                if kind == "l":
+                    self.edges.append(_Edge(path, raw, (path, ref[1]), True))
+                    continue
+                targets: list[tuple] = []
+                if kind == "m":
+                    found = self.lookup(path, ref[1], ref[2], ref[3])
+                    if found is not None and found[0] == "def":
+                        targets.append((found[1], found[2]))
+                elif kind == "s":
+                    cls, method = ref[1], ref[2]
+                    if f"{cls}.{method}" not in summary["defs"]:
+                        found = self.method_of(path, cls, method)
+                        if found is not None:
+                            targets.append((found[1], found[2]))
+                    targets += self._overrides(path, cls, method)
+                elif kind == "i":
+                    found = self.class_of(path, ref[1])
+                    if found is not None:
+                        method = self.method_of(found[0], found[1], ref[2])
+                        if method is not None:
+                            targets.append((method[1], method[2]))
+                for target in dict.fromkeys(targets):
+                    if target[0] != path:  # calls within a file are the file's own model's
+                        self.edges.append(_Edge(path, raw, target, False))
+
+    def _overrides(self, path: str, cls: str, method: str) -> list[tuple]:
+        """The defs of `method` in subclasses of `cls` in other files (a base class's loop calling
+        `self.training_step()` that a subclass elsewhere defines)."""
+        out, pending, seen = [], [(path, cls)], set()
+        while pending:
+            current = pending.pop()
+            for child in self.children.get(current, ()):
+                if child in seen:
+                    continue
+                seen.add(child)
+                key = f"{child[1]}.{method}"
+                if child[0] != path and key in self.summaries[child[0]]["defs"]:
+                    out.append((child[0], key))
+                pending.append(child)
+        return out
+
+    # -- where code runs across files -------------------------------------------------------------
+    def _solve(self, edges: list[_Edge], files) -> tuple[dict, dict]:
+        """Each def's base context (a letter) and whether it is part of a training step, over
+        these edges: what it is, else the most frequent context among its callers, to a fixpoint."""
+        incoming: dict[tuple, list[_Edge]] = {}
+        outgoing: dict[tuple, list[_Edge]] = {}
+        for edge in edges:
+            incoming.setdefault(edge.callee, []).append(edge)
+            outgoing.setdefault(edge.caller, []).append(edge)
+        base: dict[tuple, str] = {}
+        fixed: set[tuple] = set()
+        for path in files:
+            for key, entry in self.summaries[path]["defs"].items():
+                node = (path, key)
+                if entry[1]:
+                    base[node] = entry[1]
+                    fixed.add(node)
+                else:
+                    base[node] = "o" if node in incoming else entry[3]
+            base[(path, "")] = "o"
+            fixed.add((path, ""))
+        pending = list(base)
+        while pending:
+            node = pending.pop()
+            for edge in outgoing.get(node, ()):
+                callee = edge.callee
+                if callee in fixed or callee not in base:
+                    continue
+                context = self._edge_context(edge, base)
+                if _RANK[context] > _RANK[base[callee]]:
+                    base[callee] = context
+                    pending.append(callee)
+        training: dict[tuple, bool] = {}
+        for node in base:
+            path, key = node
+            training[node] = bool(key) and bool(self.summaries[path]["defs"][key][4])
+        pending = [node for node, trains in training.items() if trains] + [(p, "") for p in files]
+        for node in list(base):  # loops that run a training step start the propagation too
+            if any(edge.step_loop for edge in outgoing.get(node, ())):
+                pending.append(node)
+        while pending:
+            node = pending.pop()
+            for edge in outgoing.get(node, ()):
+                callee = edge.callee
+                if callee not in training or training[callee]:
+                    continue
+                if self._training_edge(edge, base, training):
+                    training[callee] = True
+                    pending.append(callee)
+        return base, training
+
+    @staticmethod
+    def _edge_context(edge: _Edge, base: dict) -> str:
+        if edge.cold:
+            return "o"
+        return edge.transfer[_INDEX[base.get(edge.caller, "o")]]
+
+    def _training_edge(self, edge: _Edge, base: dict, training: dict) -> bool:
+        return self._edge_context(edge, base) == "s" and (edge.step_loop or training.get(edge.caller, False))
+
+    def solve(self) -> dict[str, ProjectFacts]:
+        """Every file's ProjectFacts."""
+        files = list(self.summaries)
+        base, training = self._solve(self.edges, files)
+        self._base, self._training = base, training
+        local_edges: dict[str, list[_Edge]] = {}
+        external: dict[tuple, list[_Edge]] = {}
+        for edge in self.edges:
+            if edge.local:
+                local_edges.setdefault(edge.path, []).append(edge)
+            else:
+                external.setdefault(edge.callee, []).append(edge)
+        cpu_only = self._cpu_only_files()
+        compiles = self.compile_setting if self.compile_setting is not None else \
+            any(summary["compiles"] for summary in self.summaries.values())
+        self._via: dict[tuple, tuple] = {}
+        out: dict[str, ProjectFacts] = {}
+        for path in files:
+            callers: dict[str, list] = {}
+            trains: list[str] = []
+            if any((path, key) in external for key in self.summaries[path]["defs"]):
+                local_base, local_training = self._solve(local_edges.get(path, []), [path])
+                for key in self.summaries[path]["defs"]:
+                    node = (path, key)
+                    if node not in external:
+                        continue
+                    if base[node] == local_base[node] and training[node] == local_training[node]:
+                        continue
+                    callers[key] = [(_CONTEXT[self._edge_context(edge, base)], self._edge_via(edge))
+                                    for edge in external[node]]
+                    if training[node] and not local_training[node] and any(
+                            self._training_edge(edge, base, training) for edge in external[node]):
+                        trains.append(key)
+            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles)
+        return out
+
+    # -- evidence ----------------------------------------------------------------------------------
+    def _edge_via(self, edge: _Edge, visiting: frozenset = frozenset()) -> tuple:
+        """Why a call runs where it does, then the call itself: outermost first."""
+        return (self._site_via(edge, visiting) + ((self.display(edge.path), edge.line, f"calls `{edge.name}`"),))[-8:]
+
+    def _site_via(self, edge: _Edge, visiting: frozenset) -> tuple:
+        context = self._edge_context(edge, self._base)
+        caller_base = self._base.get(edge.caller, "o")
+        if edge.loop_line and context != caller_base:
+            return ((self.display(edge.path), edge.loop_line, edge.loop_why),)
+        if not edge.caller[1]:
+            return ()
+        return self._node_via(edge.caller, visiting)
+
+    def _node_via(self, node: tuple, visiting: frozenset) -> tuple:
+        if node in self._via:
+            return self._via[node]
+        if node in visiting:
+            return ()
+        path, key = node
+        entry = self.summaries[path]["defs"].get(key)
+        if entry is None:
+            return ()
+        if entry[1]:
+            via: tuple = ((self.display(path), entry[0], entry[2]),)
+        else:
+            via = ()
+            want = self._base.get(node)
+            for edge in self._incoming().get(node, ()):
+                if self._edge_context(edge, self._base) == want:
+                    via = self._edge_via(edge, visiting | {node})
+                    break
+        self._via[node] = via
+        return via
+
+    def _incoming(self) -> dict:
+        if not hasattr(self, "_incoming_edges"):
+            table: dict[tuple, list[_Edge]] = {}
+            for edge in sorted(self.edges, key=lambda e: not e.local):  # the file's own calls first
+                table.setdefault(edge.callee, []).append(edge)
+            self._incoming_edges = table
+        return self._incoming_edges
+
+    # -- programs and accelerators -----------------------------------------------------------------
+    def imports_of(self, path: str) -> set[str]:
+        """The project files `path` imports (the modules, and submodules named in `from ... import`)."""
+        out = set()
+        for level, module, names in self.summaries[path]["imports"]:
+            target = self.resolve_module(path, level, module)
+            if target is not None and target in self.summaries:
+                out.add(target)
+            folder = None
+            if target is not None:
+                folder = os.path.dirname(target) if target.endswith("__init__.py") else \
+                    (target if target in self.dirs else None)
+            if folder is not None:
+                for name in names:
+                    sub = self._walk_module(folder, [name]) if name != "*" else None
+                    if sub is not None and sub in self.summaries:
+                        out.add(sub)
+        out.discard(path)
+        return out
+
+    def _cpu_only_files(self) -> set[str]:
+        """Files every program of which is seen and places nothing on an accelerator. A program is
+        an entry (a file no other file imports; each file of an import cycle no entry reaches is
+        one too) with what it imports, transitively. A file that may import modules by name at run
+        time counts as placing tensors (what it loads is unknown)."""
+        graph = {path: self.imports_of(path) for path in self.summaries}
+        importers: dict[str, set[str]] = {path: set() for path in graph}
+        for path, targets in graph.items():
+            for target in targets:
+                importers[target].add(path)
+        evidence = {p for p, s in self.summaries.items() if s["accelerator"] or s["dynamic"]}
+        reaching = set(evidence)  # files whose programs include an evidence file below them
+        pending = list(evidence)
+        while pending:
+            for importer in importers[pending.pop()]:
+                if importer not in reaching:
+                    reaching.add(importer)
+                    pending.append(importer)
+        entries = [p for p in graph if not importers[p]]
+        seen: set[str] = set()
+        accelerated: set[str] = set()
+
+        def spread(starts, into):
+            stack = list(starts)
+            while stack:
+                current = stack.pop()
+                if current in into:
+                    continue
+                into.add(current)
+                stack.extend(graph[current])
+
+        spread([e for e in entries if e in reaching], accelerated)
+        spread(entries, seen)
+        for path in graph:  # cycles no entry reaches: each file is an entry of its own
+            if path not in seen:
+                spread([path], seen)
+                if path in reaching:
+                    spread([path], accelerated)
+        return set(graph) - accelerated
+
+
+def _display(path: str) -> str:
+    """A path in evidence: relative to the current folder where it lies below it, else absolute."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative

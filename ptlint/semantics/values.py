@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ptlint.semantics.nodes import (
     FUNCTION_DEFS,
     FUNCTIONS,
+    def_key,
     SELF_NAMES,
     chain_head,
     class_family,
@@ -710,8 +711,12 @@ def _checked_type(value: ast.AST, ctx: "FileFacts") -> bool:
     seen = 0
     while value is not None and seen < 3:
         seen += 1
-        if type_guarded(value, ctx, NUMPY_MODULES + ("torch",)):
+        if type_guarded(value, ctx, NUMPY_MODULES):
             return True
+        if type_guarded(value, ctx, ("torch",)):
+            # a meter's `update(**values)` that a training step elsewhere calls with its losses:
+            # the origin is known, and it is the step's tensors
+            return not _called_by_training_steps(ctx)
         root = chain_head(value)
         if root is None:
             return False
@@ -721,6 +726,15 @@ def _checked_type(value: ast.AST, ctx: "FileFacts") -> bool:
         values = ctx.assignments(root.id)
         value = values[-1] if len(values) == 1 and isinstance(values[0], ast.expr) else None
     return False
+
+
+def _called_by_training_steps(ctx: "FileFacts") -> bool:
+    """The function the traversal is in is called by training steps in other files of the
+    project (ptlint.semantics.project)."""
+    project = getattr(ctx, "project", None)
+    function = ctx.function
+    return project is not None and function is not None and not isinstance(function, ast.Lambda) \
+        and project.trains(def_key(function, ctx.parent))
 
 
 def type_guarded(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> bool:

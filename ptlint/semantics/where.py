@@ -21,7 +21,7 @@ setting), the message of an `assert` or the expression of a `raise`.
 The model is built lazily, once per file, after the traversal, and only for files where some rule
 reported something (most files have no finding and never pay for it). It reads the file's parent
 links and defs (`FileFacts.parent`, `function_defs`) and its call graph (ptlint.semantics.calls);
-a small fixpoint then gives each function its base context: what it is (`_intrinsic`: a
+a small fixpoint then gives each function its base context: what it is (`intrinsic`: a
 `forward`, a step hook, a compiled function, set-up), or else the most frequent context of the
 calls that run it.
 
@@ -50,8 +50,9 @@ from ptlint.semantics.compiled import (
     is_module_class,
     local_classes,
 )
-from ptlint.semantics.nodes import (
+from ptlint.semantics.nodes import (  # noqa: F401 - def_key: where code runs names defs so
     COMPREHENSIONS,
+    def_key,
     DEFINITIONS,
     FUNCTION_DEFS,
     STATEMENT_LOOPS,
@@ -141,15 +142,18 @@ class Placement(NamedTuple):
     set_up: bool  # the function is named for set-up (`init_weights`, `load_state`)
     literal: bool  # every loop walks a literal display of constants
     structure: bool  # every loop walks a literal, a model's parts or a mapping
+    after_model_loop: bool = False  # no loop around it, after a loop of its function that runs a model
 
 
 def context_for(placement: Placement, base: str) -> str:
     """Where a node placed so runs when its function runs at `base`."""
     if not placement.loops:
-        # `if self.control.should_log:` in a per-step function runs on some steps only
-        return PER_OUTER if placement.gated and base == PER_STEP else base
+        # `if self.control.should_log:` in a per-step function runs on some steps only, and so
+        # does what follows a loop of many model calls (a sampling loop) in one call of it
+        return PER_OUTER if (placement.gated or placement.after_model_loop) and base == PER_STEP else base
     if base == PER_STEP:
-        return PER_STEP
+        # the loops below a periodic test are small (over a dict of losses): on some steps only
+        return PER_OUTER if placement.gated else PER_STEP
     if (base == ONCE and placement.set_up) or placement.literal \
             or (base in (ONCE, PER_OUTER) and placement.structure):
         return base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
@@ -177,40 +181,35 @@ def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _target(target: ast.AST) -> str:
+    """A loop's target as it is usually written: `x, y`, not `(x, y)`."""
+    if isinstance(target, ast.Tuple) and target.elts:
+        return ", ".join(ast.unparse(element) for element in target.elts)
+    return ast.unparse(target)
+
+
 def loop_why(loop: ast.AST) -> str:
     """The header of a loop, as evidence that what is in it repeats: `for x, y in loader`."""
     try:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
-            return _clip(f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}")
+            return _clip(f"for {_target(loop.target)} in {ast.unparse(loop.iter)}")
         if isinstance(loop, ast.While):
             return _clip(f"while {ast.unparse(loop.test)}")
         if isinstance(loop, COMPREHENSIONS):
             generator = loop.generators[0]
-            return _clip(f"for {ast.unparse(generator.target)} in {ast.unparse(generator.iter)} (comprehension)")
+            return _clip(f"for {_target(generator.target)} in {ast.unparse(generator.iter)} (comprehension)")
     except (ValueError, RecursionError):  # pragma: no cover - unparse of a tree ast.parse made
         pass
     return "a loop"
 
 
-def _step_loop(loops: tuple) -> ast.AST:
+def step_loop(loops: tuple) -> ast.AST:
     """The loop to cite as the one that repeats a node: the innermost that walks data or runs a
     training step, else the innermost."""
     for loop in loops:
         if iterable_is_data(loop) or runs_training_step(loop):
             return loop
     return loops[0]
-
-
-def def_key(function: ast.AST, parent_of) -> str:
-    """A def's name in its module, through the classes and functions around it (`Trainer.step`,
-    `main.closure`): how the project model names it across files."""
-    parts = [function.name]
-    parent = parent_of(function)
-    while parent is not None and not isinstance(parent, ast.Module):
-        if isinstance(parent, (*FUNCTION_DEFS, ast.ClassDef)):
-            parts.append(parent.name)
-        parent = parent_of(parent)
-    return ".".join(reversed(parts))
 
 
 def _data_words(words: set[str]) -> bool:
@@ -302,7 +301,8 @@ def may_be_step(ctx: "FileFacts") -> bool:
     `ExecutionModel.in_training_step` decides after the traversal. A cheap first question."""
     key = "may-hold-training-step"
     if key not in ctx.memo:
-        ctx.memo[key] = may_hold_training_step(ctx.text)
+        project = getattr(ctx, "project", None)  # defs of this file that steps elsewhere call
+        ctx.memo[key] = may_hold_training_step(ctx.text) or (project is not None and bool(project.training))
     return ctx.memo[key] or in_model_loop(ctx)
 
 
@@ -501,7 +501,7 @@ class ExecutionModel:
         self.project = getattr(ctx, "project", None)
         self._training: dict[int, bool] = {}
         self._keys: dict[int, str] = {}
-        self._intrinsic_why: dict[int, str] = {}
+        self.intrinsic_why: dict[int, str] = {}
         self._via: dict[int, tuple[Via, ...]] = {}
         self.base = self._solve()
 
@@ -523,7 +523,7 @@ class ExecutionModel:
         return self.project.callers_of(self.key(function))
 
     # -- function base contexts --------------------------------------------------------------
-    def _intrinsic(self, function: ast.AST) -> str | None:
+    def intrinsic(self, function: ast.AST) -> str | None:
         name = function.name
         owner = self.ctx.owner_class(function)
         why = None
@@ -542,12 +542,12 @@ class ExecutionModel:
             context, why = PER_STEP, f"`{name}` calls `.backward()`: one training step"
         else:
             for decorator in function.decorator_list:
-                event = _event_context(decorator)
+                event = event_context(decorator)
                 if event is not None:
                     context, why = event, f"`{name}` is an event handler (line {decorator.lineno})"
                     break
         if why is not None:
-            self._intrinsic_why[id(function)] = why
+            self.intrinsic_why[id(function)] = why
         return context
 
     def _solve(self) -> dict[int, str]:
@@ -558,7 +558,7 @@ class ExecutionModel:
         base: dict[int, str] = {}
         fixed: set[int] = set()
         for function in functions:
-            intrinsic = self._intrinsic(function)
+            intrinsic = self.intrinsic(function)
             if intrinsic is not None:
                 base[id(function)] = intrinsic
                 fixed.add(id(function))
@@ -600,9 +600,9 @@ class ExecutionModel:
         placement = self.placement(node)
         if placement.cold:
             return ONCE
-        return context_for(placement, self._base_of(placement.function))
+        return context_for(placement, self.base_of(placement.function))
 
-    def _base_of(self, function: ast.AST | None) -> str:
+    def base_of(self, function: ast.AST | None) -> str:
         return self.base.get(id(function), ONCE) if function is not None else ONCE
 
     # -- the evidence ---------------------------------------------------------------------------
@@ -615,7 +615,7 @@ class ExecutionModel:
         if key in _visiting:
             return ()
         path = self.ctx.path
-        why = self._intrinsic_why.get(key)
+        why = self.intrinsic_why.get(key)
         if why is not None:
             via: tuple[Via, ...] = (Via(path, function.lineno, why),)
         else:
@@ -623,7 +623,7 @@ class ExecutionModel:
             want = self.base.get(key)
             for call in self.callers(function):
                 placement = self.placement(call)
-                if not placement.cold and context_for(placement, self._base_of(placement.function)) == want:
+                if not placement.cold and context_for(placement, self.base_of(placement.function)) == want:
                     via = self._site_via(call, placement, _visiting | {key}) \
                         + (Via(path, call.lineno, f"calls `{function.name}`"),)
                     break
@@ -638,10 +638,10 @@ class ExecutionModel:
 
     def _site_via(self, node: ast.AST, placement: Placement, visiting: frozenset = frozenset()) -> tuple[Via, ...]:
         """Why `node` runs where it does: the loop that repeats it, or its function's evidence."""
-        base = self._base_of(placement.function)
+        base = self.base_of(placement.function)
         context = context_for(placement, base)
         if placement.loops and context != base:
-            loop = _step_loop(placement.loops)
+            loop = step_loop(placement.loops)
             return (Via(self.ctx.path, loop.lineno, loop_why(loop)),)
         if placement.function is None:
             return ()
@@ -650,7 +650,7 @@ class ExecutionModel:
     # -- where a node runs -------------------------------------------------------------------
     def where(self, node: ast.AST) -> Where:
         placement = self.placement(node)
-        context = context_for(placement, self._base_of(placement.function))
+        context = context_for(placement, self.base_of(placement.function))
         return Where(context, placement.cold, placement.loops[0] if placement.loops else None, placement.function,
                      self._site_via(node, placement))
 
@@ -663,7 +663,8 @@ class ExecutionModel:
         first_iter_of: ast.AST | None = None  # a comprehension whose first iterable holds the node
         function = None
         while parent is not None:
-            if not loops and self._after_periodic_exit(child, parent):
+            small = all(self._small_loop(loop) for loop in loops)  # loops between the node and here
+            if small and self._after_periodic_exit(child, parent):
                 # `if not should_log: return` above: what follows runs on the logging steps only
                 periodic = True
                 gated = True
@@ -680,12 +681,12 @@ class ExecutionModel:
                     parent.orelse if _contains(parent.orelse, child) else None
                 if branch is not None:
                     cold = cold or is_cold_branch(branch)
-                    if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)) \
+                    if small and is_periodic_test(parent.test, self._innermost_loop(parent)) \
                             and not steps_optimizer(branch):
                         periodic = True
                         gated = True
             elif isinstance(parent, ast.IfExp) and child is not parent.test:
-                if not loops and is_periodic_test(parent.test, self._innermost_loop(parent)):
+                if small and is_periodic_test(parent.test, self._innermost_loop(parent)):
                     periodic = True
             elif isinstance(parent, ast.Raise) or (isinstance(parent, ast.Assert) and child is parent.msg):
                 cold = True
@@ -706,7 +707,33 @@ class ExecutionModel:
             cold=cold, loops=tuple(loops), gated=gated, periodic=periodic, function=function,
             per_outer=bool(loops) and self._per_outer(loops[0]),
             set_up=function is not None and _set_up_name(function.name),
-            literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops))
+            literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops),
+            after_model_loop=not loops and function is not None and self._after_model_loop(node, function))
+
+    def _small_loop(self, loop: ast.AST) -> bool:
+        """A loop that repeats no step: over literal settings, a model's parts or a mapping (the
+        losses of this step), or over anything that is not data and runs no model."""
+        if _over_literal(loop) or _over_structure(loop):
+            return True
+        return not iterable_is_data(loop) and not runs_training_step(loop) and not runs_model(loop, self.ctx)
+
+    def _after_model_loop(self, node: ast.AST, function: ast.AST) -> bool:
+        """`node` follows, in its function's own statements, a loop that runs a model many times
+        without training (a sampling or denoising loop: `for t in timesteps: x = model(x, t)`):
+        it runs once per such run, not once per model call. Not after a loop that trains
+        (gradient accumulation's micro-steps: what follows is the step itself)."""
+        statement = node
+        while statement is not None and self.ctx.parent(statement) is not function:
+            statement = self.ctx.parent(statement)
+        if statement is None or not isinstance(statement, ast.stmt):
+            return False
+        for earlier in function.body:
+            if earlier is statement:
+                return False
+            if isinstance(earlier, STATEMENT_LOOPS) and runs_model(earlier, self.ctx) \
+                    and not backpropagates(earlier) and not runs_training_step(earlier):
+                return True
+        return False
 
     def _after_periodic_exit(self, child: ast.AST, parent: ast.AST) -> bool:
         """`child` follows, in its block, an early exit on the steps a periodic test leaves out
@@ -717,15 +744,28 @@ class ExecutionModel:
             return False
         for name in ("body", "orelse", "finalbody"):
             block = getattr(parent, name, None)
-            if not isinstance(block, list) or not _contains(block, child):
+            if not isinstance(block, list):
                 continue
-            index = next(i for i, statement in enumerate(block) if statement is child)
-            for statement in block[:index]:
-                if isinstance(statement, ast.If) and not statement.orelse \
-                        and isinstance(statement.body[-1], (ast.Return, ast.Continue)) \
-                        and _off_period(statement.test, self._innermost_loop(statement)):
-                    return not steps_optimizer(block[index:])
+            positions, first_exit = self._block_index(block)
+            index = positions.get(id(child))
+            if index is None:
+                continue
+            if first_exit is not None and first_exit < index:
+                return not steps_optimizer(block[index:])
         return False
+
+    def _block_index(self, block: list) -> tuple[dict[int, int], int | None]:
+        """(each statement's position, the position of the first early exit on an off-period
+        test) of a block, once per block: a module of 60,000 statements asks about every one."""
+        key = ("block-index", id(block))
+        found = self.ctx.memo.get(key)
+        if found is None:
+            first_exit = next((i for i, statement in enumerate(block)
+                               if isinstance(statement, ast.If) and not statement.orelse
+                               and isinstance(statement.body[-1], (ast.Return, ast.Continue))
+                               and _off_period(statement.test, self._innermost_loop(statement))), None)
+            found = self.ctx.memo[key] = ({id(statement): i for i, statement in enumerate(block)}, first_exit)
+        return found
 
     def in_training_step(self, node: ast.AST) -> bool:
         """`node` runs as part of a training or evaluation step, visibly: in a loop (of its
@@ -752,7 +792,7 @@ class ExecutionModel:
         name = function.name
         owner = self.ctx.owner_class(function)
         hook = (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function)
-                or any(_event_context(d) == PER_STEP for d in function.decorator_list)) \
+                or any(event_context(d) == PER_STEP for d in function.decorator_list)) \
             and not (owner is not None and name == "forward")
         result = hook or any(self.in_training_step_site(call, visiting) for call in self.callers(function)) \
             or (self.project is not None and self.project.trains(self.key(function)))
@@ -827,7 +867,7 @@ def _is_autograd_function(cls: ast.ClassDef, ctx: "FileFacts") -> bool:
     return any((ctx.qualname(base) or "").startswith("torch.autograd.") for base in cls.bases)
 
 
-def _event_context(decorator: ast.AST) -> str | None:
+def event_context(decorator: ast.AST) -> str | None:
     """Ignite's `@trainer.on(Events.ITERATION_COMPLETED)`: per step (every N: per outer
     iteration); `EPOCH_*`: per outer iteration; `STARTED` / `COMPLETED`: once."""
     if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)

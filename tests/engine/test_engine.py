@@ -291,10 +291,11 @@ def train(model, loader, opt, log):
         loss.backward()
         opt.step()
         log.append(float(loss))
+        opt.step()
         print(f"{loss:.3f}")
 """
     rules = rule_classes_for(["PTL101"])
-    assert [(f.code, f.line) for f in lint(text, rules)] == [("PTL101", 9), ("PTL101", 10)]
+    assert [(f.code, f.line) for f in lint(text, rules)] == [("PTL101", 9), ("PTL101", 11)]
     assert lint(text, rules, test_code=True, path="tests/test_train.py") == []
 
 

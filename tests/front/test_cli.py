@@ -57,7 +57,7 @@ def test_json_shape_matches_design(tmp_path):
     assert finding == {
         "code": "PTL101", "name": "sync-in-loop", "message": finding["message"],
         "path": os.path.join("src", "train.py"), "line": 6, "column": 18, "end_line": 6, "end_column": 37,
-        "severity": "warning", "fix": None, "source": "static", "context": {"where": "per-step", "via": []},
+        "severity": "warning", "fix": None, "source": "static", "context": {"where": "per-step", "via": [{"path": "src/train.py", "line": 5, "why": "for x in xs"}]},
         "help": SyncInLoop.help,
     }
     assert "item" in finding["message"]

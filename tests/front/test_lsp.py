@@ -391,7 +391,7 @@ def test_text_edits_is_one_edit_over_the_changed_span(old, new, span):
 
 # -- the evidence chain (Finding.via) as related information ----------------------------------------
 
-# The server run with the traversal's lint_source replaced: each finding's chain is the
+# The server run with the traversal's lint functions replaced: each finding's chain is the
 # `# via: [path, line, why]` comments of the checked text ("<self>": the checked file; in a
 # notebook, lines of the joined module), a stand-in for the analysis that fills chains. It runs in
 # VIA_CWD, where relative paths of other files start.
@@ -401,13 +401,18 @@ import dataclasses, json, os, re
 import ptlint.engine.traversal as traversal
 import ptlint.front.lsp as lsp
 
-real = traversal.lint_source
+real = traversal.lint_and_summarize
 
-def lint_source(source, *args, **kwargs):
+def lint_and_summarize(source, *args, **kwargs):
     chain = tuple((source.path if path == "<self>" else path, line, why)
                   for path, line, why in (json.loads(m) for m in re.findall(r"# via: (\\[.*\\])", source.text)))
-    return [dataclasses.replace(f, via=chain) for f in real(source, *args, **kwargs)]
+    findings, summary = real(source, *args, **kwargs)
+    return [dataclasses.replace(f, via=chain) if chain else f for f in findings], summary
 
+def lint_source(source, *args, **kwargs):
+    return lint_and_summarize(source, *args, **kwargs)[0]
+
+traversal.lint_and_summarize = lsp.lint_and_summarize = lint_and_summarize
 traversal.lint_source = lsp.lint_source = lint_source
 os.chdir({str(VIA_CWD)!r})
 lsp.serve()
@@ -447,10 +452,10 @@ async def test_the_chain_is_related_information(via_client: LanguageClient, tmp_
     # the diagnostic a code action carries is the published one
     [suppress] = [a for a in await actions_at(via_client, target.as_uri(), diagnostic) if "noqa" in a.title]
     assert _related(suppress.diagnostics[0]) == _related(diagnostic)
-    # no chain: no related information at all
+    # no declared chain: the analysis's own, the loop around the read
     params = await changed(via_client, target.as_uri(), BAD, version=2)
     [diagnostic] = params.diagnostics
-    assert diagnostic.related_information is None
+    assert _related(diagnostic) == [(target.as_uri(), 5, 0, 5, 0, "for x in loader")]
 
 
 @pytest.mark.asyncio
@@ -476,3 +481,49 @@ async def test_a_link_in_a_notebook_points_at_its_cell(via_client: LanguageClien
     assert diagnostic.range.start.line == 1
     assert _related(diagnostic) == [(uris[1], 0, 0, 0, 0, "for x in loader"),
                                     (Path("/abs/data.py").as_uri(), 2, 0, 2, 0, "calls load")]
+
+
+PROJECT_SCRIPT = """import torch
+from helpers import log_metrics
+
+
+def main():
+    model = torch.nn.Linear(4, 2).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for batch in [torch.randn(8, 4) for _ in range(10)]:
+        loss = model(batch.cuda()).sum()
+        loss.backward()
+        opt.step()
+        log_metrics(loss)
+
+
+main()
+"""
+PROJECT_HELPER = """import torch
+
+
+def log_metrics(loss):
+    print(loss.item())
+"""
+
+
+@pytest.mark.asyncio
+async def test_editing_a_caller_updates_the_helper_it_calls(client: LanguageClient, tmp_path: Path):
+    """The server keeps the project in memory: the helper's finding exists because the script
+    calls it every step (with that chain as related information); when an edit of the script
+    moves the call out of the loop, the helper's diagnostics are published again, empty."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "train.py").write_text(PROJECT_SCRIPT)
+    helper = await opened(client, tmp_path / "helpers.py", PROJECT_HELPER)
+    assert [d.code for d in helper.diagnostics] == ["PTL101"]
+    assert [(r.location.uri, r.location.range.start.line, r.message) for r in helper.diagnostics[0].related_information] \
+        == [((tmp_path / "train.py").as_uri(), 7, "for batch in [torch.randn(8, 4) for _ in range(10)]"),
+            ((tmp_path / "train.py").as_uri(), 11, "calls `log_metrics`")]
+    script = await opened(client, tmp_path / "train.py", PROJECT_SCRIPT)
+    helper_uri = (tmp_path / "helpers.py").as_uri()
+    edited = PROJECT_SCRIPT.replace("        log_metrics(loss)\n", "    log_metrics(loss)\n")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=script.uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
+    again = await published(client, helper_uri)
+    assert list(again.diagnostics) == []

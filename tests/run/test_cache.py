@@ -25,13 +25,13 @@ from ptlint.run.config import Settings
 def lint_calls(monkeypatch) -> list[str]:
     """The paths runner.check_file really lints (a cache hit does not)."""
     calls: list[str] = []
-    real = engine.lint_source
+    real = engine.lint_and_summarize
 
     def counting(source, *args, **kwargs):
         calls.append(source.path)
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(engine, "lint_source", counting)  # runner imports it when it lints
+    monkeypatch.setattr(engine, "lint_and_summarize", counting)  # runner imports it when it lints
     return calls
 
 
@@ -73,7 +73,14 @@ def test_the_same_text_elsewhere_is_a_hit_reported_at_its_own_path(tmp_path, lin
     second = check(tmp_path / "b.py", settings(), tmp_path / "cache")
     assert len(lint_calls) == 1
     assert [f["path"] for f in second] == [str(tmp_path / "b.py")]
-    assert [{**f, "path": None} for f in second] == [{**f, "path": None} for f in first]
+    assert [link["path"] for f in second for link in f["context"]["via"]] == [str(tmp_path / "b.py")]
+
+    def elsewhere(finding: dict) -> dict:  # the finding, its own path (and its chain's links in it) blanked
+        via = [{**link, "path": None if link["path"] == finding["path"] else link["path"]}
+               for link in finding["context"]["via"]]
+        return {**finding, "path": None, "context": {**finding["context"], "via": via}}
+
+    assert [elsewhere(f) for f in second] == [elsewhere(f) for f in first]
 
 
 def test_what_changes_findings_misses(tmp_path, lint_calls):

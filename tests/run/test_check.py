@@ -50,13 +50,13 @@ def test_check_file_findings_and_one_line_errors(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("boom")
 
-    monkeypatch.setattr(engine, "lint_source", broken)
+    monkeypatch.setattr(engine, "lint_and_summarize", broken)
     assert check_file(Job(str(good), settings)).error == f"{good}: internal error while checking: KeyError: 'boom'"
 
     def deep(*args, **kwargs):
         raise RecursionError
 
-    monkeypatch.setattr(engine, "lint_source", deep)
+    monkeypatch.setattr(engine, "lint_and_summarize", deep)
     assert check_file(Job(str(good), settings)).error == f"{good}: code nested too deeply to analyse, skipped"
 
 
@@ -151,13 +151,13 @@ def test_error_results_carry_the_path(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("boom")
 
-    monkeypatch.setattr(engine, "lint_source", broken)
+    monkeypatch.setattr(engine, "lint_and_summarize", broken)
     assert check_file(Job(str(good), settings)).path == str(good)
 
     def deep(*args, **kwargs):
         raise RecursionError
 
-    monkeypatch.setattr(engine, "lint_source", deep)
+    monkeypatch.setattr(engine, "lint_and_summarize", deep)
     assert check_file(Job(str(good), settings)).path == str(good)
 
 

@@ -29,7 +29,7 @@ FIXED_CELL_5 = ("files = !ls data\nlogits?\nprobs = F.log_softmax(logits, dim=-1
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     shutil.copyfile(TRAIN, tmp_path / "train.ipynb")
-    (tmp_path / "script.py").write_text("import torch\nfor x in xs:\n    y = net(x).item()\n")
+    (tmp_path / "script.py").write_text("import torch\nfor x in xs:\n    y = net(x.cuda()).item()\n")
     return tmp_path
 
 

@@ -41,6 +41,7 @@ def logging_call(node: ast.Call, ctx) -> str | None:
 
 class PrintInCompiled(Rule):
     code = "PTL401"
+    needs_compile = True
     name = "print-in-compiled"
     message = "{what} in code that torch.compile traces breaks the graph here"
     help = ("Move the print or log call out of the compiled code (log what it returns instead), or guard it with "
@@ -92,6 +93,9 @@ class Block(nn.Module):
     def forward(self, x):
         print("block input", x.shape)
         return self.proj(x)
+
+
+model = torch.compile(Block(64))
 ```
 
 ## Use instead
@@ -109,6 +113,9 @@ class Block(nn.Module):
         if not torch.compiler.is_compiling():
             print("block input", x.shape)
         return self.proj(x)
+
+
+model = torch.compile(Block(64))
 ```
 Or log outside the model, or list the function in
 `torch._dynamo.config.reorderable_logging_functions` so Dynamo moves it after the graph.

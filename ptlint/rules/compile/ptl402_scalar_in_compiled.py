@@ -24,6 +24,7 @@ SIZE_TAKERS = {"split", "split_with_sizes", "narrow", "view", "reshape", "expand
 
 class ScalarInCompiled(Rule):
     code = "PTL402"
+    needs_compile = True
     name = "scalar-in-compiled"
     message = "{what} in code that torch.compile traces reads a tensor value back to Python: a graph break"
     help = "Keep the value a tensor (`x / x.max()`), or read it outside the compiled function."
@@ -139,6 +140,9 @@ import torch.nn as nn
 class Router(nn.Module):
     def forward(self, x):
         return x[: x.size(0) // 2] * x.max().item()
+
+
+model = torch.compile(Router())
 ```
 
 ## Use instead
@@ -150,6 +154,9 @@ import torch.nn as nn
 class Router(nn.Module):
     def forward(self, x):
         return x[: x.size(0) // 2] * x.max()
+
+
+model = torch.compile(Router())
 ```
 Keep values as tensors, or read them outside the compiled region. Where a
 Python scalar is unavoidable, `torch._dynamo.config.capture_scalar_outputs = True` lets Dynamo

@@ -39,6 +39,7 @@ def _random_draw(expr: ast.AST, ctx, hops: int = 2) -> bool:
 
 class DataDependentBranch(Rule):
     code = "PTL403"
+    needs_compile = True
     name = "data-dependent-branch"
     message = "branching on a tensor's value in code that torch.compile traces: a graph break"
     help = ("Select on the device with `torch.where(cond, a, b)` (or `torch.cond` for larger branches) instead of "
@@ -101,6 +102,9 @@ class Gate(nn.Module):
         if x.abs().max() > 1:
             x = x / x.abs().max()
         return x
+
+
+model = torch.compile(Gate())
 ```
 
 ## Use instead
@@ -113,6 +117,9 @@ class Gate(nn.Module):
     def forward(self, x):
         peak = x.abs().max()
         return torch.where(peak > 1, x / peak, x)
+
+
+model = torch.compile(Gate())
 ```
 `torch.where` computes both sides and selects on the device; for larger branches use
 `torch.cond`.

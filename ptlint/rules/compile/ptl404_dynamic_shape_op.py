@@ -49,6 +49,7 @@ def is_boolean_mask(node: ast.AST, ctx, depth: int = 0) -> bool:
 
 class DynamicShapeOp(Rule):
     code = "PTL404"
+    needs_compile = True
     name = "dynamic-shape-op"
     message = "{what} in code that torch.compile traces has a data-dependent output shape: a graph break"
     help = ("Keep shapes static: masked arithmetic, `torch.where(cond, a, b)` or `masked_fill` instead of "
@@ -132,6 +133,9 @@ class Pool(nn.Module):
     def forward(self, x, scores):
         keep = scores > 0.5
         return x[keep].mean(0)
+
+
+model = torch.compile(Pool())
 ```
 
 ## Use instead
@@ -144,6 +148,9 @@ class Pool(nn.Module):
     def forward(self, x, scores):
         keep = (scores > 0.5).unsqueeze(-1)
         return (x * keep).sum(0) / keep.sum(0).clamp(min=1)
+
+
+model = torch.compile(Pool())
 ```
 Masked arithmetic, `torch.where(cond, a, b)`, `masked_fill` and `nonzero_static` keep shapes
 static. Setting `torch._dynamo.config.capture_dynamic_output_shape_ops = True` lets Dynamo trace

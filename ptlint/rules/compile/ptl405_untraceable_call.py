@@ -31,6 +31,7 @@ def untraceable(node: ast.Call, ctx) -> str | None:
 
 class UntraceableCall(Rule):
     code = "PTL405"
+    needs_compile = True
     name = "untraceable-call"
     message = "{what} cannot be traced by torch.compile: a graph break"
     help = ("Make the call outside the compiled code: time it from outside, draw random numbers with torch "
@@ -95,6 +96,9 @@ class Dropin(nn.Module):
             x = x.flip(-1)
         self.last_ms = (time.perf_counter() - start) * 1e3
         return x
+
+
+model = torch.compile(Dropin(0.1))
 ```
 
 ## Use instead
@@ -110,6 +114,9 @@ class Dropin(nn.Module):
     def forward(self, x):
         flip = torch.rand((), device=x.device) < self.p
         return torch.where(flip, x.flip(-1), x)
+
+
+model = torch.compile(Dropin(0.1))
 ```
 Time the compiled call from outside (with `torch.cuda.synchronize()` or CUDA events), draw
 randomness with torch ops, copy modules and read files before compiling.

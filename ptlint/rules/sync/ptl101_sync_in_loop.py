@@ -296,9 +296,12 @@ class SyncInLoop(Rule):
 
     def _holds_a_tensor(self, value: ast.AST) -> bool:
         """Visibly a tensor (a torch op's or a submodule's result, a loss), or in a module that
-        works with torch, or in a loop that backpropagates."""
+        works with torch, or in a loop that backpropagates, or in a module whose functions
+        training steps elsewhere in the project call (a `log_metrics(loss)` helper)."""
+        project = self.ctx.project
         return tensor_kind(value, self.ctx) == STRONG or self.ctx.imports_torch() \
-            or any(backpropagates(loop) for loop in self.ctx.loops)
+            or any(backpropagates(loop) for loop in self.ctx.loops) \
+            or (project is not None and bool(project.training))
 
     docs = """
 ## What it does

@@ -19,6 +19,7 @@ SYNC_FUNCTIONS = {
 
 class SyncCallInLoop(Rule):
     code = "PTL102"
+    needs_accelerator = True
     name = "sync-call-in-loop"
     message = "`{call}()` in a loop stalls the host every iteration"
     help = ("Take the call out of the loop: time GPU work with `torch.cuda.Event(enable_timing=True)` pairs, and "

@@ -37,6 +37,7 @@ def _end(node: ast.AST) -> tuple[int, int]:
 
 class UnsynchronizedTiming(Rule):
     code = "PTL108"
+    needs_accelerator = True
     name = "unsynchronized-timing"
     message = "this duration is read without waiting for the GPU: it times the kernel launches, not the work; " \
               "call `torch.cuda.synchronize()` before reading the clock, or use CUDA events / " \

@@ -49,6 +49,7 @@ result = (losses, model)
 
 class BlockingTransfer(Rule):
     code = "PTL104"
+    needs_accelerator = True
     name = "blocking-transfer"
     message = "this batch comes from a DataLoader with `pin_memory=True`, but the copy blocks: " \
               "pass `non_blocking=True` so it overlaps with the GPU's work"

@@ -106,6 +106,7 @@ def _chains(expression: ast.AST) -> list[str]:
 
 class LoopInvariantTransfer(Rule):
     code = "PTL105"
+    needs_accelerator = True
     name = "loop-invariant-transfer"
     message = "`{name}` does not change in this loop, yet it is copied to the device on every iteration: " \
               "move it once, before the loop"

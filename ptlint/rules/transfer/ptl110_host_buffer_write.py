@@ -75,6 +75,7 @@ def batches(n=5, seed=0):
 
 class HostBufferWrite(Rule):
     code = "PTL110"
+    needs_accelerator = True
     name = "host-buffer-write"
     message = "`{target}` copies a device result into `{buffer}`, a host tensor (`{factory}` without `device=`, " \
               "line {line}): a blocking device-to-host copy every iteration"

@@ -178,6 +178,7 @@ def _repeated_list(node: ast.AST) -> tuple[ast.AST, ast.AST, int] | None:
 
 class MoveAfterCreate(Rule):
     code = "PTL201"
+    needs_accelerator = True
     name = "move-after-create"
     message = "`{factory}(...)` builds the tensor on the CPU and then copies it: create it with `device=`"
     help = ("Create the tensor where it is used: pass `device=` to the factory (`torch.zeros(n, device=device)`) "

@@ -1,0 +1,299 @@
+"""The project model for a run of `check` or `fix`: each checked file's project, the summaries
+of its files, the solve, and the facts each checked file is linted with (DESIGN.md, "The project
+model"; ptlint.semantics.project does the joining and solving, ptlint.semantics.summary the
+summaries).
+
+A project is the tree under the nearest pyproject.toml / setup.py / setup.cfg / .git above a
+checked file (`find_root`). Its Python files, test code left out, are summarised; a summary is
+kept in the project's index (one file in the cache folder, keyed by each file's size and
+modification time, then by a digest of its bytes), so a later run re-summarises only what
+changed. A checked file that had to be summarised is linted in the same pass, with the facts the
+last run gave it (or none); only if the solve then says otherwise is it linted again. Findings
+are cached by file content and by the digest of the facts they were made with.
+
+What stays unknown: a tree of more than MAX_PROJECT_FILES files is not modelled (each file
+stands alone, as with `project = false`); notebooks and standard input stand alone too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import marshal
+import os
+import re
+import stat
+
+from ptlint.run.check import FileResult, check_files
+from ptlint.run.config import DEFAULT_EXCLUDES
+from ptlint.run.discover import Job
+from ptlint.semantics.project import ProjectFacts, ProjectModel, find_root
+from ptlint.semantics.summary import SUMMARY_VERSION
+
+MAX_PROJECT_FILES = 10_000
+MAX_PROJECT_FOLDERS = 5_000  # a walk that finds no end (a home folder without a project marker): unknown
+INDEX_VERSION = 1
+# A cheap first guess, before the solve, of whether a project compiles code: the facts a file is
+# linted with in the first pass are then right for nearly every file.
+COMPILE_TEXT = re.compile(rb"torch\s*\.\s*compile\b|_dynamo|\bcompile\s*\(")
+
+
+def check_project(jobs: list[Job], caches=None, workers: int | None = None, progress=None) -> list[FileResult]:
+    """`check_files` with each file's project facts; results in the order of `jobs`."""
+    groups: dict[str, list[int]] = {}
+    roots: dict[str, str] = {}
+    for index, job in enumerate(jobs):
+        if job.data is not None or job.path.endswith(".ipynb") or not job.settings.project:
+            continue
+        folder = os.path.dirname(os.path.abspath(job.path))
+        if folder not in roots:
+            roots[folder] = find_root(job.path)
+        groups.setdefault(roots[folder], []).append(index)
+    projects = [Project(root, [jobs[i] for i in members], caches) for root, members in groups.items()]
+    projects = [project for project in projects if project.files is not None]
+    first: list[Job] = []
+    first_owner: list[tuple[Project, str, Job | None]] = []
+    for project in projects:
+        for path, job in project.to_summarise():
+            first.append(job)
+            first_owner.append((project, path, project.jobs_by_path.get(path)))
+    position_of = {id(job): index for index, job in enumerate(jobs)}
+    results: dict[int, FileResult] = {}
+    linted_with: dict[int, ProjectFacts | None] = {}
+    if first:
+        for job, (project, path, original), result in zip(first, first_owner, check_files(first, caches, workers)):
+            project.add_summary(path, result.summary)
+            if original is not None:
+                results[position_of[id(original)]] = result
+                linted_with[position_of[id(original)]] = job.facts
+    final: dict[int, ProjectFacts] = {}
+    for project in projects:
+        facts = project.solve()
+        for job in project.jobs:
+            final[position_of[id(job)]] = job.facts = facts.get(project.key(job.path))  # fix lints with them too
+        project.save()
+    second: list[Job] = []
+    positions: list[int] = []
+    for position, job in enumerate(jobs):
+        facts = final.get(position)
+        if position in results and (linted_with.get(position) == facts or results[position].error):
+            continue
+        second.append(dataclasses.replace(job, facts=facts, summarize=False))
+        positions.append(position)
+    done = len(jobs) - len(second)
+    if progress and done:
+        progress(done, len(jobs))
+
+    def advance(count: int, _total: int) -> None:
+        if progress:
+            progress(done + count, len(jobs))
+
+    for position, result in zip(positions, check_files(second, caches, workers, advance)):
+        results[position] = result
+    return [dataclasses.replace(results[i], summary=None) for i in range(len(jobs))]
+
+
+class Project:
+    """One project's files and their summaries, for one run."""
+
+    def __init__(self, root: str, jobs: list[Job], caches, settings=None) -> None:
+        self.root = root
+        self.jobs = jobs
+        self.settings = settings if settings is not None else jobs[0].settings
+        self.jobs_by_path = {self.key(job.path): job for job in jobs}
+        self.cache_file = None
+        self.cache = None
+        if caches is not None:
+            cache = self.cache = caches.for_settings(self.settings)
+            name = hashlib.blake2b(root.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+            self.cache_file = os.path.join(cache.directory, f"project-{name}.marshal")
+        self.index = self._load()
+        self.summaries: dict[str, dict] = {}
+        self.stamps: dict[str, list] = {}
+        self.files = self._files()
+
+    @staticmethod
+    def key(path: str) -> str:
+        return os.path.abspath(path)
+
+    # -- which files, and which need a summary ----------------------------------------------------
+    def _files(self) -> list[str] | None:
+        """The project's Python files, test code left out; None when there are too many."""
+        found: list[str] = []
+        settings = self.settings
+        folders = 0
+        for folder, subfolders, names in os.walk(self.root):
+            folders += 1
+            if folders > MAX_PROJECT_FOLDERS:
+                return None
+            subfolders[:] = sorted(d for d in subfolders if d not in DEFAULT_EXCLUDES and not d.startswith(".")
+                                   and d != "site-packages")
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    if not settings.is_test_code(path):
+                        found.append(path)
+            if len(found) > MAX_PROJECT_FILES:
+                return None
+        for path in self.jobs_by_path:  # a checked file is part of its project, test code or not
+            if path not in found and not self.jobs_by_path[path].settings.is_test_code(path):
+                found.append(path)
+        return found
+
+    def to_summarise(self) -> list[tuple[str, Job]]:
+        """(path, job) for every file whose summary the index does not hold: checked files are
+        linted and summarised at once; the others only summarised."""
+        out = []
+        bare = dataclasses.replace(self.settings, enabled=())
+        self.compile_guess = False
+        for path in self.files:
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue  # a FIFO or a device named *.py: reading it could wait for ever (check reports it)
+            stamp = [info.st_mtime_ns, info.st_size]
+            entry = self.index.get(path)
+            if entry is not None and entry[:2] == stamp:
+                self.summaries[path] = entry[3]
+                self.stamps[path] = entry[:3]
+                continue
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            if entry is not None and entry[2] == digest:
+                self.summaries[path] = entry[3]
+                self.stamps[path] = stamp + [digest]
+                continue
+            self.stamps[path] = stamp + [digest]
+            self.compile_guess = self.compile_guess or COMPILE_TEXT.search(data) is not None
+            job = self.jobs_by_path.get(path)
+            if job is not None:
+                out.append((path, dataclasses.replace(job, facts=self.assumed(path), summarize=True)))
+            else:
+                out.append((path, Job(path, bare, summarize=True)))
+        return out
+
+    def assumed(self, path: str) -> ProjectFacts:
+        """The facts a file is linted with before the solve: the last run's, else none but the
+        guess of whether the project compiles."""
+        entry = self.index.get(path)
+        if entry is not None and len(entry) > 4 and entry[4] is not None:
+            return ProjectFacts.from_data(entry[4])
+        setting = self.compile_setting()
+        compiles = setting if setting is not None else (
+            self.compile_guess or any(s.get("compiles") for s in self.summaries.values()))
+        return ProjectFacts(compiles=compiles)
+
+    def add_summary(self, path: str, summary: dict | None) -> None:
+        if summary is not None:
+            self.summaries[path] = summary
+        else:  # it does not parse: it calls nothing and defines nothing the others can see
+            self.stamps.pop(path, None)
+
+    # -- the solve and the index -------------------------------------------------------------------
+    def solve(self) -> dict[str, ProjectFacts]:
+        self.facts = ProjectModel(self.root, self.summaries, self.compile_setting()).solve()
+        return self.facts
+
+    def compile_setting(self) -> bool | None:
+        """`compile` of the configuration; else True where the configuration names dynamic targets
+        (`ptlint explain` compiles them with TorchDynamo: the project is compiled code); else None,
+        the code decides."""
+        if self.settings.compile is not None:
+            return self.settings.compile
+        dynamic = self.settings.dynamic or {}
+        return True if dynamic.get("targets") or dynamic.get("script") else None
+
+    def _load(self) -> dict:
+        if self.cache_file is None:
+            return {}
+        try:
+            with open(self.cache_file, "rb") as handle:
+                data = marshal.load(handle)
+            if data.get("v") != (INDEX_VERSION, SUMMARY_VERSION) or data.get("root") != self.root:
+                return {}
+            return data["files"]
+        except (OSError, EOFError, ValueError, TypeError, AttributeError, KeyError):
+            return {}  # a missing, old or damaged index: summarise again
+
+    def save(self) -> None:
+        if self.cache_file is None:
+            return
+        files = {}
+        for path, summary in self.summaries.items():
+            stamp = self.stamps.get(path)
+            if stamp is None or len(stamp) < 3:
+                continue
+            facts = self.facts.get(path) if hasattr(self, "facts") else None
+            files[path] = [stamp[0], stamp[1], stamp[2], summary, facts.to_data() if facts is not None else None]
+        temporary = f"{self.cache_file}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            self.cache.make_folders()  # a .gitignore only in a cache folder made here
+            with open(temporary, "wb") as handle:
+                marshal.dump({"v": (INDEX_VERSION, SUMMARY_VERSION), "root": self.root, "files": files}, handle)
+            os.replace(temporary, self.cache_file)
+        except (OSError, ValueError):
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+class LiveProject:
+    """A project the language server keeps in memory: the summaries of its files (from the index
+    a check left, else made on first use), each open document's made from its text as it is
+    edited, and the facts re-solved when a document's summary changes in a way other files can
+    see (not only its line numbers)."""
+
+    def __init__(self, root: str, settings, caches=None) -> None:
+        from ptlint.engine.source import SourceError, decode_source, read_bytes
+        from ptlint.engine.traversal import lint_and_summarize
+
+        self.project = Project(root, [], caches, settings)
+        self.facts: dict[str, ProjectFacts] = {}
+        if self.project.files is None:
+            return
+        for path, _ in self.project.to_summarise():
+            try:
+                source = decode_source(read_bytes(path), path)
+                self.project.add_summary(path, lint_and_summarize(source, [], summarize=True)[1])
+            except (SourceError, RecursionError, ValueError):
+                self.project.add_summary(path, None)
+        self.facts = self.project.solve()
+        self.project.save()
+
+    def facts_for(self, path: str) -> ProjectFacts | None:
+        if self.project.files is None:
+            return None
+        return self.facts.get(os.path.abspath(path)) or ProjectFacts(compiles=self._compiles())
+
+    def _compiles(self) -> bool:
+        setting = self.project.compile_setting()
+        return setting if setting is not None else any(s.get("compiles") for s in self.project.summaries.values())
+
+    def update(self, path: str, summary: dict | None) -> set[str]:
+        """Take a document's new summary; the paths whose facts changed."""
+        path = os.path.abspath(path)
+        if summary is None or self.project.files is None:
+            return set()  # a text that does not parse (mid-edit): the last summary stands
+        old = self.project.summaries.get(path)
+        self.project.summaries[path] = summary
+        if old is not None and _shape(old) == _shape(summary):
+            return set()
+        before = self.facts
+        self.facts = self.project.solve()
+        return {p for p in set(before) | set(self.facts) if before.get(p) != self.facts.get(p)}
+
+
+def _shape(summary: dict) -> tuple:
+    """A summary without its line numbers: what other files' facts depend on, but where."""
+    edges = tuple((e[0], repr(e[1]), e[3], e[4], e[5], e[8]) for e in summary["edges"])
+    defs = tuple((key, entry[1], entry[3], entry[4]) for key, entry in summary["defs"].items())
+    classes = tuple((key, repr(entry[1])) for key, entry in summary["classes"].items())
+    return (defs, edges, classes, repr(summary["imports"]), repr(summary["exports"]),
+            summary["accelerator"], summary["compiles"], summary["dynamic"])

@@ -1,0 +1,440 @@
+"""What one file tells the rest of the project: its summary for the project model.
+
+A summary is plain data (dicts, lists, strings, numbers), so it can be cached by the file's
+content and carried between processes. It holds what the project model
+(ptlint.semantics.project) needs to answer, across files, where code runs and what the program
+does — never a finding:
+
+- `defs`: every def, by its name in the module (`def_key`: `Trainer.step`), with its line, what it
+  is when that alone says how often it runs (`intrinsic`: a `forward`, a step hook, a compiled
+  function, with the reason), the context it has when nothing calls it (`alone`: once for set-up
+  names, else called), and whether it is a training step by itself (`hook`);
+- `classes`: every class, with its bases as references (a class of this file, or a name an import
+  binds);
+- `edges`: every call that may run a def — of this file (resolved by ptlint.semantics.calls) or of
+  another module of the project (a name bound by an import, `self.method()` that a base or a
+  subclass elsewhere may define, `obj.method()` where `obj` is an instance of a known class) — with
+  how its context follows from its function's (`transfer`, ptlint.semantics.where), whether it is
+  cold, whether a loop around it runs a training step, and the loop to cite as evidence;
+- `imports`: the modules the file imports (for the programs it belongs to), and `exports`, the
+  names its imports bind at module level (a package's `__init__` re-exporting `train`);
+- `accelerator`, `compiles`, `dynamic`: whether the file places tensors on an accelerator (or
+  could: a device that arrives from elsewhere), compiles code with `torch.compile`, or imports
+  modules by name at run time (then what it imports is unknown).
+
+References are lists: `["l", key]` a def or class of this file; `["m", level, module, names]`
+what `from <level dots><module> import ...` or `import <module>` binds, then the attributes
+after it (`["m", 1, "engine", ["train_one_epoch"]]`); `["s", class_key, method]` a call of
+`self.method()` in that class; `["i", class_ref, method]` a method of an instance of a class.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import re
+from typing import TYPE_CHECKING
+
+from ptlint.semantics.compiled import COMPILE, local_classes
+from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, walk
+from ptlint.semantics.where import (
+    CALLED,
+    LETTER,
+    ONCE,
+    ONCE_NAME,
+    ONCE_NAMES,
+    PER_STEP,
+    STEP_HOOK_SUFFIXES,
+    STEP_HOOKS,
+    event_context,
+    step_loop,
+    execution_model,
+    is_step_function,
+    loop_why,
+    runs_training_step,
+    transfer,
+)
+
+if TYPE_CHECKING:
+    from ptlint.semantics.facts import FileFacts
+
+SUMMARY_VERSION = 1
+
+# Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
+# launcher that picks one): the names of devices and of the libraries that place models.
+ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|\bnpu\b|\bhpu\b|torch_xla|\btpu\b|accelerate|lightning|deepspeed"
+                              r"|[Ff]abric|colossalai|DataParallel|nccl|get_device|\.device\b|device_ids|ray\.train")
+CPU_DEVICE = re.compile(r"""\s*["']cpu(:\d+)?["']\s*""")
+DYNAMIC_IMPORTS = ("importlib", "__import__", "runpy")
+
+
+def summarize(ctx: "FileFacts") -> dict:
+    """The file's summary (see the module docstring), from its tree; after the traversal, when
+    there was one (the model reads the assignments it recorded)."""
+    model = execution_model(ctx)
+    parent = ctx.parent
+    scan = _Scan(ctx.tree)
+    imports, exports, bindings = _imports(ctx, scan.imports)
+    defs: dict[str, list] = {}
+    for function in ctx.function_defs():
+        key = model.key(function)
+        if key in defs:  # two defs of one name (`if ...: def f` / `else: def f`): the first one
+            continue
+        intrinsic = model.intrinsic(function)
+        owner = ctx.owner_class(function)
+        hook = (function.name in STEP_HOOKS or function.name.endswith(STEP_HOOK_SUFFIXES)
+                or is_step_function(function)
+                or any(event_context(d) == PER_STEP for d in function.decorator_list)) \
+            and not (owner is not None and function.name == "forward")
+        once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
+        defs[key] = [function.lineno, LETTER[intrinsic] if intrinsic else "",
+                     model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook]
+    classes: dict[str, list] = {}
+    for node in scan.classes:
+        if True:
+            key = _class_key(node, parent)
+            if key not in classes:
+                classes[key] = [node.lineno, [_reference(base, node, ctx, bindings) for base in node.bases]]
+    edges: list[list] = []
+    for function in ctx.function_defs():
+        key = model.key(function)
+        for call in model.callers(function):
+            edges.append(_edge(model, call, ["l", key], function.name))
+    for call in ctx.calls():
+        target = _foreign_callee(call, ctx, bindings)
+        if target is not None:
+            edges.append(_edge(model, call, target, target[-1] if target[0] != "m" else target[3][-1]))
+    text = ctx.text
+    return {
+        "v": SUMMARY_VERSION,
+        "defs": defs,
+        "classes": classes,
+        "edges": edges,
+        "imports": imports,
+        "exports": exports,
+        "accelerator": _accelerator(ctx),
+        "compiles": _compiles(ctx, scan),
+        "dynamic": scan.star or _imports_by_name(ctx) or bool(scan.used - scan.bound - _BUILTINS),
+    }
+
+
+def _edge(model, call: ast.Call, callee: list, name: str) -> list:
+    """[caller key ("" at module level), callee, line, transfer, cold, in a training loop,
+    line of the loop to cite (0: none), its header, the name called]."""
+    placement = model.placement(call)
+    function = placement.function
+    trains = any(runs_training_step(loop) for loop in placement.loops)
+    loop = step_loop(placement.loops) if placement.loops else None
+    return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
+            placement.cold, trains, loop.lineno if loop is not None else 0,
+            loop_why(loop) if loop is not None else "", name]
+
+
+def _class_key(node: ast.ClassDef, parent) -> str:
+    parts = [node.name]
+    up = parent(node)
+    while up is not None and not isinstance(up, ast.Module):
+        if isinstance(up, (*FUNCTION_DEFS, ast.ClassDef)):
+            parts.append(up.name)
+        up = parent(up)
+    return ".".join(reversed(parts))
+
+
+# -- imports -------------------------------------------------------------------------------------
+class _Scan:
+    """What one walk of the tree collects for the summary: imports, classes, the names it uses and
+    binds, star imports, and the names and attributes that may spell `torch.compile`."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.imports: list = []
+        self.classes: list[ast.ClassDef] = []
+        self.bound: set[str] = set()
+        self.used: set[str] = set()
+        self.star = False
+        self.compile_refs: list[ast.AST] = []
+        bound, used = self.bound, self.used
+        for node in walk(tree):
+            kind = type(node)
+            if kind is ast.Name:
+                (used if type(node.ctx) is ast.Load else bound).add(node.id)
+                if node.id in ("compile", "optimize"):
+                    self.compile_refs.append(node)
+            elif kind is ast.Attribute:
+                if node.attr in ("compile", "optimize") or node.attr.startswith("_dynamo"):
+                    self.compile_refs.append(node)
+            elif kind is ast.arg:
+                bound.add(node.arg)
+            elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+                bound.add(node.name)
+            elif kind is ast.ClassDef:
+                bound.add(node.name)
+                self.classes.append(node)
+            elif kind in (ast.Import, ast.ImportFrom):
+                self.imports.append(node)
+                for alias in node.names:
+                    if alias.name == "*":
+                        self.star = True
+                    bound.add(alias.asname or alias.name.split(".")[0])
+            elif kind in (ast.Global, ast.Nonlocal):
+                bound.update(node.names)
+            elif kind is ast.ExceptHandler:
+                if node.name:
+                    bound.add(node.name)
+            elif kind in (ast.MatchAs, ast.MatchStar):
+                if node.name:
+                    bound.add(node.name)
+            elif kind is ast.MatchMapping:
+                if node.rest:
+                    bound.add(node.rest)
+        self.classes.sort(key=lambda c: (c.lineno, c.col_offset))
+        self.imports.sort(key=lambda i: (i.lineno, i.col_offset))
+
+
+def _imports(ctx: "FileFacts", nodes: list) -> tuple[list, dict, dict]:
+    """(every import: [level, module, names]; module-level bindings: name -> reference; bindings
+    per scope: id(scope) -> name -> reference)."""
+    imports: list[list] = []
+    bindings: dict[int, dict[str, list]] = {}
+    for node in nodes:
+        scope = ctx.enclosing_function(node) or ctx.tree
+        table = bindings.setdefault(id(scope), {})
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                imports.append([0, alias.name, []])
+                if alias.asname:
+                    table[alias.asname] = ["m", 0, alias.name, []]
+                else:
+                    top = alias.name.split(".")[0]
+                    table[top] = ["m", 0, top, []]
+        else:
+            module = node.module or ""
+            names = [alias.name for alias in node.names]
+            imports.append([node.level, module, names])
+            for alias in node.names:
+                if alias.name != "*":
+                    table[alias.asname or alias.name] = ["m", node.level, module, [alias.name]]
+    return imports, dict(bindings.get(id(ctx.tree), {})), bindings
+
+
+def _binding(name: str, at: ast.AST, ctx: "FileFacts", bindings: dict) -> list | None:
+    """What an import binds `name` to where `at` stands (the innermost function first), or None
+    where a local binding of the function shadows it or no import binds it."""
+    function = ctx.enclosing_function(at)
+    while function is not None:
+        table = bindings.get(id(function))
+        if table and name in table:
+            return table[name]
+        if name in _function_locals(function, ctx):
+            return None
+        function = ctx.enclosing_function(function)
+    module = bindings.get(id(ctx.tree), {})
+    return module.get(name)
+
+
+def _function_locals(function: ast.AST, ctx: "FileFacts") -> set[str]:
+    key = ("summary-locals", id(function))
+    found = ctx.memo.get(key)
+    if found is None:
+        found = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                found.add(node.id)
+        ctx.memo[key] = found
+    return found
+
+
+def _attribute_chain(node: ast.AST) -> tuple[ast.Name | None, list[str]]:
+    """`a.b.c` -> (Name a, ["b", "c"])."""
+    names: list[str] = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    return (node if isinstance(node, ast.Name) else None), list(reversed(names))
+
+
+def _reference(node: ast.AST, at: ast.AST, ctx: "FileFacts", bindings: dict) -> list | None:
+    """A class or function named by `node` (a name or an attribute chain): of this file, or
+    bound by an import; None otherwise."""
+    head, names = _attribute_chain(node)
+    if head is None:
+        return None
+    bound = _binding(head.id, at, ctx, bindings)
+    if bound is not None:
+        return ["m", bound[1], bound[2], bound[3] + names] if _may_be_project(bound, ctx) else None
+    if not names and head.id in local_classes(ctx):
+        return ["l", _class_key(local_classes(ctx)[head.id], ctx.parent)]
+    return None
+
+
+def _foreign_callee(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list | None:
+    """What a call may run in another module: a name an import binds (`train_one_epoch(...)`,
+    `engine.evaluate(...)`), `self.method()` (a base or subclass elsewhere may define it), or a
+    method of an instance of a known class (`logger = utils.MetricLogger(); logger.update()`,
+    `self.meter = Meter()` ... `self.meter.update()`)."""
+    func = call.func
+    head, names = _attribute_chain(func)
+    if head is None:
+        return None
+    bound = _binding(head.id, call, ctx, bindings)
+    if bound is not None:
+        if not bound[3] and not names:
+            return None  # calling a module
+        if not _may_be_project(bound, ctx):
+            return None  # torch, numpy, the standard library: not the project's code
+        return ["m", bound[1], bound[2], bound[3] + names]
+    if head.id in SELF_NAMES and names:
+        owner = _owner_class(call, ctx)
+        if owner is None:
+            return None
+        if len(names) == 1:
+            return ["s", _class_key(owner, ctx.parent), names[0]]
+        if len(names) == 2:  # `self.meter.update()`: `self.meter = Meter(...)` somewhere in the class
+            made = _attribute_class(owner, names[0], ctx, bindings)
+            return ["i", made, names[1]] if made is not None else None
+        return None
+    if len(names) == 1:  # `logger.update()` where `logger = MetricLogger(...)` in this scope
+        scope = ctx.enclosing_function(call) or ctx.tree
+        made = _instance_class(head.id, scope, ctx, bindings)
+        return ["i", made, names[0]] if made is not None else None
+    return None
+
+
+def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
+    """An import that may name a module of the project: a relative one, or one whose top-level
+    name is a module or package beside the file, above its packages or at its project's root
+    (where ptlint.semantics.project resolves it). Asked of each call of an imported name, so kept
+    per top-level name."""
+    if reference[1]:
+        return True
+    top = reference[2].split(".")[0]
+    key = ("summary-project-module", top)
+    found = ctx.memo.get(key)
+    if found is None:
+        from ptlint.semantics.project import find_root, import_bases
+
+        found = False
+        if not ctx.path.startswith("<") and top:
+            root = ctx.memo.get("summary-root")
+            if root is None:
+                root = ctx.memo["summary-root"] = find_root(ctx.path)
+            found = any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
+                        for base in import_bases(ctx.path, root) + [os.path.join(root, "src")])
+        ctx.memo[key] = found
+    return found
+
+
+def _owner_class(call: ast.AST, ctx: "FileFacts") -> ast.ClassDef | None:
+    function = ctx.enclosing_function(call)
+    while function is not None and ctx.owner_class(function) is None:
+        function = ctx.enclosing_function(function)
+    return ctx.owner_class(function) if function is not None else None
+
+
+def _instance_class(name: str, scope: ast.AST, ctx: "FileFacts", bindings: dict) -> list | None:
+    """The class `name` is an instance of in `scope`: the one class every assignment of it
+    calls (`x = Meter(...)`), of this file or bound by an import."""
+    key = ("summary-instances", id(scope))
+    table = ctx.memo.get(key)
+    if table is None:
+        table = {}
+        for node in _scope_nodes(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                table.setdefault(node.targets[0].id, []).append(node.value)
+        ctx.memo[key] = table
+    values = table.get(name, [])
+    found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
+    if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
+        return None
+    return found[0]
+
+
+def _attribute_class(owner: ast.ClassDef, attribute: str, ctx: "FileFacts", bindings: dict) -> list | None:
+    """The class of `self.<attribute>` in `owner`: every `self.<attribute> = C(...)` in its
+    methods calls the same class."""
+    values = []
+    for node in ast.walk(owner):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Attribute) and target.attr == attribute and isinstance(target.value, ast.Name) \
+                    and target.value.id in SELF_NAMES:
+                values.append(node.value)
+    found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
+    if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
+        return None
+    return found[0]
+
+
+def _scope_nodes(scope: ast.AST):
+    """The nodes of a scope's own code, not of the defs and classes in it."""
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+# -- what the program does -----------------------------------------------------------------------
+def _accelerator(ctx: "FileFacts") -> bool:
+    """The file places tensors on an accelerator or may: it names a device or a library that
+    places models (ACCELERATOR_TEXT), or moves tensors to a device that is not spelled as the CPU
+    (`.to(device)`, `device=args.device`: a device from elsewhere may be one)."""
+    if ACCELERATOR_TEXT.search(ctx.text):
+        return True
+    if "device" not in ctx.text and ".to(" not in ctx.text:
+        return False
+    for call in ctx.calls():
+        func = call.func
+        values = [k.value for k in call.keywords if k.arg == "device"]
+        if isinstance(func, ast.Attribute) and func.attr == "to" and call.args:
+            values.append(call.args[0])
+        for value in values:
+            if not _spelled_cpu(value) and not _dtype(value):
+                return True
+    return False
+
+
+def _spelled_cpu(node: ast.AST) -> bool:
+    """`"cpu"`, `torch.device("cpu")`."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and CPU_DEVICE.fullmatch(repr(node.value)) is not None
+    if isinstance(node, ast.Call) and node.args and not node.keywords and len(node.args) == 1:
+        return isinstance(node.func, ast.Attribute) and node.func.attr == "device" and _spelled_cpu(node.args[0])
+    return False
+
+
+def _dtype(node: ast.AST) -> bool:
+    """`torch.float16`, `x.dtype`, `dtype`: a move of type, not of place."""
+    head, names = _attribute_chain(node)
+    words = ([head.id] if head is not None else []) + names
+    return bool(words) and ("dtype" in words[-1] or (words[0] == "torch" and len(words) == 2
+                                                     and words[1][:1].islower() and "device" not in words[1]))
+
+
+_BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__",
+                                        "__builtins__", "__path__", "__annotations__", "__dict__", "__class__"}
+
+
+def _imports_by_name(ctx: "FileFacts") -> bool:
+    """The file imports or runs modules by name at run time (`importlib.import_module(name)`,
+    `__import__(name)`, `runpy.run_path(...)`): what it loads is unknown."""
+    if not any(word in ctx.text for word in DYNAMIC_IMPORTS):
+        return False
+    for call in ctx.calls():
+        if isinstance(call.func, ast.Name) and call.func.id == "__import__":
+            return True
+        qual = ctx.names.qualname(call.func, at=call) or ""
+        if qual.startswith(("importlib.", "runpy.")):
+            return True
+    return False
+
+
+def _compiles(ctx: "FileFacts", scan: _Scan) -> bool:
+    """The file compiles code with TorchDynamo: `torch.compile(...)`, `@torch.compile`,
+    `torch._dynamo.optimize(...)`."""
+    for node in scan.compile_refs:
+        qual = ctx.names.qualname(node, at=node)
+        if qual in COMPILE or (qual or "").startswith("torch._dynamo"):
+            return True
+    return False

@@ -1,0 +1,504 @@
+"""The project model (ptlint.semantics.project, ptlint.run.project) through the real command:
+projects of several files in tmp_path, each a case written from issue 23's descriptions, checked
+from inside the project. Each file line that must carry a finding ends with `# expect: CODE`
+(tests/helpers.py); every other line must carry none of the selected codes."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import expected_markers
+
+from ptlint.front import cli
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+
+def check(root: Path, monkeypatch, capsys, select: str, *extra: str) -> list[dict]:
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PTLINT_CACHE_DIR", raising=False)
+    code = cli.run(["check", "--output-format", "json", "--select", select, *extra, "."])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    return json.loads(out)
+
+
+def found(findings: list[dict]) -> set[tuple[str, int, str]]:
+    return {(f["path"], f["line"], f["code"]) for f in findings}
+
+
+def markers(root: Path, select: str) -> set[tuple[str, int, str]]:
+    return {m for m in expected_markers(root) if m[2] in select.split(",")}
+
+
+TRAIN_CALLS_HELPER = """
+    import torch
+    from helpers import log_metrics
+
+
+    def main():
+        model = torch.nn.Linear(4, 2).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in loader():
+            loss = model(batch.cuda()).sum()
+            loss.backward()
+            opt.step()
+            log_metrics(loss)
+
+
+    def loader():
+        return [torch.randn(8, 4) for _ in range(10)]
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_a_helper_in_another_module_called_per_step_is_reported_with_its_chain(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": TRAIN_CALLS_HELPER, "helpers.py": """
+        import torch
+
+
+        def log_metrics(loss):
+            print(loss.item())  # expect: PTL101
+    """})
+    findings = check(tmp_path, monkeypatch, capsys, "PTL101")
+    assert found(findings) == markers(tmp_path, "PTL101")
+    [finding] = findings
+    assert finding["context"] == {"where": "per-step", "via": [
+        {"path": "train.py", "line": 8, "why": "for batch in loader()"},
+        {"path": "train.py", "line": 12, "why": "calls `log_metrics`"}]}
+
+
+def test_the_same_helper_called_only_from_main_is_silent(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": """
+        import torch
+        from helpers import log_metrics
+
+
+        def main():
+            model = torch.nn.Linear(4, 2).cuda()
+            log_metrics(model(torch.randn(8, 4).cuda()).sum())
+
+
+        if __name__ == "__main__":
+            main()
+    """, "helpers.py": """
+        def log_metrics(loss):
+            print(loss.item())
+    """})
+    assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
+
+
+def test_alone_the_helper_file_is_reported_as_called_code_nobody_calls(tmp_path, monkeypatch, capsys):
+    """Without the script, nothing in the project calls `log_metrics`: its users are unknown."""
+    write(tmp_path, {"helpers.py": """
+        import torch
+
+
+        def log_metrics(model, loader):
+            for batch in loader:
+                loss = model(batch).sum()
+                loss.backward()
+                print(loss.item())  # expect: PTL101
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_cpu_only_program_is_silent_for_syncs_and_transfers(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": """
+        import torch
+        from helpers import log_metrics
+
+
+        def main():
+            model = torch.nn.Linear(4, 2).double()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                batch = torch.randn(8, 4, dtype=torch.float64)
+                loss = model(batch).sum()
+                loss.backward()
+                opt.step()
+                print(loss.item())
+                log_metrics(loss)
+
+
+        main()
+    """, "helpers.py": """
+        def log_metrics(loss):
+            print(loss.item())
+    """})
+    assert check(tmp_path, monkeypatch, capsys, "PTL101,PTL102,PTL201") == []
+
+
+def test_the_same_program_on_a_device_is_reported(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": """
+        import torch
+        from helpers import log_metrics
+
+
+        def main(device):
+            model = torch.nn.Linear(4, 2).to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                batch = torch.randn(8, 4).to(device)
+                loss = model(batch).sum()
+                loss.backward()
+                opt.step()
+                print(loss.item())  # expect: PTL101
+                log_metrics(loss)
+
+
+        main("cuda" if torch.cuda.is_available() else "cpu")
+    """, "helpers.py": """
+        import torch
+
+
+        def log_metrics(loss):
+            print(loss.item())  # expect: PTL101
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_module_of_a_gpu_program_shared_with_a_cpu_program_is_reported_only_in_the_gpu_one(
+        tmp_path, monkeypatch, capsys):
+    loop = """
+        import torch
+        from common import step
+
+
+        def main():
+            model = torch.nn.Linear(4, 2){move}
+            for i in range(10):
+                loss = step(model, torch.randn(8, 4){move})
+                loss.backward()
+                print(loss.item()){expect}
+
+
+        main()
+    """
+    write(tmp_path, {
+        "gpu.py": loop.format(move=".cuda()", expect="  # expect: PTL101"),
+        "cpu.py": loop.format(move="", expect=""),
+        "common.py": """
+            def step(model, batch):
+                return model(batch).sum()
+        """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+DYNAMIC_PROGRAM = """
+    import torch
+    {load}
+
+
+    def main():
+        model, loader, opt = build()
+        for x in loader:
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            print(loss.item()){expect}
+
+
+    main()
+"""
+
+
+def test_a_program_that_imports_modules_by_name_is_not_assumed_to_stay_on_the_cpu(tmp_path, monkeypatch, capsys):
+    load = 'import importlib\n    build = importlib.import_module("plugins." + "gpu").build'
+    write(tmp_path, {"train.py": DYNAMIC_PROGRAM.format(load=load, expect="  # expect: PTL101")})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_the_same_program_loading_a_cpu_builder_from_the_project_is_silent(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": DYNAMIC_PROGRAM.format(load="from builder import build", expect=""),
+                     "builder.py": """
+        import torch
+
+
+        def build():
+            model = torch.nn.Linear(4, 1)
+            return model, [torch.randn(8, 4)], torch.optim.SGD(model.parameters(), lr=0.1)
+    """})
+    assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
+
+
+PER_PARAMETER_HELPER = """
+    import torch
+
+
+    def grad_norms(model):
+        norms = {}
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                norms[name] = p.grad.norm().item()  # expect: PTL101
+        return norms
+"""
+
+
+def test_a_per_parameter_read_in_a_helper_the_step_calls_is_reported(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": """
+        import torch
+        from utils.logging import grad_norms
+
+
+        def train(model, loader, opt, device):
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                norms = grad_norms(model)
+                opt.step()
+    """, "utils/__init__.py": "", "utils/logging.py": PER_PARAMETER_HELPER})
+    findings = check(tmp_path, monkeypatch, capsys, "PTL101")
+    assert found(findings) == markers(tmp_path, "PTL101")
+    assert [link["why"] for link in findings[0]["context"]["via"]] == ["for x, y in loader", "calls `grad_norms`"]
+
+
+def test_a_helper_called_through_a_package_reexport_and_a_module_alias(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": """
+        import torch
+        import utils as U
+        from utils import grad_norms
+
+
+        def train(model, loader, opt, device):
+            for x in loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                grad_norms(model)
+                U.report(loss)
+                opt.step()
+    """, "utils/__init__.py": """
+        from .logging import grad_norms
+        from .report import report
+    """, "utils/logging.py": PER_PARAMETER_HELPER, "utils/report.py": """
+        def report(loss):
+            print(f"{loss.item():.3f}")  # expect: PTL101
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_metric_logger_instance_in_another_module(tmp_path, monkeypatch, capsys):
+    """`metric_logger = utils.MetricLogger()` ... `metric_logger.update(loss=loss)` per step: the
+    logger's `update` reads every value back."""
+    write(tmp_path, {"engine.py": """
+        import torch
+        import utils
+
+
+        def train_one_epoch(model, loader, optimizer, device):
+            metric_logger = utils.MetricLogger()
+            for samples, targets in loader:
+                samples = samples.to(device, non_blocking=True)
+                loss = model(samples).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                metric_logger.update(loss=loss)
+    """, "utils.py": """
+        import torch
+
+
+        class MetricLogger:
+            def __init__(self):
+                self.meters = {}
+
+            def update(self, **kwargs):
+                for k, v in kwargs.items():
+                    if isinstance(v, torch.Tensor):
+                        v = v.item()  # expect: PTL101
+                    self.meters[k] = v
+    """, "main.py": """
+        from engine import train_one_epoch
+
+
+        def main(model, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                train_one_epoch(model, loader, optimizer, "cuda")
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_training_step_a_base_trainer_calls_on_a_subclass_in_another_file(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"base.py": """
+        class Trainer:
+            def fit(self, loader):
+                for batch in loader:
+                    loss = self.compute(batch)
+                    loss.backward()
+                    self.optimizer.step()
+                    self.after_step(loss)
+
+            def after_step(self, loss):
+                pass
+    """, "mine.py": """
+        import torch
+        from base import Trainer
+
+
+        class MyTrainer(Trainer):
+            def compute(self, batch):
+                return self.model(batch.cuda()).sum()
+
+            def after_step(self, loss):
+                self.history.append(loss.item())  # expect: PTL101
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+COMPILED_FORWARD = """
+    import torch
+    from torch import nn
+
+
+    class Gate(nn.Module):
+        def forward(self, x):
+            if x.abs().max() > 1:{expect}
+                x = x / x.abs().max()
+            return x
+"""
+
+
+def test_a_forward_in_a_project_that_never_compiles_is_silent_for_compile_rules(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"model.py": COMPILED_FORWARD.format(expect=""), "train.py": """
+        from model import Gate
+
+        gate = Gate()
+    """})
+    assert check(tmp_path, monkeypatch, capsys, "PTL401,PTL402,PTL403,PTL404,PTL405") == []
+
+
+def test_a_forward_in_a_project_that_compiles_is_reported(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"model.py": COMPILED_FORWARD.format(expect="  # expect: PTL403"), "train.py": """
+        import torch
+        from model import Gate
+
+        gate = torch.compile(Gate())
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL403")) == markers(tmp_path, "PTL403")
+
+
+def test_compile_true_in_the_configuration_says_users_compile_a_library(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"model.py": COMPILED_FORWARD.format(expect="  # expect: PTL403")})
+    (tmp_path / "pyproject.toml").write_text("[tool.ptlint]\ncompile = true\n")
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL403")) == markers(tmp_path, "PTL403")
+
+
+@pytest.mark.parametrize("setting", ["compile = false", "project = false"])
+def test_the_configuration_can_say_no_compile_or_no_project(tmp_path, monkeypatch, capsys, setting):
+    write(tmp_path, {"model.py": COMPILED_FORWARD.format(expect=""), "train.py": """
+        import torch
+        from model import Gate
+
+        gate = torch.compile(Gate())
+    """, "helpers.py": """
+        import torch
+
+
+        def log_metrics(loss):
+            print(loss.item())
+    """, "main.py": TRAIN_CALLS_HELPER})
+    (tmp_path / "pyproject.toml").write_text(f"[tool.ptlint]\n{setting}\n")
+    findings = check(tmp_path, monkeypatch, capsys, "PTL403,PTL101")
+    if setting == "compile = false":
+        assert {f["code"] for f in findings} == {"PTL101"}  # the helper: still per step
+    else:  # each file alone: the forward is assumed compiled, the helper's callers unknown
+        assert found(findings) == {("model.py", 7, "PTL403")}
+
+
+def test_a_read_in_a_log_interval_branch_that_holds_a_small_loop_is_silent(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": """
+        import torch
+
+
+        def train(model, loader, opt, args):
+            model.cuda()
+            for batch_idx, (x, y) in enumerate(loader):
+                losses = {"ce": model(x.cuda()).mean()}
+                losses["ce"].backward()
+                opt.step()
+                if batch_idx % args.log_interval == 0:
+                    for name, value in losses.items():
+                        print(name, value.item())
+                    if args.dry_run:
+                        break
+                print(losses["ce"].item())  # expect: PTL101
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_read_after_a_sampling_loop_runs_once_per_sample(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"sample.py": """
+        import torch
+
+
+        def sample(model, shape, device):
+            x = torch.randn(shape, device=device)
+            for t in reversed(range(1000)):
+                x = model(x, t)
+            return x.clamp(-1, 1).cpu().numpy()
+
+
+        def evaluate(model, loader, device):
+            images = []
+            for batch in loader:
+                images.append(sample(model, batch.shape, device))
+            return images
+    """})
+    assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
+
+
+def test_the_project_cache_answers_a_one_file_check_and_sees_a_helper_change(tmp_path, monkeypatch, capsys):
+    """A second run reads the summaries back from the project index; a one-file check of the
+    helper sees the script's callers; editing the script changes the helper's findings."""
+    write(tmp_path, {"train.py": TRAIN_CALLS_HELPER, "helpers.py": """
+        import torch
+
+
+        def log_metrics(loss):
+            print(loss.item())
+    """})
+    first = check(tmp_path, monkeypatch, capsys, "PTL101")
+    assert [f["path"] for f in first] == ["helpers.py"]
+    assert list((tmp_path / ".ptlint_cache").rglob("project-*.marshal"))
+    assert check(tmp_path, monkeypatch, capsys, "PTL101") == first
+    monkeypatch.chdir(tmp_path)
+    assert cli.run(["check", "--output-format", "json", "--select", "PTL101", "helpers.py"]) == 1
+    assert json.loads(capsys.readouterr().out) == first
+    (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace(
+        "        log_metrics(loss)\n", "    log_metrics(loss)\n"))  # now after the loop, once
+    assert cli.run(["check", "--output-format", "json", "--select", "PTL101", "helpers.py"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_a_script_that_uses_names_nothing_binds_is_not_assumed_to_stay_on_the_cpu(tmp_path, monkeypatch, capsys):
+    """`for x in xs: net(x).item()` pasted alone: its program is not all there (a star import
+    does the same)."""
+    write(tmp_path, {"snippet.py": """
+        import torch
+        for x in xs:
+            t = net(x).item()  # expect: PTL101
+    """, "star.py": """
+        import torch
+        from setup import *
+        for x in xs:
+            t = net(x).item()  # expect: PTL101
+    """, "setup.py": """
+        import torch
+        xs = [torch.randn(2)]
+        net = torch.nn.Linear(2, 1)
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
