@@ -43,21 +43,31 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
     groups: dict[str, list[int]] = {}
     roots: dict[str, str] = {}
     for index, job in enumerate(jobs):
-        if job.data is not None or job.path.endswith(".ipynb") or not job.settings.project:
-            continue
+        if job.data is not None or job.path.endswith(".ipynb") or not job.settings.project \
+                or job.settings.is_test_code(job.path):
+            continue  # standard input, notebooks and test code stand alone
         folder = os.path.dirname(os.path.abspath(job.path))
         if folder not in roots:
             roots[folder] = find_root(job.path)
         groups.setdefault(roots[folder], []).append(index)
-    projects = [Project(root, [jobs[i] for i in members], caches) for root, members in groups.items()]
-    projects = [project for project in projects if project.files is not None]
+    position_of = {id(job): index for index, job in enumerate(jobs)}
+    projects = []
+    for root, members in groups.items():
+        project = Project(root, [jobs[i] for i in members], caches)
+        known = project.known_facts()  # the last run's, where nothing they come from changed
+        if known is not None:
+            for job in project.jobs:
+                job.facts = known[project.key(job.path)]
+            continue
+        project.walk()
+        if project.files is not None:
+            projects.append(project)
     first: list[Job] = []
     first_owner: list[tuple[Project, str, Job | None]] = []
     for project in projects:
         for path, job in project.to_summarise():
             first.append(job)
             first_owner.append((project, path, project.jobs_by_path.get(path)))
-    position_of = {id(job): index for index, job in enumerate(jobs)}
     results: dict[int, FileResult] = {}
     linted_with: dict[int, ProjectFacts | None] = {}
     if first:
@@ -66,16 +76,15 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
             if original is not None:
                 results[position_of[id(original)]] = result
                 linted_with[position_of[id(original)]] = job.facts
-    final: dict[int, ProjectFacts] = {}
     for project in projects:
         facts = project.solve()
         for job in project.jobs:
-            final[position_of[id(job)]] = job.facts = facts.get(project.key(job.path))  # fix lints with them too
+            job.facts = facts.get(project.key(job.path))  # fix lints with them too
         project.save()
     second: list[Job] = []
     positions: list[int] = []
     for position, job in enumerate(jobs):
-        facts = final.get(position)
+        facts = job.facts
         if position in results and (linted_with.get(position) == facts or results[position].error):
             continue
         second.append(dataclasses.replace(job, facts=facts, summarize=False))
@@ -101,16 +110,53 @@ class Project:
         self.jobs = jobs
         self.settings = settings if settings is not None else jobs[0].settings
         self.jobs_by_path = {self.key(job.path): job for job in jobs}
-        self.cache_file = None
+        self.cache_file = self.facts_file = None
         self.cache = None
         if caches is not None:
             cache = self.cache = caches.for_settings(self.settings)
             name = hashlib.blake2b(root.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
             self.cache_file = os.path.join(cache.directory, f"project-{name}.marshal")
-        self.index = self._load()
+            self.facts_file = os.path.join(cache.directory, f"facts-{name}.marshal")
+        self._index: dict | None = None
         self.summaries: dict[str, dict] = {}
         self.stamps: dict[str, list] = {}
+        self.files: list[str] | None = None
+        self.last = _load(self.facts_file, self.root)  # path -> [mtime, size, facts, files they come from]
+
+    @property
+    def index(self) -> dict:
+        """The summaries the last run kept: path -> [mtime, size, digest, summary] (read on first use:
+        for a large project it is the largest file ptlint reads)."""
+        if self._index is None:
+            self._index = _load(self.cache_file, self.root)
+        return self._index
+
+    def walk(self) -> None:
         self.files = self._files()
+
+    def known_facts(self) -> dict[str, ProjectFacts] | None:
+        """The facts of the last run, where they still hold: for a run over a few files (a one-file
+        check, pre-commit, the editor), each file's facts while the files they come from (its
+        callers elsewhere, the files on their chains) are unchanged; for a larger run, every file's
+        while no file of the project changed, appeared or went. None: solve again."""
+        if not self.last:
+            return None
+        out = {}
+        if len(self.jobs) <= QUICK_FILES:
+            for job in self.jobs:
+                entry = self.last.get(self.key(job.path))
+                if entry is None or not all(_stamp(path) == stamp for path, stamp in entry[3]):
+                    return None
+                out[self.key(job.path)] = ProjectFacts.from_data(entry[2])
+            return out
+        self.walk()
+        if self.files is None or set(self.files) != set(self.last):
+            return None
+        for path in self.files:
+            entry = self.last[path]
+            if _stamp(path) != entry[:2]:
+                return None
+        return {path: ProjectFacts.from_data(entry[2]) for path, entry in self.last.items()}
 
     @staticmethod
     def key(path: str) -> str:
@@ -181,9 +227,9 @@ class Project:
     def assumed(self, path: str) -> ProjectFacts:
         """The facts a file is linted with before the solve: the last run's, else none but the
         guess of whether the project compiles."""
-        entry = self.index.get(path)
-        if entry is not None and len(entry) > 4 and entry[4] is not None:
-            return ProjectFacts.from_data(entry[4])
+        entry = self.last.get(path)
+        if entry is not None:
+            return ProjectFacts.from_data(entry[2])
         setting = self.compile_setting()
         compiles = setting if setting is not None else (
             self.compile_guess or any(s.get("compiles") for s in self.summaries.values()))
@@ -197,7 +243,9 @@ class Project:
 
     # -- the solve and the index -------------------------------------------------------------------
     def solve(self) -> dict[str, ProjectFacts]:
-        self.facts = ProjectModel(self.root, self.summaries, self.compile_setting()).solve()
+        model = ProjectModel(self.root, self.summaries, self.compile_setting())
+        self.facts = model.solve()
+        self.dependencies = model.dependencies
         return self.facts
 
     def compile_setting(self) -> bool | None:
@@ -209,39 +257,63 @@ class Project:
         dynamic = self.settings.dynamic or {}
         return True if dynamic.get("targets") or dynamic.get("script") else None
 
-    def _load(self) -> dict:
-        if self.cache_file is None:
-            return {}
-        try:
-            with open(self.cache_file, "rb") as handle:
-                data = marshal.load(handle)
-            if data.get("v") != (INDEX_VERSION, SUMMARY_VERSION) or data.get("root") != self.root:
-                return {}
-            return data["files"]
-        except (OSError, EOFError, ValueError, TypeError, AttributeError, KeyError):
-            return {}  # a missing, old or damaged index: summarise again
-
     def save(self) -> None:
+        """The summaries (with each file's stamp and digest) and the solved facts (with the stamps
+        of the files each depends on), for the next run."""
         if self.cache_file is None:
             return
-        files = {}
+        files, facts = {}, {}
         for path, summary in self.summaries.items():
             stamp = self.stamps.get(path)
             if stamp is None or len(stamp) < 3:
                 continue
-            facts = self.facts.get(path) if hasattr(self, "facts") else None
-            files[path] = [stamp[0], stamp[1], stamp[2], summary, facts.to_data() if facts is not None else None]
-        temporary = f"{self.cache_file}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+            files[path] = [stamp[0], stamp[1], stamp[2], summary]
+            found = self.facts.get(path)
+            if found is not None:
+                depends = [[other, self.stamps[other][:2]] for other in sorted(self.dependencies.get(path, ()))
+                           if other in self.stamps]
+                facts[path] = [stamp[0], stamp[1], found.to_data(), depends]
+        self.cache.make_folders()  # a .gitignore only in a cache folder made here
+        _dump(self.cache_file, self.root, files)
+        _dump(self.facts_file, self.root, facts)
+
+
+QUICK_FILES = 20  # a run over this many files or fewer trusts each file's facts while their sources hold
+
+
+def _stamp(path: str) -> list | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_mtime_ns, info.st_size]
+
+
+def _load(path: str | None, root: str) -> dict:
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as handle:
+            data = marshal.load(handle)
+        if data.get("v") != (INDEX_VERSION, SUMMARY_VERSION) or data.get("root") != root:
+            return {}
+        return data["files"]
+    except (OSError, EOFError, ValueError, TypeError, AttributeError, KeyError):
+        return {}  # a missing, old or damaged index: summarise again
+
+
+def _dump(path: str, root: str, files: dict) -> None:
+    """Write atomically: a reader sees the old index or the new one, never half of one."""
+    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        with open(temporary, "wb") as handle:
+            marshal.dump({"v": (INDEX_VERSION, SUMMARY_VERSION), "root": root, "files": files}, handle)
+        os.replace(temporary, path)
+    except (OSError, ValueError):
         try:
-            self.cache.make_folders()  # a .gitignore only in a cache folder made here
-            with open(temporary, "wb") as handle:
-                marshal.dump({"v": (INDEX_VERSION, SUMMARY_VERSION), "root": self.root, "files": files}, handle)
-            os.replace(temporary, self.cache_file)
-        except (OSError, ValueError):
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+            os.unlink(temporary)
+        except OSError:
+            pass
 
 
 class LiveProject:
@@ -256,6 +328,7 @@ class LiveProject:
 
         self.project = Project(root, [], caches, settings)
         self.facts: dict[str, ProjectFacts] = {}
+        self.project.walk()
         if self.project.files is None:
             return
         for path, _ in self.project.to_summarise():

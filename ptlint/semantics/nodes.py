@@ -90,13 +90,24 @@ def calls_in(statements: list[ast.AST], stop_at: tuple[type, ...] = DEFINITIONS)
     """The calls under `statements`, not entering nodes of the `stop_at` types (by default
     nested functions and classes)."""
     pending = list(statements)
+    node_type = ast.AST
+    fields_of = _FIELDS
     while pending:
         node = pending.pop()
-        if isinstance(node, stop_at):
+        kind = type(node)
+        if kind in stop_at:
             continue
-        if isinstance(node, ast.Call):
+        if kind is ast.Call:
             yield node
-        pending.extend(ast.iter_child_nodes(node))
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)
+        for field in fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                pending.extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                pending.append(value)
 
 
 def chain_head(node: ast.AST) -> ast.Name | None:
@@ -144,9 +155,10 @@ _NOT_NODE_FIELDS = {"ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comme
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def walk(root: ast.AST):
+def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
     """Every node under `root` (itself included), in no particular order: `ast.walk` without its
-    per-node generator of fields, for the analyses that look at every node of a large file."""
+    per-node generator of fields, for the analyses that look at every node of a large file.
+    Nodes of a type in `stop_at` are given but not entered (unless `root` is one)."""
     pending = [root]
     node_type = ast.AST
     fields_of = _FIELDS
@@ -154,6 +166,8 @@ def walk(root: ast.AST):
         node = pending.pop()
         yield node
         kind = type(node)
+        if stop_at and node is not root and kind in stop_at:
+            continue
         fields = fields_of.get(kind)
         if fields is None:
             fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)

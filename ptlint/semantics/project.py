@@ -225,7 +225,12 @@ class ProjectFacts:
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
-        return self.callers.get(key, [])
+        """(context, evidence) of each kept call of a def in other files; the evidence's paths as
+        the user reads them (relative to the current folder where they lie below it)."""
+        from ptlint.semantics.where import Via
+
+        return [(context, tuple(Via(_display(link.path), link.line, link.why) for link in via))
+                for context, via in self.callers.get(key, [])]
 
     def trains(self, key: str) -> bool:
         return key in self.training
@@ -278,15 +283,13 @@ class _Edge:
 
 
 class ProjectModel:
-    """The project's files (absolute path -> summary) joined; see the section comment above.
-    `display(path)` spells a path in evidence (relative to the current folder where it lies below it)."""
+    """The project's files (absolute path -> summary) joined; see the section comment above. Paths
+    in evidence are absolute here (ProjectFacts.callers_of spells them for the user)."""
 
-    def __init__(self, root: str, summaries: dict[str, dict], compile_setting: bool | None = None,
-                 display=None) -> None:
+    def __init__(self, root: str, summaries: dict[str, dict], compile_setting: bool | None = None) -> None:
         self.root = os.path.abspath(root)
         self.summaries = summaries
         self.compile_setting = compile_setting
-        self.display = display or _display
         self.dirs: set[str] = set()
         for path in summaries:
             folder = os.path.dirname(path)
@@ -424,11 +427,14 @@ class ProjectModel:
                         targets.append((found[1], found[2]))
                 elif kind == "s":
                     cls, method = ref[1], ref[2]
-                    if f"{cls}.{method}" not in summary["defs"]:
-                        found = self.method_of(path, cls, method)
-                        if found is not None:
-                            targets.append((found[1], found[2]))
-                    targets += self._overrides(path, cls, method)
+                    found = self.method_of(path, cls, method)
+                    if found is not None and found[1] != path:  # inherited from a base elsewhere
+                        targets.append((found[1], found[2]))
+                    # a subclass elsewhere fills the hook (a base trainer's loop calling
+                    # `self.after_step()`); not where the class runs its own implementation, which
+                    # would spread one subclass's callers to every other subclass
+                    if found is None or self.summaries[found[1]]["defs"][found[2]][5]:
+                        targets += self._overrides(path, cls, method)
                 elif kind == "i":
                     found = self.class_of(path, ref[1])
                     if found is not None:
@@ -442,18 +448,28 @@ class ProjectModel:
     def _overrides(self, path: str, cls: str, method: str) -> list[tuple]:
         """The defs of `method` in subclasses of `cls` in other files (a base class's loop calling
         `self.training_step()` that a subclass elsewhere defines)."""
-        out, pending, seen = [], [(path, cls)], set()
-        while pending:
-            current = pending.pop()
-            for child in self.children.get(current, ()):
-                if child in seen:
-                    continue
-                seen.add(child)
-                key = f"{child[1]}.{method}"
-                if child[0] != path and key in self.summaries[child[0]]["defs"]:
-                    out.append((child[0], key))
-                pending.append(child)
+        out = []
+        for child in self._descendants(path, cls):
+            key = f"{child[1]}.{method}"
+            if key in self.summaries[child[0]]["defs"]:
+                out.append((child[0], key))
         return out
+
+    def _descendants(self, path: str, cls: str) -> list[tuple]:
+        """The subclasses of a class, transitively, in other files; once per class."""
+        memo = self.__dict__.setdefault("_descendants_memo", {})
+        found = memo.get((path, cls))
+        if found is None:
+            found, pending, seen = [], [(path, cls)], set()
+            while pending:
+                for child in self.children.get(pending.pop(), ()):
+                    if child not in seen:
+                        seen.add(child)
+                        pending.append(child)
+                        if child[0] != path:
+                            found.append(child)
+            memo[(path, cls)] = found
+        return found
 
     # -- where code runs across files -------------------------------------------------------------
     def _solve(self, edges: list[_Edge], files) -> tuple[dict, dict]:
@@ -532,9 +548,13 @@ class ProjectModel:
             any(summary["compiles"] for summary in self.summaries.values())
         self._via: dict[tuple, tuple] = {}
         out: dict[str, ProjectFacts] = {}
+        # the files whose summaries each file's facts come from: its callers in other files, and
+        # the files on their chains (a one-file check trusts its facts while these are unchanged)
+        self.dependencies: dict[str, set[str]] = {}
         for path in files:
             callers: dict[str, list] = {}
             trains: list[str] = []
+            depends = self.dependencies[path] = set()
             if any((path, key) in external for key in self.summaries[path]["defs"]):
                 local_base, local_training = self._solve(local_edges.get(path, []), [path])
                 for key in self.summaries[path]["defs"]:
@@ -543,8 +563,14 @@ class ProjectModel:
                         continue
                     if base[node] == local_base[node] and training[node] == local_training[node]:
                         continue
-                    callers[key] = [(_CONTEXT[self._edge_context(edge, base)], self._edge_via(edge))
-                                    for edge in external[node]]
+                    # one call per context is all the file's model needs (the most frequent decides,
+                    # and its chain is the evidence)
+                    kept: dict[str, _Edge] = {}
+                    for edge in external[node]:
+                        kept.setdefault(self._edge_context(edge, base), edge)
+                    callers[key] = [(_CONTEXT[context], self._edge_via(edge)) for context, edge in kept.items()]
+                    depends.update(edge.path for edge in kept.values())
+                    depends.update(link[0] for _, via in callers[key] for link in via)
                     if training[node] and not local_training[node] and any(
                             self._training_edge(edge, base, training) for edge in external[node]):
                         trains.append(key)
@@ -554,13 +580,13 @@ class ProjectModel:
     # -- evidence ----------------------------------------------------------------------------------
     def _edge_via(self, edge: _Edge, visiting: frozenset = frozenset()) -> tuple:
         """Why a call runs where it does, then the call itself: outermost first."""
-        return (self._site_via(edge, visiting) + ((self.display(edge.path), edge.line, f"calls `{edge.name}`"),))[-8:]
+        return (self._site_via(edge, visiting) + ((edge.path, edge.line, f"calls `{edge.name}`"),))[-8:]
 
     def _site_via(self, edge: _Edge, visiting: frozenset) -> tuple:
         context = self._edge_context(edge, self._base)
         caller_base = self._base.get(edge.caller, "o")
         if edge.loop_line and context != caller_base:
-            return ((self.display(edge.path), edge.loop_line, edge.loop_why),)
+            return ((edge.path, edge.loop_line, edge.loop_why),)
         if not edge.caller[1]:
             return ()
         return self._node_via(edge.caller, visiting)
@@ -575,7 +601,7 @@ class ProjectModel:
         if entry is None:
             return ()
         if entry[1]:
-            via: tuple = ((self.display(path), entry[0], entry[2]),)
+            via: tuple = ((path, entry[0], entry[2]),)
         else:
             via = ()
             want = self._base.get(node)

@@ -8,7 +8,8 @@ does — never a finding:
 - `defs`: every def, by its name in the module (`def_key`: `Trainer.step`), with its line, what it
   is when that alone says how often it runs (`intrinsic`: a `forward`, a step hook, a compiled
   function, with the reason), the context it has when nothing calls it (`alone`: once for set-up
-  names, else called), and whether it is a training step by itself (`hook`);
+  names, else called), whether it is a training step by itself (`hook`), and whether its body
+  is a placeholder for subclasses (`pass`, `raise NotImplementedError`);
 - `classes`: every class, with its bases as references (a class of this file, or a name an import
   binds);
 - `edges`: every call that may run a def — of this file (resolved by ptlint.semantics.calls) or of
@@ -59,7 +60,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -89,7 +90,8 @@ def summarize(ctx: "FileFacts") -> dict:
             and not (owner is not None and function.name == "forward")
         once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
         defs[key] = [function.lineno, LETTER[intrinsic] if intrinsic else "",
-                     model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook]
+                     model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
+                     _placeholder(function)]
     classes: dict[str, list] = {}
     for node in scan.classes:
         if True:
@@ -117,6 +119,26 @@ def summarize(ctx: "FileFacts") -> dict:
         "compiles": _compiles(ctx, scan),
         "dynamic": scan.star or _imports_by_name(ctx) or bool(scan.used - scan.bound - _BUILTINS),
     }
+
+
+def _placeholder(function: ast.AST) -> bool:
+    """A def whose body does nothing a subclass must keep (`pass`, `...`, a docstring, `raise
+    NotImplementedError`, `return None`): a hook for subclasses to fill, as a base trainer's
+    `after_step`."""
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body:
+        return True
+    if len(body) != 1:
+        return False
+    only = body[0]
+    if isinstance(only, ast.Pass):
+        return True
+    if isinstance(only, ast.Return):
+        return only.value is None or (isinstance(only.value, ast.Constant) and only.value.value is None)
+    if isinstance(only, ast.Raise) and only.exc is not None:
+        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
 
 
 def _edge(model, call: ast.Call, callee: list, name: str) -> list:
@@ -214,12 +236,15 @@ def _imports(ctx: "FileFacts", nodes: list) -> tuple[list, dict, dict]:
             for alias in node.names:
                 if alias.name != "*":
                     table[alias.asname or alias.name] = ["m", node.level, module, [alias.name]]
+    bindings["names"] = {name for table in list(bindings.values()) for name in table}  # type: ignore[assignment]
     return imports, dict(bindings.get(id(ctx.tree), {})), bindings
 
 
 def _binding(name: str, at: ast.AST, ctx: "FileFacts", bindings: dict) -> list | None:
     """What an import binds `name` to where `at` stands (the innermost function first), or None
     where a local binding of the function shadows it or no import binds it."""
+    if name not in bindings.get("names", ()):
+        return None  # no import anywhere in the file binds it (`self`, `x`, `torch` when not imported)
     function = ctx.enclosing_function(at)
     while function is not None:
         table = bindings.get(id(function))
@@ -236,9 +261,9 @@ def _function_locals(function: ast.AST, ctx: "FileFacts") -> set[str]:
     key = ("summary-locals", id(function))
     found = ctx.memo.get(key)
     if found is None:
-        found = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-        for node in ast.walk(function):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        found = {a.arg for a in walk(function.args) if isinstance(a, ast.arg)}
+        for node in walk(function):
+            if type(node) is ast.Name and type(node.ctx) is ast.Store:
                 found.add(node.id)
         ctx.memo[key] = found
     return found
@@ -339,9 +364,11 @@ def _instance_class(name: str, scope: ast.AST, ctx: "FileFacts", bindings: dict)
     if table is None:
         table = {}
         for node in _scope_nodes(scope):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
                 table.setdefault(node.targets[0].id, []).append(node.value)
         ctx.memo[key] = table
+    if name not in table:
+        return None
     values = table.get(name, [])
     found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
     if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
@@ -352,13 +379,16 @@ def _instance_class(name: str, scope: ast.AST, ctx: "FileFacts", bindings: dict)
 def _attribute_class(owner: ast.ClassDef, attribute: str, ctx: "FileFacts", bindings: dict) -> list | None:
     """The class of `self.<attribute>` in `owner`: every `self.<attribute> = C(...)` in its
     methods calls the same class."""
-    values = []
-    for node in ast.walk(owner):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Attribute) and target.attr == attribute and isinstance(target.value, ast.Name) \
-                    and target.value.id in SELF_NAMES:
-                values.append(node.value)
+    key = ("summary-attributes", id(owner))
+    table = ctx.memo.get(key)
+    if table is None:  # every `self.<name> = ...` of the class, once per class
+        table = ctx.memo[key] = {}
+        for node in walk(owner):
+            if type(node) is ast.Assign and len(node.targets) == 1:
+                target = node.targets[0]
+                if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id in SELF_NAMES:
+                    table.setdefault(target.attr, []).append(node.value)
+    values = table.get(attribute, [])
     found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
     if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
         return None
@@ -367,12 +397,10 @@ def _attribute_class(owner: ast.ClassDef, attribute: str, ctx: "FileFacts", bind
 
 def _scope_nodes(scope: ast.AST):
     """The nodes of a scope's own code, not of the defs and classes in it."""
-    pending = list(ast.iter_child_nodes(scope))
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
-            pending.extend(ast.iter_child_nodes(node))
+    body = scope.body if isinstance(getattr(scope, "body", None), list) else [scope.body]
+    for statement in body:
+        for node in walk(statement, stop_at=(*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
+            yield node
 
 
 # -- what the program does -----------------------------------------------------------------------

@@ -318,6 +318,13 @@ def runs_training_step(loop: ast.AST) -> bool:
     `optimizer.step()`, `env.step(a)`, `next(it)` (not in functions defined there)."""
     if not isinstance(loop, STATEMENT_LOOPS):
         return False
+    known = getattr(loop, "_ptlint_trains", None)  # asked of every call in the loop: once per loop
+    if known is None:
+        known = loop._ptlint_trains = _runs_training_step(loop)
+    return known
+
+
+def _runs_training_step(loop: ast.AST) -> bool:
     for call in calls_in(loop.body):
         func = call.func
         if isinstance(func, ast.Attribute):
@@ -333,8 +340,12 @@ def runs_training_step(loop: ast.AST) -> bool:
 def is_step_function(function: ast.AST) -> bool:
     """A function that backpropagates outside any loop of its own is one training step, whatever
     its name (Ignite's `update(engine, batch)`, a `train_step` closure)."""
-    return any(isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_METHODS
-               for call in calls_in(function.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)))
+    known = getattr(function, "_ptlint_step", None)  # asked by the model and the summary: once per def
+    if known is None:
+        known = function._ptlint_step = any(
+            isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_METHODS
+            for call in calls_in(function.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)))
+    return known
 
 
 def steps_optimizer(block: list[ast.stmt]) -> bool:
@@ -502,6 +513,7 @@ class ExecutionModel:
         self._training: dict[int, bool] = {}
         self._keys: dict[int, str] = {}
         self.intrinsic_why: dict[int, str] = {}
+        self._intrinsic: dict[int, str | None] = {}
         self._via: dict[int, tuple[Via, ...]] = {}
         self.base = self._solve()
 
@@ -524,6 +536,14 @@ class ExecutionModel:
 
     # -- function base contexts --------------------------------------------------------------
     def intrinsic(self, function: ast.AST) -> str | None:
+        """What the def is, when that alone says how often it runs (a `forward`, a step hook, a
+        compiled function): its context, else None (the reason is kept in `intrinsic_why`)."""
+        key = id(function)
+        if key not in self._intrinsic:
+            self._intrinsic[key] = self._compute_intrinsic(function)
+        return self._intrinsic[key]
+
+    def _compute_intrinsic(self, function: ast.AST) -> str | None:
         name = function.name
         owner = self.ctx.owner_class(function)
         why = None
