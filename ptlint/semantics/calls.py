@@ -32,6 +32,7 @@ class CallSites:
         self.ctx = ctx
         self._named: dict[str, list[ast.Call]] | None = None
         self._callers: dict[int, list[ast.Call]] | None = None
+        self._callees: dict[int, list[ast.AST]] | None = None
 
     @classmethod
     def of(cls, ctx: "FileFacts") -> "CallSites":
@@ -52,6 +53,17 @@ class CallSites:
                         and func.value.id in SELF_NAMES:
                     self._named.setdefault("." + func.attr, []).append(call)
         return self._named.get(("." if method else "") + name, [])
+
+    def callees(self, call: ast.Call) -> list[ast.AST]:
+        """The defs of this file that `call` may run (the reverse of `callers`)."""
+        if self._callers is None:
+            self._callers = self._resolve_all()
+        if self._callees is None:
+            self._callees = {}
+            for function in self.ctx.function_defs():
+                for site in self._callers.get(id(function), ()):
+                    self._callees.setdefault(id(site), []).append(function)
+        return self._callees.get(id(call), [])
 
     def callers(self, function: ast.AST) -> list[ast.Call]:
         """The calls in this file that may run `function` (a def of this file)."""

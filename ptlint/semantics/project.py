@@ -210,10 +210,10 @@ class ProjectFacts:
     accelerator (`cpu_only`), and whether anything in the project compiles code (`compiles`).
     Only defs whose context or training the other files change are listed."""
 
-    __slots__ = ("callers", "training", "cpu_only", "compiles", "_digest")
+    __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
-                 compiles: bool = True) -> None:
+                 compiles: bool = True, outer_loops=()) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -222,6 +222,10 @@ class ProjectFacts:
         self.training = frozenset(training)
         self.cpu_only = cpu_only
         self.compiles = compiles
+        # lines of this file's loops that call a function of another file holding the step loop
+        # (`for epoch in ...: train_one_epoch(...)`): once per outer iteration, as ptlint.semantics.where
+        # places what they hold outside that call
+        self.outer_loops = frozenset(outer_loops)
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -238,12 +242,13 @@ class ProjectFacts:
     def to_data(self) -> dict:
         return {"callers": {key: [[context, [list(link) for link in via]] for context, via in sites]
                             for key, sites in sorted(self.callers.items())},
-                "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles}
+                "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles,
+                "outer_loops": sorted(self.outer_loops)}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
-                   data.get("compiles", True))
+                   data.get("compiles", True), data.get("outer_loops", ()))
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key."""
@@ -272,13 +277,14 @@ MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
 
 class _Edge:
     __slots__ = ("path", "caller", "callee", "line", "transfer", "cold", "step_loop", "loop_line", "loop_why",
-                 "name", "local")
+                 "name", "loop_data", "local")
 
     def __init__(self, path: str, raw: list, callee: tuple, local: bool) -> None:
         self.path = path
         self.caller = (path, raw[0])
         self.callee = callee
-        self.line, self.transfer, self.cold, self.step_loop, self.loop_line, self.loop_why, self.name = raw[2:9]
+        self.line, self.transfer, self.cold, self.step_loop, self.loop_line, self.loop_why, self.name, \
+            self.loop_data = raw[2:10]
         self.local = local
 
 
@@ -522,11 +528,22 @@ class ProjectModel:
                     pending.append(callee)
         return base, training
 
-    @staticmethod
-    def _edge_context(edge: _Edge, base: dict) -> str:
+    def _edge_context(self, edge: _Edge, base: dict) -> str:
         if edge.cold:
             return "o"
-        return edge.transfer[_INDEX[base.get(edge.caller, "o")]]
+        caller_base = base.get(edge.caller, "o")
+        context = edge.transfer[_INDEX[caller_base]]
+        if context == "s" and caller_base != "s" and self._epoch_call(edge):
+            return "e"  # `for epoch in ...: train_one_epoch(...)`: the callee is one pass over the data
+        return context
+
+    def _epoch_call(self, edge: _Edge) -> bool:
+        """A call of another file's function that holds the step loop, from a loop that neither
+        walks data nor trains: the loop is an epoch loop (its file's own model cannot see that)."""
+        if edge.local or not edge.loop_line or edge.loop_data:
+            return False
+        entry = self.summaries[edge.callee[0]]["defs"].get(edge.callee[1])
+        return entry is not None and bool(entry[6])
 
     def _training_edge(self, edge: _Edge, base: dict, training: dict) -> bool:
         return self._edge_context(edge, base) == "s" and (edge.step_loop or training.get(edge.caller, False))
@@ -538,11 +555,13 @@ class ProjectModel:
         self._base, self._training = base, training
         local_edges: dict[str, list[_Edge]] = {}
         external: dict[tuple, list[_Edge]] = {}
+        outgoing_external: dict[str, list[_Edge]] = {}
         for edge in self.edges:
             if edge.local:
                 local_edges.setdefault(edge.path, []).append(edge)
             else:
                 external.setdefault(edge.callee, []).append(edge)
+                outgoing_external.setdefault(edge.path, []).append(edge)
         cpu_only = self._cpu_only_files()
         compiles = self.compile_setting if self.compile_setting is not None else \
             any(summary["compiles"] for summary in self.summaries.values())
@@ -574,7 +593,8 @@ class ProjectModel:
                     if training[node] and not local_training[node] and any(
                             self._training_edge(edge, base, training) for edge in external[node]):
                         trains.append(key)
-            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles)
+            outer = {edge.loop_line for edge in outgoing_external.get(path, ()) if self._epoch_call(edge)}
+            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer)
         return out
 
     # -- evidence ----------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ does — never a finding:
 - `defs`: every def, by its name in the module (`def_key`: `Trainer.step`), with its line, what it
   is when that alone says how often it runs (`intrinsic`: a `forward`, a step hook, a compiled
   function, with the reason), the context it has when nothing calls it (`alone`: once for set-up
-  names, else called), whether it is a training step by itself (`hook`), and whether its body
-  is a placeholder for subclasses (`pass`, `raise NotImplementedError`);
+  names, else called), whether it is a training step by itself (`hook`), whether its body
+  is a placeholder for subclasses (`pass`, `raise NotImplementedError`), and whether it holds a
+  loop over data or one that trains (called from a loop, it is an epoch);
 - `classes`: every class, with its bases as references (a class of this file, or a name an import
   binds);
 - `edges`: every call that may run a def — of this file (resolved by ptlint.semantics.calls) or of
@@ -52,6 +53,7 @@ from ptlint.semantics.where import (
     step_loop,
     execution_model,
     is_step_function,
+    iterable_is_data,
     loop_why,
     runs_training_step,
     transfer,
@@ -60,7 +62,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -91,7 +93,7 @@ def summarize(ctx: "FileFacts") -> dict:
         once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
         defs[key] = [function.lineno, LETTER[intrinsic] if intrinsic else "",
                      model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
-                     _placeholder(function)]
+                     _placeholder(function), model.holds_step_loop(function)]
     classes: dict[str, list] = {}
     for node in scan.classes:
         if True:
@@ -107,7 +109,6 @@ def summarize(ctx: "FileFacts") -> dict:
         target = _foreign_callee(call, ctx, bindings)
         if target is not None:
             edges.append(_edge(model, call, target, target[-1] if target[0] != "m" else target[3][-1]))
-    text = ctx.text
     return {
         "v": SUMMARY_VERSION,
         "defs": defs,
@@ -143,14 +144,16 @@ def _placeholder(function: ast.AST) -> bool:
 
 def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     """[caller key ("" at module level), callee, line, transfer, cold, in a training loop,
-    line of the loop to cite (0: none), its header, the name called]."""
-    placement = model.placement(call)
+    line of the loop to cite (0: none), its header, the name called, whether the innermost loop
+    around it walks data or trains]."""
+    placement = model.local_placement(call)
     function = placement.function
     trains = any(runs_training_step(loop) for loop in placement.loops)
     loop = step_loop(placement.loops) if placement.loops else None
+    data = bool(placement.loops) and (iterable_is_data(placement.loops[0]) or runs_training_step(placement.loops[0]))
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
-            loop_why(loop) if loop is not None else "", name]
+            loop_why(loop) if loop is not None else "", name, data]
 
 
 def _class_key(node: ast.ClassDef, parent) -> str:

@@ -207,6 +207,9 @@ def step_loop(loops: tuple) -> ast.AST:
     """The loop to cite as the one that repeats a node: the innermost that walks data or runs a
     training step, else the innermost."""
     for loop in loops:
+        if (iterable_is_data(loop) or runs_training_step(loop)) and not is_sub_step_loop(loop):
+            return loop
+    for loop in loops:
         if iterable_is_data(loop) or runs_training_step(loop):
             return loop
     return loops[0]
@@ -278,7 +281,8 @@ def is_sub_step_loop(loop: ast.AST) -> bool:
 
 OPTIMIZER_NAMES = {"optimizer", "optim", "opt", "scaler"}  # words of a receiver whose `.step()` steps one
 # receivers whose `.step()` is a step of training or of an environment
-STEPPER_NAMES = OPTIMIZER_NAMES | {"env", "envs", "trainer", "scheduler"}
+# (not a scheduler's: an epoch loop steps one once per epoch)
+STEPPER_NAMES = OPTIMIZER_NAMES | {"env", "envs", "trainer"}
 GENERIC_ITERATOR_WORDS = {"iter", "iters", "iterator", "iterators", "it"}
 # Text without any of these holds no training step (`in_training_step` is False everywhere): no
 # backward, zero_grad, optimizer or environment step, `next(it)`, step hook or Ignite event.
@@ -333,6 +337,19 @@ def _runs_training_step(loop: ast.AST) -> bool:
             if func.attr == "step" and name_words(func.value) & STEPPER_NAMES:
                 return True
         elif isinstance(func, ast.Name) and func.id == "next" and _next_batch(call):
+            return True
+    return False
+
+
+def trains_directly(loop: ast.AST) -> bool:
+    """The loop's own statements (not those of loops inside it) backpropagate, zero gradients or
+    step an optimizer: it is the training step's loop."""
+    for call in calls_in(loop.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)):
+        func = call.func
+        if isinstance(func, ast.Attribute) and (func.attr in TRAINING_CALLS or (
+                func.attr == "step" and name_words(func.value) & OPTIMIZER_NAMES)):
+            return True
+        if isinstance(call.func, ast.Attribute) and backward_name(call) is not None:
             return True
     return False
 
@@ -675,6 +692,17 @@ class ExecutionModel:
                      self._site_via(node, placement))
 
     def placement(self, node: ast.AST) -> Placement:
+        """Where `node` stands in its function, with what the project adds: a loop that calls a
+        function of another file holding the step loop is an epoch loop (`outer_loops`)."""
+        placement = self.local_placement(node)
+        project = self.project
+        if project is not None and project.outer_loops and placement.loops and not placement.per_outer \
+                and placement.loops[0].lineno in project.outer_loops:
+            placement = placement._replace(per_outer=True)
+        return placement
+
+    def local_placement(self, node: ast.AST) -> Placement:
+        """Where `node` stands in its function, from this file alone (what its summary records)."""
         cold = False
         loops: list[ast.AST] = []
         periodic = False
@@ -701,7 +729,7 @@ class ExecutionModel:
                     parent.orelse if _contains(parent.orelse, child) else None
                 if branch is not None:
                     cold = cold or is_cold_branch(branch)
-                    if small and is_periodic_test(parent.test, self._innermost_loop(parent)) \
+                    if small and is_periodic_test(self._test_of(parent), self._innermost_loop(parent)) \
                             and not steps_optimizer(branch):
                         periodic = True
                         gated = True
@@ -729,6 +757,17 @@ class ExecutionModel:
             set_up=function is not None and _set_up_name(function.name),
             literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops),
             after_model_loop=not loops and function is not None and self._after_model_loop(node, function))
+
+    def _test_of(self, branch: ast.If) -> ast.AST:
+        """An `if`'s test, or what its one name was assigned (`is_metric_step = i % every == 0`
+        ... `if is_metric_step:`)."""
+        test = branch.test
+        if isinstance(test, ast.Name):
+            scope = self.ctx.enclosing_function(branch) or self.ctx.tree
+            values = self.ctx.assignments(test.id, scope)
+            if len(values) == 1 and isinstance(values[0], ast.expr):
+                return values[0]
+        return test
 
     def _small_loop(self, loop: ast.AST) -> bool:
         """A loop that repeats no step: over literal settings, a model's parts or a mapping (the
@@ -837,18 +876,49 @@ class ExecutionModel:
         return parent if isinstance(parent, STATEMENT_LOOPS) else None
 
     def _per_outer(self, loop: ast.AST) -> bool:
-        """Code in `loop` outside its inner loops runs once per outer iteration: the loop is not
-        itself over data, and holds an inner loop over data (a batch loop, not a loop over
-        parameter groups or gradient-accumulation micro-steps)."""
+        """Code in `loop` outside its inner loops runs once per outer iteration: the loop does not
+        itself train (no backward or optimizer step among its own statements), and it holds an
+        inner loop over data or one that trains (a batch loop, not a loop over parameter groups or
+        gradient-accumulation micro-steps), or calls a function that holds one (`for epoch in
+        range(n): train_one_epoch(...)`, in this file or, as the project says, in another). A loop
+        that names data (`for iteration in range(num_iterations)`) is an outer loop only around an
+        inner loop that trains (PPO's update epochs)."""
         if not isinstance(loop, STATEMENT_LOOPS):
             return False
-        if iterable_is_data(loop):
-            return False  # `while step < max_steps:`, `for batch in loader:`: the step loop itself
         key = ("per-outer", id(loop))
         memo = self.ctx.memo
         if key not in memo:
+            memo[key] = self._compute_per_outer(loop)
+        return memo[key]
+
+    def _compute_per_outer(self, loop: ast.AST) -> bool:
+        if trains_directly(loop):
+            return False  # the training step's own loop
+        inner_data = inner_training = False
+        pending = list(loop.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, DEFINITIONS) or isinstance(node, ast.expr):
+                continue
+            if isinstance(node, STATEMENT_LOOPS) and not is_sub_step_loop(node):
+                inner_training = inner_training or runs_training_step(node)
+                inner_data = inner_data or iterable_is_data(node)
+            pending.extend(ast.iter_child_nodes(node))
+        if iterable_is_data(loop):
+            return inner_training
+        if inner_data or inner_training:
+            return True
+        return any(self.holds_step_loop(function) for call in calls_in(loop.body)
+                   for function in self.calls.callees(call))
+
+    def holds_step_loop(self, function: ast.AST) -> bool:
+        """The def holds, among its own statements, a loop over data or one that trains (not a
+        gradient-accumulation loop): called from a loop, it is a pass over the data (an epoch)."""
+        key = ("holds-step-loop", id(function))
+        memo = self.ctx.memo
+        if key not in memo:
             found = False
-            pending = list(loop.body)
+            pending = list(function.body)
             while pending and not found:
                 node = pending.pop()
                 if isinstance(node, DEFINITIONS) or isinstance(node, ast.expr):

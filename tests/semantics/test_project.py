@@ -502,3 +502,92 @@ def test_a_script_that_uses_names_nothing_binds_is_not_assumed_to_stay_on_the_cp
         net = torch.nn.Linear(2, 1)
     """})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_rollout_and_update_iteration_reads_its_summary_once_per_iteration(tmp_path, monkeypatch, capsys):
+    """An outer loop named for its iterations holds a rollout loop and update epochs whose
+    minibatch loop trains: what follows them in the iteration runs once per iteration."""
+    write(tmp_path, {"ppo.py": """
+        import torch
+
+
+        def main(agent, envs, optimizer, args, writer, device):
+            obs = torch.zeros((args.num_steps, 8), device=device)
+            for iteration in range(1, args.num_iterations + 1):
+                for step in range(0, args.num_steps):
+                    action = agent(obs[step])
+                    obs[step] = envs.step(action)
+                for epoch in range(args.update_epochs):
+                    for start in range(0, args.batch_size, args.minibatch_size):
+                        loss = agent(obs[start:start + args.minibatch_size]).mean()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                        print(loss.item())  # expect: PTL101
+                writer.add_scalar("losses/value_loss", loss.item(), iteration)
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+EPOCH_HELPER = """
+    import torch
+
+
+    def train_one_epoch(model, loader, optimizer, device):
+        total = torch.zeros((), device=device)
+        for samples, targets in loader:
+            loss = model(samples.to(device)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            print(loss.item())  # expect: PTL101
+            total += loss.detach()
+        print("epoch loss", total.item())
+        return total
+"""
+EPOCH_MAIN = """
+    import torch
+    {imports}
+
+
+    def main(model, loader, optimizer, epochs):
+        device = torch.device("cuda")
+        for epoch in range(epochs):
+            stats = train_one_epoch(model, loader, optimizer, device)
+            print(epoch, stats.item())
+
+
+    main(None, [], None, 3)
+"""
+
+
+@pytest.mark.parametrize("layout", ["one file", "two files"])
+def test_an_epoch_loop_calling_a_function_that_holds_the_batch_loop(tmp_path, monkeypatch, capsys, layout):
+    """`for epoch in range(n): train_one_epoch(...)`: the batch loop inside is per step, what
+    train_one_epoch does after it and what the epoch loop does after the call once per epoch; the
+    chain cites the batch loop."""
+    if layout == "one file":
+        write(tmp_path, {"train.py": EPOCH_HELPER + EPOCH_MAIN.format(imports="")})
+    else:
+        write(tmp_path, {"engine.py": EPOCH_HELPER, "main.py": EPOCH_MAIN.format(imports="from engine import train_one_epoch")})
+    findings = check(tmp_path, monkeypatch, capsys, "PTL101")
+    assert found(findings) == markers(tmp_path, "PTL101")
+    assert [link["why"] for link in findings[0]["context"]["via"]] == ["for samples, targets in loader"]
+
+
+def test_a_periodic_flag_assigned_before_its_test(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"train.py": """
+        import torch
+
+
+        def train(model, loader, optimizer, args):
+            for i, (x, y) in enumerate(loader):
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                is_metric_step = i % args.metric_every == 0 or i == len(loader) - 1
+                if is_metric_step:
+                    print(loss.item())
+                done = loss.item() < 0.1  # expect: PTL101
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")

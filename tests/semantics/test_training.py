@@ -58,7 +58,7 @@ def test_backpropagates_needs_a_loop_body():
     ("env.step(action)", True),
     ("train_envs.step(action)", True),
     ("trainer.step()", True),
-    ("lr_scheduler.step()", True),
+    ("lr_scheduler.step()", False),  # an epoch loop steps a scheduler once per epoch
     ("sched.step()", False),  # not a name that says it steps training
     ("step()", False),
     ("batch = next(it)", True),

@@ -435,7 +435,7 @@ def schedule(trainer, scheduler, n):
     for _ in range(n):
         trainer.step()  # training-step: yes
     for _ in range(n):
-        scheduler.step()  # training-step: yes
+        scheduler.step()  # training-step: no (an epoch loop steps a scheduler once per epoch)
 
 def multitask(model, iters, loader_iters, train_iters, grid_iters, tasks):
     for task in tasks:

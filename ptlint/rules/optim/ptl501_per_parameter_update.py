@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.finding import UNSAFE, Fix
-from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, FixExample, FixInput, Rule
+from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
 from ptlint.rules.optim._helpers import (
     MODEL_CODE,
     MODEL_STATES,
@@ -99,7 +99,9 @@ class PerParameterUpdate(Rule):
     grad_help = ("Scale the loss before `backward()` instead of each gradient, and clip with "
                  "`torch.nn.utils.clip_grad_norm_(params, max_norm)` or `clip_grad_value_(params, value)`.")
     fixable = UNSAFE
-    contexts = frozenset({PER_STEP, PER_OUTER, CALLED})  # not set-up code: it runs once
+    # not set-up code (it runs once), nor once per epoch or every N steps (a target network copied
+    # every 500 steps): one launch per tensor costs little there
+    contexts = frozenset({PER_STEP, CALLED})
     cold = False
     triggers = ("parameters", "params", "state_dict")
 
@@ -324,10 +326,12 @@ tensors in a few fused launches; `torch.optim` uses them for exactly this reason
 `torch.nn.utils.clip_grad_value_` for clipping).
 
 ## Where it reports
-- **Reports** in code that runs every step, once per epoch, and in a function whose callers the
-  file does not show (an `sgd_step(model, lr)` or `ema_update(...)` helper).
-- **Silent** in once-code (`__init__`, `init_weights`, set-up that only `main()` calls), error
-  paths (an `except` body, a branch that raises, or only warns or logs), and test code.
+- **Reports** in code that runs every step, and in a function whose callers the project does not
+  show (an `sgd_step(model, lr)` or `ema_update(...)` helper of a library).
+- **Silent** in once-code (`__init__`, `init_weights`, set-up that only `main()` calls), once per
+  epoch or every N steps (`if step % target_update_every == 0:` copying a target network: a
+  launch per tensor every N steps costs little), error paths (an `except` body, a branch that
+  raises, or only warns or logs), and test code.
 
 ## Example
 ```python
