@@ -3,7 +3,6 @@ format and SARIF snippets, notebook cells included."""
 
 from __future__ import annotations
 
-from ptlint.engine.notebook import read_notebook
 from ptlint.engine.source import SourceError, decode_source, is_notebook, read_bytes, split_lines
 
 
@@ -26,6 +25,9 @@ class Sources:
     def notebook(self, path: str):
         """The parsed notebook at `path`, or None."""
         if path not in self._notebooks:
+            # imported here: a run over .py files never needs the notebook reader (nor json)
+            from ptlint.engine.notebook import read_notebook
+
             data = self.data(path)
             try:
                 self._notebooks[path] = read_notebook(data, path) if data is not None else None
