@@ -9,16 +9,87 @@ them with one command (a test fails while they are stale):
 
 from __future__ import annotations
 
-import json
 import os
 
 from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, SELECTABLE_BUILTIN, all_rules
-from ptlint.engine.suppress import UNUSED_NOQA, UNUSED_NOQA_DOCS
 
-# The pages of the engine's own codes that say more than their one line (BUILTIN_CODES), and the
-# fixes they carry.
-BUILTIN_DOCS = {UNUSED_NOQA: UNUSED_NOQA_DOCS}
-BUILTIN_FIXES = {UNUSED_NOQA: "safe"}
+# The fixes the engine's own codes carry (BUILTIN_CODES). PTL002's page is the docs beside its
+# check (ptlint.engine.suppress), read only when a page is made: a run that only links to the
+# pages (SARIF's helpUri, DOCS_URL) need not import them.
+BUILTIN_FIXES = {"PTL002": "safe"}
+
+# "Where it reports" of the codes that have no rule class (a rule's page has its own, in its
+# docs): the engine's and the dynamic pass's.
+CODE_WHERE = {
+    "PTL001": """
+- **Reports** every file that does not parse as Python, wherever it is (test code and standard
+  input included), and each notebook code cell that does not parse (the notebook's other cells
+  are still checked): where Python's parser stops. The rest of that file or cell is not checked.
+- **Always on**: `--select`, `--ignore` and `# noqa: PTL001` do not hide it.
+""",
+    "PTL002": """
+- **Reports** wherever a `# noqa` comment names a ptlint code that suppressed nothing on its line,
+  or no ptlint rule at all, in any context (test code and notebook cells included), at the
+  comment.
+- **Silent** on the codes it leaves alone (below, "Which codes it looks at"): other linters'
+  codes, a bare `# noqa`, codes of rules that are off for the file, the dynamic pass's PTL45x.
+""",
+    "PTL450": """
+- **Reports** where the dynamic pass saw a break happen, in whatever code the run reached (the
+  static pass's places, such as per step, once-code or test code, do not apply), at your line:
+  the innermost frame of your code on the break's stack; one finding per place and kind of break.
+  A break inside installed code (a library, torch) is reported at the line of yours that led
+  there, its JSON `"origin"` naming the installed frame; a break with no frame of yours, at the
+  factory or script line that started the run.
+- **Silent** in code the run did not execute (a branch not taken, a function never called): the
+  static PTL4xx rules read that code.
+""",
+    "PTL451": """
+- **Reports** each function that Dynamo compiled again during the run, once per function and
+  place with Dynamo's count: at the function's first line when it is your code, else at the line
+  of yours that called into it (its JSON `"origin"` names the installed function).
+- **Silent** on first compilations, and in code the run did not execute.
+""",
+    "PTL452": """
+- **Reports** where a sync really happened while `--syncs` ran the target eagerly: at the
+  expression of yours that made the host wait (`.item()`, `if t:`, `x[mask]`, ...), one finding
+  per line naming each kind of sync on it, with its count per call (per run for a script). A sync
+  inside installed code is reported at the line of yours that called it, its JSON `"origin"`
+  naming the installed frame.
+- **Silent** in code the run did not execute, in a factory's own set-up (the sanitized run calls
+  it again and does not count its syncs), in threads other than the one that runs the target, and,
+  on the CPU, on the tensors the device shadow keeps on the host (below).
+
+## Which tensors are on the device
+On CUDA (`--device cuda`) the real devices decide. On the CPU, where every tensor is on the host,
+a device shadow stands in for the same run on a GPU machine: a sync counts only on a tensor that
+would be on the device there. It follows the program's own placements, as the source spells them,
+rather than the runtime value (`device = "cuda" if torch.cuda.is_available() else "cpu"` counts
+as the device; a device passed in as a parameter is read where the caller chose it):
+- **on the device**: a tensor your code moves or creates with `.cuda()`, `.to(d)` or `device=d`
+  where `d` is not spelled as the CPU; a module's parameters and buffers after `model.to(d)` or
+  `model.cuda()`; and what is computed from a device tensor (a gradient is where its parameter
+  is; an in-place op never moves a tensor);
+- **on the host**: tensors made without a device, and so the data pipeline's (a `Dataset`'s
+  tensors, a `DataLoader`'s batches, a sampler's `randperm`), RNG state and torch.optim's step
+  counters; tensors explicitly on the CPU (`"cpu"`, `torch.device("cpu")`, a name only ever
+  assigned such a value, the `.device` of a host tensor, the result of `.cpu()` or `.to("cpu")`);
+  and what is computed only from host tensors;
+- **what it cannot know**: a placement in a branch the CPU run does not take (`if
+  torch.cuda.is_available(): x = x.cuda()`; write `x.to(device)`), a default device set with
+  `torch.set_default_device` or `with torch.device(...)`, a device held in a configuration object
+  or a command-line flag (`args.device` counts as the device whatever its default), a tensor that
+  a C extension or another process makes, and torch's own Python functions that read a value
+  internally (on CUDA the sync debug mode sees those).
+""",
+    "PTL459": """
+- **Reports** each target that failed to import, raised, exited (`sys.exit(n)`, `os._exit(n)`),
+  crashed the interpreter, or ran past `--timeout`: at the line of yours where it failed or was
+  stopped (the innermost frame of your code), else at the factory's definition, else at line 1
+  of the target's file.
+- **Silent** on a script that exits with `sys.exit(0)` or `os._exit(0)`: a normal end.
+""",
+}
 
 DOCS_DIR = os.path.join("docs", "rules")
 # Where SARIF's helpUri and the language server's codeDescription point: the generated page.
@@ -33,19 +104,35 @@ def rule_page(code: str) -> str | None:
         head = (f"# {cls.code} {cls.name}\n\n"
                 f"Default: {'on' if cls.default else 'off'} · Fix: {fix}\n\n")
         return head + cls.docs.strip() + "\n"
-    if code in BUILTIN_DOCS:
-        name, _ = BUILTIN_CODES[code]
-        return (f"# {code} {name}\n\nDefault: on · Fix: {BUILTIN_FIXES.get(code, 'no')} · reported by the engine\n\n"
-                + BUILTIN_DOCS[code].strip() + "\n")
     for table, kind in ((BUILTIN_CODES, "reported by the engine"), (DYNAMIC_CODES, "reported by the dynamic pass")):
         if code in table:
             name, what = table[code]
-            extra = ""
-            if code in DYNAMIC_CODES:
-                extra = ("\nRun `ptlint explain file.py:factory` or `ptlint check --dynamic` "
+            docs = f"## What it does\n{what}\n"
+            if code == "PTL002":
+                from ptlint.engine.suppress import UNUSED_NOQA_DOCS
+
+                docs = UNUSED_NOQA_DOCS
+            elif code in DYNAMIC_CODES:
+                docs += ("\nRun `ptlint explain file.py:factory` or `ptlint check --dynamic` "
                          "(needs `pip install \"ptlint[dynamic]\"`).\n")
-            return f"# {code} {name}\n\nDefault: on · Fix: no · {kind}\n\n## What it does\n{what}\n{extra}"
+            docs = with_section(docs, "Where it reports", CODE_WHERE[code])
+            return (f"# {code} {name}\n\nDefault: on · Fix: {BUILTIN_FIXES.get(code, 'no')} · {kind}\n\n"
+                    + docs.strip() + "\n")
     return None
+
+
+def with_section(docs: str, title: str, text: str) -> str:
+    """`docs` with `## <title>` and `text` added in the place DOC_SECTIONS gives the title: before
+    the first section that comes after it there, else at the end."""
+    from ptlint.engine.rule import DOC_SECTIONS
+
+    later = DOC_SECTIONS[DOC_SECTIONS.index(title) + 1:]
+    lines = docs.strip().splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("## ") and line[3:].strip() in later),
+              len(lines))
+    section = [f"## {title}", *text.strip().splitlines()]
+    section = section + [""] if at < len(lines) else ["", *section]
+    return "\n".join(lines[:at] + section + lines[at:]) + "\n"
 
 
 def catalogue_rows() -> list[tuple[str, str, str, str, str]]:
@@ -70,6 +157,8 @@ def catalogue_table() -> str:
 
 
 def catalogue_json() -> str:
+    import json  # only `ptlint rule --all --output-format json` needs it
+
     return json.dumps([dict(zip(("code", "name", "default", "fix", "summary"), row)) for row in catalogue_rows()],
                       indent=2) + "\n"
 

@@ -11,8 +11,8 @@ import re
 import pytest
 from helpers import REPO, run_ptlint
 
-from ptlint.engine.catalogue import doc_page
-from ptlint.engine.registry import all_rules
+from ptlint.engine.catalogue import doc_page, rule_page, with_section
+from ptlint.engine.registry import BUILTIN_CODES, DYNAMIC_CODES, all_rules
 from ptlint.engine.rule import DOC_SECTIONS, doc_section
 from ptlint.semantics.where import CALLED, ONCE, PER_OUTER
 
@@ -103,6 +103,34 @@ def test_where_bullets_are_read_from_the_section():
     docs = ("## What it does\nx\n## Where it reports\n- **Reports** in loops,\n  every step.\n"
             "- **Silent** in once-code and test code.\n\n## Example\n- **Reports** elsewhere\n")
     assert where_bullets(docs) == {"Reports": "in loops, every step.", "Silent": "in once-code and test code."}
+
+
+@pytest.mark.parametrize("code", sorted(set(RULES) | set(BUILTIN_CODES) | set(DYNAMIC_CODES)))
+def test_every_code_s_page_says_where_it_reports(code):
+    """Rules, the engine's codes and the dynamic pass's: `ptlint rule CODE` (and docs/rules/CODE.md,
+    made from it) has a "Where it reports" with a Reports bullet, in its place among the sections."""
+    page = rule_page(code)
+    assert "Reports" in where_bullets(page), f"{code}: its page needs '## Where it reports' with '- **Reports** ...'"
+    titles = [title for title in re.findall(r"^## (.+)$", page, re.M) if title in DOC_SECTIONS]
+    assert titles == sorted(titles, key=DOC_SECTIONS.index), code
+    assert "## Where it reports" in doc_page(code)
+
+
+def test_a_section_goes_where_doc_sections_put_it():
+    docs = "## What it does\nx\n\n## Example\ny\n\n## Notes\nz\n"
+    assert with_section(docs, "Where it reports", "- **Reports** w") == (
+        "## What it does\nx\n\n## Where it reports\n- **Reports** w\n\n## Example\ny\n\n## Notes\nz\n")
+    assert with_section("## What it does\nx\n", "Where it reports", "w\n") == (
+        "## What it does\nx\n\n## Where it reports\nw\n")
+
+
+def test_the_host_sync_page_states_the_device_shadow():
+    """PTL452 on the CPU counts a sync only on a tensor that would be on the device: its page says
+    which those are, which are the host's, and what the shadow cannot know."""
+    section = " ".join(doc_section(rule_page("PTL452"), "Which tensors are on the device").split())
+    for words in ("device shadow", "`.to(d)`", "`model.to(d)`", "computed from a device tensor",
+                  "data pipeline", "sampler", "RNG state", '`"cpu"`', "cannot know"):
+        assert words in section, words
 
 
 @pytest.mark.parametrize("code", list(RULES))
