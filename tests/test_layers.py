@@ -1,5 +1,6 @@
-"""The house rules of ptlint's layout (README, "Layout"): imports go one way, no circles, no rule
-module imports another, no module imports another module's private names.
+"""The house rules of ptlint's layout (CONTRIBUTING.md, "Layout"): imports go one way, no circles,
+no rule module imports another, no module imports another module's private names; the Layout
+list names every module; every folder of the rules is a package that goes into the wheel.
 
 Every import counts: at module level, inside functions and under `TYPE_CHECKING`; an import
 that only closes a circle at run time is still a circle for a reader.
@@ -8,6 +9,8 @@ that only closes a circle at run time is still a circle for a reader.
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 from helpers import REPO
@@ -162,3 +165,74 @@ def test_the_scan_sees_every_kind_of_import(tmp_path):
     assert any(t.startswith("ptlint.semantics") for t, _, _ in GRAPH["ptlint.engine.file_context"])
     inside = [t for t, _, line in GRAPH["ptlint.engine.file_context"] if t == "ptlint.engine.edits"]
     assert inside  # imported inside the `edits` property
+
+
+# -- CONTRIBUTING.md's Layout list ---------------------------------------------------------------
+def layout_entries(guide: str) -> dict[str, str]:
+    """folder -> the text of its entry (continuation lines included) in the Layout list."""
+    section = guide[guide.index("## Layout"):guide.index("## Adding a rule")]
+    [block] = re.findall(r"```\n(.*?)```", section, re.S)
+    entries: dict[str, str] = {}
+    folder = None
+    for line in block.splitlines():
+        match = re.match(r"ptlint/(\w+)/\s+(.*)", line)
+        if match:
+            folder = match[1]
+            entries[folder] = match[2]
+        elif folder and line.startswith(" "):
+            entries[folder] += " " + line.strip()
+        else:
+            folder = None
+    return entries
+
+
+def test_the_layout_list_names_every_module():
+    entries = layout_entries((REPO / "CONTRIBUTING.md").read_text(encoding="utf-8"))
+    assert set(entries) == set(ALLOWED)  # one entry per layer folder
+    missing = []
+    for layer in sorted(set(ALLOWED) - {"rules"}):  # the rules are listed by pattern
+        words = set(re.findall(r"\w+", entries[layer]))
+        missing += [f"ptlint/{layer}/{path.name}" for path in sorted((PACKAGE / layer).glob("*.py"))
+                    if path.stem != "__init__" and path.stem not in words]
+    assert missing == [], "CONTRIBUTING.md's Layout list does not name these modules"
+
+
+def test_the_layout_check_reads_continuation_lines():
+    guide = ("## Layout\n\n```\nptlint/run/        check, fix,\n                   cache\n"
+             "ptlint/report/     formats\ntests/<layer>/     tests\n```\n\n## Adding a rule\n")
+    assert layout_entries(guide) == {"run": "check, fix, cache", "report": "formats"}
+
+
+# -- the wheel: every folder of the rules is a package that setuptools finds -------------------
+def unpackaged_folders(package: Path, include: list[str]) -> list[str]:
+    """The folders under `package`/rules that the wheel would leave out: without an `__init__.py`,
+    or not among the packages `setuptools.find_packages` finds with the project's `include`."""
+    from setuptools import find_packages
+
+    found = set(find_packages(where=str(package.parent), include=include))
+    folders = sorted(p for p in (package / "rules").rglob("*") if p.is_dir() and p.name != "__pycache__")
+    names = {folder: ".".join(folder.relative_to(package.parent).parts) for folder in folders}
+    return [names[folder] for folder in folders
+            if not (folder / "__init__.py").is_file() or names[folder] not in found]
+
+
+def test_every_rule_folder_is_a_package_in_the_wheel():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    include = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    families = [p for p in (PACKAGE / "rules").iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert len(families) >= 8  # sync, transfer, hygiene, data, numerics, compile, optim, amp, ...
+    assert unpackaged_folders(PACKAGE, include) == [], "add an __init__.py: setuptools leaves these out"
+
+
+def test_a_rule_folder_left_out_of_the_wheel_is_caught(tmp_path):
+    package = tmp_path / "ptlint"
+    for folder in (package, package / "rules", package / "rules" / "sync"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").write_text("")
+    (package / "rules" / "newfamily").mkdir()
+    (package / "rules" / "newfamily" / "ptl700_new_rule.py").write_text("")
+    assert unpackaged_folders(package, ["ptlint*"]) == ["ptlint.rules.newfamily"]
+    (package / "rules" / "newfamily" / "__init__.py").write_text("")
+    assert unpackaged_folders(package, ["ptlint*"]) == []
+    # an `include` that names packages one by one misses a new family
+    assert unpackaged_folders(package, ["ptlint", "ptlint.rules", "ptlint.rules.sync"]) == ["ptlint.rules.newfamily"]
