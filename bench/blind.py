@@ -19,7 +19,9 @@ and a one-line reason), plus DIR/NAME.findings.json (the raw findings, for recal
 
 Recall: a reviewer who never saw ptlint's output lists, per repository, the lines of per-step code
 a demanding performance reviewer would flag (`repo,path,line,category,severity,why`). A listed
-line counts as reported when some finding of that repository starts on it.
+line counts as reported when some finding of that repository starts on it, or, where its `why`
+names the range of lines the problem spans ("lines 62-66", holding the listed line), on a line
+of that range.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import ast
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -107,10 +110,28 @@ def chain_text(finding: dict, folder: Path | None = None) -> str:
     if not isinstance(context, dict):
         return f"runs: {context}" if context else "runs: (no evidence given)"
     out = [f"runs: {context.get('where')}" + (", because:" if context.get("via") else "")]
-    for step in context.get("via", []):
-        code = source_line(folder, step["path"], step["line"]) if folder else ""
-        out.append(f"- `{step['path']}:{step['line']}` {step['why']}" + (f": `{code}`" if code else ""))
+    cells = finding.get("via_cells") or []
+    for index, step in enumerate(context.get("via", [])):
+        cell = cells[index] if index < len(cells) else None
+        if cell is not None:  # a link in a notebook: its line is in that cell
+            code = notebook_line(folder, step["path"], cell, step["line"]) if folder else ""
+            where = f"{step['path']}:cell {cell}:{step['line']}"
+        else:
+            code = source_line(folder, step["path"], step["line"]) if folder else ""
+            where = f"{step['path']}:{step['line']}"
+        out.append(f"- `{where}` {step['why']}" + (f": `{code}`" if code else ""))
     return "\n".join(out)
+
+
+def notebook_line(folder: Path, path: str, cell: int, line: int) -> str:
+    """A line of a notebook's cell (both 1-based), as the judge reads it in Jupyter."""
+    try:
+        cells = json.loads((folder / path).read_text(encoding="utf-8", errors="replace"))["cells"]
+        source = cells[cell - 1]["source"]
+        text = "".join(source) if isinstance(source, list) else source
+        return text.splitlines()[line - 1].strip()
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return ""
 
 
 def source_line(folder: Path, path: str, line: int) -> str:
@@ -227,9 +248,23 @@ def report_recall(recall_csv: Path, findings_dir: Path) -> None:
         reported[repo] = {(f["path"], f["line"]) for f in json.loads(path.read_text())}
     for severity in ("major", "minor"):
         rows = [r for r in listed if r["severity"] == severity]
-        hit = [r for r in rows if (r["path"], int(r["line"])) in reported[r["repo"]]]
+        hit = [r for r in rows if any((r["path"], line) in reported[r["repo"]] for line in listed_lines(r))]
         share = f"{100 * len(hit) / len(rows):.0f}%" if rows else "-"
         print(f"recall ({recall_csv.name}, {severity}): {len(hit)} of {len(rows)} listed lines reported ({share})")
+
+
+LINE_RANGE = re.compile(r"\blines? (\d+)\s*[-\u2013]\s*(\d+)")
+
+
+def listed_lines(row: dict) -> list[int]:
+    """The lines a listed problem covers: its line, and a range its `why` names for the same code
+    ("softmax ... `@ v` (lines 62-66)": a finding on the product's line reports it)."""
+    line = int(row["line"])
+    for match in LINE_RANGE.finditer(row.get("why", "")):
+        first, last = int(match.group(1)), int(match.group(2))
+        if first <= line <= last and last - first <= 20:
+            return list(range(first, last + 1))
+    return [line]
 
 
 def parser() -> argparse.ArgumentParser:

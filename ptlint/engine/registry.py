@@ -67,14 +67,20 @@ def rules_fingerprint() -> str:
     import zlib
 
     root = RULES_FOLDER
+    folders = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name != "__pycache__"]  # no source there
+        folders.append((folder, names))
     checksum, size = 0, 0
-    for folder, subfolders, names in sorted(os.walk(root)):
-        subfolders.sort()
+    # Every check computes this: one relative path per folder, unbuffered reads (the same value,
+    # in the same order, as the index was generated with).
+    for folder, names in sorted(folders):
+        prefix = os.path.relpath(folder, root).replace(os.sep, "/") + "/"
+        prefix = "" if prefix == "./" else prefix
         for name in sorted(names):
             if name.endswith(".py") and not (folder == root and name == INDEX_MODULE + ".py"):
-                relative = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-                with open(os.path.join(folder, name), "rb") as handle:
-                    data = relative.encode() + b"\0" + handle.read() + b"\0"
+                with open(os.path.join(folder, name), "rb", buffering=0) as handle:
+                    data = (prefix + name).encode() + b"\0" + handle.read() + b"\0"
                 checksum = zlib.crc32(data, checksum)
                 size += len(data)
     return f"{checksum:08x}-{size}"

@@ -313,7 +313,8 @@ class Run:
 
             self.caches = Caches(self.args.cache_dir)  # fix reads the check's findings back from it
         with Progress(len(self.jobs)) as progress:
-            results = check_project(self.jobs, self.caches, workers=self.args.jobs, progress=progress.update)
+            results = check_project(self.jobs, self.caches, workers=self.args.jobs, progress=progress.update,
+                                    given=list(self.args.paths or ["."]))
         findings: list[Finding] = []
         for result in results:
             if result.error:

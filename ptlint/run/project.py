@@ -38,8 +38,10 @@ INDEX_VERSION = 1
 COMPILE_TEXT = re.compile(rb"torch\s*\.\s*compile\b|_dynamo|\bcompile\s*\(")
 
 
-def check_project(jobs: list[Job], caches=None, workers: int | None = None, progress=None) -> list[FileResult]:
-    """`check_files` with each file's project facts; results in the order of `jobs`."""
+def check_project(jobs: list[Job], caches=None, workers: int | None = None, progress=None,
+                  given: list[str] | tuple = ()) -> list[FileResult]:
+    """`check_files` with each file's project facts; results in the order of `jobs`. `given`: the
+    paths named on the command line (a folder without a project marker above it is the project)."""
     groups: dict[str, list[int]] = {}
     roots: dict[str, str] = {}
     for index, job in enumerate(jobs):
@@ -48,7 +50,7 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
             continue  # standard input, notebooks and test code stand alone
         folder = os.path.dirname(os.path.abspath(job.path))
         if folder not in roots:
-            roots[folder] = find_root(job.path)
+            roots[folder] = find_root(job.path, given)
         groups.setdefault(roots[folder], []).append(index)
     position_of = {id(job): index for index, job in enumerate(jobs)}
     projects = []

@@ -184,10 +184,11 @@ def imports_digest(path: str, text: str, root: str | None) -> str:
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def find_root(path: str) -> str:
+def find_root(path: str, given: list[str] | tuple = ()) -> str:
     """The project a file belongs to: the nearest folder above it holding a pyproject.toml,
-    setup.py, setup.cfg or .git; where there is none, the folder above the outermost package
-    holding the file (or its own folder)."""
+    setup.py, setup.cfg or .git; where there is none, the outermost folder named on the command
+    line (`given`) that holds the file, else the folder above the outermost package holding the
+    file (or its own folder)."""
     folder = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
     current = folder
     while True:
@@ -197,6 +198,10 @@ def find_root(path: str) -> str:
         if up == current:
             break
         current = up
+    named = [os.path.abspath(p) for p in given if os.path.isdir(p)]
+    holding = [p for p in named if folder == p or folder.startswith(p.rstrip(os.sep) + os.sep)]
+    if holding:
+        return min(holding, key=len)
     top = folder
     while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
         top = os.path.dirname(top)

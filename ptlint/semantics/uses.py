@@ -310,9 +310,23 @@ def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:
                for statement in loop.body for n in ast.walk(statement))
 
 
+# calls that end the program: `if not math.isfinite(loss_value): sys.exit(1)` is a stop test
+EXITS = {"exit", "quit", "_exit", "abort"}
+
+
 def _leaves_loop(body: list[ast.stmt]) -> bool:
     return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
+               or (isinstance(n, ast.Call) and _ends_program(n))
                for statement in body for n in ast.walk(statement))
+
+
+def _ends_program(call: ast.Call) -> bool:
+    """`sys.exit(1)`, `exit()`, `quit()`, `os._exit(1)`, `os.abort()`."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in ("exit", "quit")
+    return isinstance(func, ast.Attribute) and func.attr in EXITS and isinstance(func.value, ast.Name) \
+        and func.value.id in ("sys", "os")
 
 
 def _indexes_a_container(node: ast.AST, ctx: "FileFacts") -> bool:

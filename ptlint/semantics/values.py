@@ -539,7 +539,7 @@ def hidden_read(call: ast.AST, ctx: "FileFacts") -> bool:
 # torch factories: without `device=` they build the tensor in host memory
 HOST_FACTORIES = {f"torch.{name}" for name in (
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
-    "eye", "rand", "randn", "randint", "randperm")}
+    "eye", "rand", "randn", "randint", "randperm", "from_file", "frombuffer")}
 
 
 # a device string, and names that say they hold a device (`device`, `dev`, `local_device`)

@@ -132,3 +132,26 @@ def test_the_chain_is_shown_outermost_first_with_each_line_of_code(tmp_path):
     assert blind.chain_text({"context": {"where": "once", "via": []}}) == "runs: once"
     assert blind.chain_text({"context": "per-step"}) == "runs: per-step"
     assert blind.chain_text({}) == "runs: (no evidence given)"
+
+
+def test_a_listed_problem_spanning_lines_counts_a_finding_on_any_of_them():
+    """The reviewer cites the scores line of hand-written attention and names its span in `why`;
+    a finding on the product's line reports it. A range not holding the listed line, or one too
+    long to be one problem, does not widen it."""
+    row = {"line": "62", "why": "`softmax(q @ k^T * scale) @ v` (lines 62-66) materialises B x T x T"}
+    assert blind.listed_lines(row) == [62, 63, 64, 65, 66]
+    assert blind.listed_lines({"line": "62", "why": "like lines 10-12 above"}) == [62]
+    assert blind.listed_lines({"line": "62", "why": "lines 1-100 of the file"}) == [62]
+    assert blind.listed_lines({"line": "7", "why": "no range"}) == [7]
+    assert blind.listed_lines({"line": "30", "why": "built on line 28–30 and moved"}) == [28, 29, 30]
+
+
+def test_a_chain_link_in_a_notebook_shows_its_cell_and_line(tmp_path):
+    notebook = {"cells": [{"cell_type": "markdown", "source": ["# title\n"]},
+                          {"cell_type": "code", "source": ["import torch\n", "for x in loader:\n", "    y = x.item()\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "demo.ipynb").write_text(json.dumps(notebook))
+    finding = {"path": "demo.ipynb", "via_cells": [2],
+               "context": {"where": "per-step", "via": [{"path": "demo.ipynb", "line": 2, "why": "for x in loader"}]}}
+    assert blind.chain_text(finding, tmp_path) == ("runs: per-step, because:\n"
+                                                   "- `demo.ipynb:cell 2:2` for x in loader: `for x in loader:`")

@@ -591,3 +591,32 @@ def test_a_periodic_flag_assigned_before_its_test(tmp_path, monkeypatch, capsys)
                 done = loss.item() < 0.1  # expect: PTL101
     """})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_without_a_project_marker_the_folder_named_is_the_project(tmp_path, monkeypatch, capsys):
+    """No pyproject.toml, setup.py or .git (an exported tree): helpers in a folder that is not a
+    package still belong to the program of the folder checked."""
+    for name, text in {"engine.py": """
+        import torch
+        import util.helpers as helpers
+
+
+        def train_one_epoch(model, loader, optimizer, device):
+            for samples in loader:
+                loss = model(samples.to(device)).mean()
+                loss.backward()
+                optimizer.step()
+                helpers.report(loss)
+    """, "util/helpers.py": """
+        import torch
+
+
+        def report(loss):
+            print(loss.item())  # expect: PTL101
+    """}.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    monkeypatch.chdir(tmp_path)
+    assert cli.run(["check", "--output-format", "json", "--select", "PTL101", "."]) == 1
+    assert found(json.loads(capsys.readouterr().out)) == markers(tmp_path, "PTL101")

@@ -29,13 +29,15 @@ from ptlint.semantics.values import (
     tensor_kind,
     value_test,
 )
-from ptlint.semantics.where import backpropagates, in_model_loop, may_be_step
+from ptlint.semantics.where import backpropagates, in_model_loop, is_log_call, may_be_step
 
 # `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
 # `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
 NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
 ELEMENTWISE_HELP = "Read the whole tensor once with `.tolist()` (one sync) instead of one element at a time."
 MASKED_HELP = "Drop the `if`: a write through an empty mask changes nothing, and the test waits for the GPU."
+WARN_HELP = ("Test it every N steps or once after the loop (keep a device flag such as `bad |= y.min() < -1`): "
+             "a warning does not need a wait every step.")
 
 
 def _is_number(node: ast.AST) -> bool:
@@ -149,7 +151,10 @@ class SyncInLoop(Rule):
         # cheap first: only a branch of tensor assignments, or tensor or number arms, are reported
         arms = (node.body, node.orelse) if isinstance(node, ast.IfExp) else ()
         masked = isinstance(node, ast.If) and masked_write_only(node, self.ctx)
-        if isinstance(node, ast.If) and not masked and not all(
+        # `if torch.min(y) < -1: print(...)`: a wait every step only to warn
+        warns = isinstance(node, ast.If) and not node.orelse and all(
+            isinstance(s, ast.Expr) and is_log_call(s.value) for s in node.body)
+        if isinstance(node, ast.If) and not masked and not warns and not all(
                 isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass)) for s in node.body + node.orelse):
             return
         if any(isinstance(arm, ast.Constant) and not _is_number(arm) for arm in arms) or not self._worth_asking(node):
@@ -167,6 +172,8 @@ class SyncInLoop(Rule):
         if isinstance(node, ast.If):
             if masked and in_model_loop(self.ctx):
                 self._read(found, operand, "`if m.any():` before a masked write", statement=node, help=MASKED_HELP)
+            elif warns:
+                self._read(found, operand, "`if` on a tensor's value only to warn", statement=node, help=WARN_HELP)
             elif self._tensor_work_only(node.body + node.orelse):
                 self._read(found, operand, "`if` on a tensor's value", statement=node)
         else:
@@ -335,7 +342,9 @@ The reads it finds:
   choose between tensor values (`if loss < best: best = loss`, `x = a if t > 0 else b`), which
   `torch.where`, `torch.minimum` or `torch.clamp` do on the device; and `if m.any():` in a loop
   that runs the model, before branches that only write through the mask (`x[m] = 0`,
-  `x.masked_fill_(m, 0)`), which change nothing when the mask is empty;
+  `x.masked_fill_(m, 0)`), which change nothing when the mask is empty; and an `if` on a
+  tensor's value whose branch only warns, logs or prints (`if torch.min(y) < -1: print(...)`):
+  a wait every step just to warn;
 - outside a loop, in a training step, a `.cpu()` (or `.numpy()`, `.tolist()`) of a one-element
   tensor: a loss (a value `.backward()` is called on, or one it is computed from by arithmetic or
   loss scaling, as in `scaler.scale(loss / k).backward()`), or a reduction over all elements
@@ -397,7 +406,7 @@ Not reported, wherever the code runs:
   `step` (`actions = policy(obs).cpu().numpy()` ... `env.step(actions)`: the simulator runs on
   the host): the host needs it;
 - conditions that are guards or the algorithm's own logic: a `while` test, an `if` whose
-  branch leaves the loop or the function, raises, warns, runs a model or other code, or keeps
+  branch leaves the loop or the function, raises, runs a model or other code, or keeps
   Python state (`if not torch.isfinite(loss): continue`, `if torch.isnan(loss): raise`,
   `if mask.any(): out = self.block(x)`, `if tok == blank: hyps.append(h)`), and a condition on
   a tensor that the loop reads back anyway (`best = s[0] if ids[0] != blank else s[1]` beside
@@ -481,6 +490,23 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        """
+import logging
+import torch
+
+logger = logging.getLogger(__name__)
+
+def train(model, loader, opt):
+    for x in loader:
+        loss = model(x).mean()
+        if torch.isinf(loss):  # expect: PTL101
+            logger.warning("inf loss")
+        y = model(x)
+        if torch.min(y) < -1.0:  # expect: PTL101
+            print("min value is", torch.min(y))
+        loss.backward()
+        opt.step()
+""",
         # multi-task training: the next batch of the task's loader
         """
 import torch
@@ -983,8 +1009,6 @@ def train(model, loader, opt):
             continue
         if torch.isnan(loss):
             raise FloatingPointError("nan loss")
-        if torch.isinf(loss):
-            logger.warning("inf loss")
         assert torch.isfinite(loss).all()
         assert float(loss) >= 0
         loss.backward()
