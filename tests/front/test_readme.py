@@ -98,6 +98,31 @@ def test_rule_index_describes_the_rules_and_a_stale_one_is_ignored(monkeypatch):
     registry.rule_index.cache_clear()
 
 
+def test_the_rule_index_fingerprint_follows_the_rule_sources(tmp_path, monkeypatch):
+    """It changes with a rule module, a family's helpers or a new rule, not with the index itself
+    nor with byte-compiled files; and a copy of the sources has the same one."""
+    import shutil
+
+    from ptlint.engine import registry
+
+    here = registry.rules_fingerprint()
+    copy = tmp_path / "rules"
+    shutil.copytree(registry.RULES_FOLDER, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(registry, "RULES_FOLDER", str(copy))
+    assert registry.rules_fingerprint() == here
+    (copy / "sync" / "__pycache__").mkdir()
+    (copy / "sync" / "__pycache__" / "ptl101_sync_in_loop.cpython-311.pyc").write_bytes(b"\0" * 64)
+    (copy / "_index.py").write_text("RULES = {}\n")
+    assert registry.rules_fingerprint() == here
+    seen = {here}
+    for path in (copy / "sync" / "ptl101_sync_in_loop.py", copy / "numerics" / "_helpers.py"):
+        path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+        seen.add(registry.rules_fingerprint())
+    (copy / "sync" / "ptl998_new_rule.py").write_text("")
+    seen.add(registry.rules_fingerprint())
+    assert len(seen) == 4
+
+
 def test_a_check_imports_only_the_rules_that_can_fire():
     import subprocess
     import sys
