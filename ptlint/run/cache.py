@@ -10,13 +10,13 @@ shared folder, a system folder) gets nothing written beside what it holds.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from functools import lru_cache
 
 from ptlint import __version__
 from ptlint.engine.finding import Finding
+from ptlint.semantics.project import blake2b  # hashlib's, without its import of OpenSSL
 
 DEFAULT_DIR = ".ptlint_cache"
 CACHE_MARKER = "# created by ptlint\n*\n"  # the cache folder's .gitignore: git skips it, `ptlint clean` knows it
@@ -37,7 +37,7 @@ def code_fingerprint() -> str:
             if name.endswith(".py"):
                 info = os.stat(os.path.join(folder, name))
                 entries.append(f"{folder}\0{name}\0{info.st_size}\0{info.st_mtime_ns}\0")
-    digest = hashlib.blake2b(digest_size=8)
+    digest = blake2b(b"", 8)
     for entry in sorted(entries):
         digest.update(entry.encode())
     return digest.hexdigest()
@@ -63,7 +63,7 @@ class Cache:
         """The entry for a file's bytes under these codes. `dependencies`: a digest of the other
         files the findings depend on (ptlint.semantics.project.dependency_digest), empty for the files,
         nearly all, that depend on none."""
-        digest = hashlib.blake2b(digest_size=20)
+        digest = blake2b(b"", 20)
         digest.update(self.settings_key.encode())
         digest.update(repr(codes).encode())
         digest.update(data)

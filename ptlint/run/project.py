@@ -18,7 +18,6 @@ stands alone, as with `project = false`); notebooks and standard input stand alo
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import marshal
 import os
 import re
@@ -27,8 +26,7 @@ import stat
 from ptlint.run.check import FileResult, check_files
 from ptlint.run.config import DEFAULT_EXCLUDES
 from ptlint.run.discover import Job
-from ptlint.semantics.project import ProjectFacts, ProjectModel, find_root
-from ptlint.semantics.summary import SUMMARY_VERSION
+from ptlint.semantics.project import ProjectFacts, ProjectModel, blake2b, find_root
 
 MAX_PROJECT_FILES = 10_000
 MAX_PROJECT_FOLDERS = 5_000  # a walk that finds no end (a home folder without a project marker): unknown
@@ -36,6 +34,7 @@ INDEX_VERSION = 1
 # A cheap first guess, before the solve, of whether a project compiles code: the facts a file is
 # linted with in the first pass are then right for nearly every file.
 COMPILE_TEXT = re.compile(rb"torch\s*\.\s*compile\b|_dynamo|\bcompile\s*\(")
+ACCELERATOR_TEXT = re.compile(rb"cuda|device|\bmps\b|xpu|accelerat|lightning|deepspeed|[Ff]abric|importlib|__import__")
 
 
 def check_project(jobs: list[Job], caches=None, workers: int | None = None, progress=None,
@@ -116,7 +115,7 @@ class Project:
         self.cache = None
         if caches is not None:
             cache = self.cache = caches.for_settings(self.settings)
-            name = hashlib.blake2b(root.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+            name = blake2b(root.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
             self.cache_file = os.path.join(cache.directory, f"project-{name}.marshal")
             self.facts_file = os.path.join(cache.directory, f"facts-{name}.marshal")
         self._index: dict | None = None
@@ -193,7 +192,7 @@ class Project:
         linted and summarised at once; the others only summarised."""
         out = []
         bare = dataclasses.replace(self.settings, enabled=())
-        self.compile_guess = False
+        self.compile_guess = self.accelerator_guess = False
         for path in self.files:
             try:
                 info = os.stat(path)
@@ -212,13 +211,14 @@ class Project:
                     data = handle.read()
             except OSError:
                 continue
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            digest = blake2b(data, digest_size=16).hexdigest()
             if entry is not None and entry[2] == digest:
                 self.summaries[path] = entry[3]
                 self.stamps[path] = stamp + [digest]
                 continue
             self.stamps[path] = stamp + [digest]
             self.compile_guess = self.compile_guess or COMPILE_TEXT.search(data) is not None
+            self.accelerator_guess = self.accelerator_guess or ACCELERATOR_TEXT.search(data) is not None
             job = self.jobs_by_path.get(path)
             if job is not None:
                 out.append((path, dataclasses.replace(job, facts=self.assumed(path), summarize=True)))
@@ -235,7 +235,8 @@ class Project:
         setting = self.compile_setting()
         compiles = setting if setting is not None else (
             self.compile_guess or any(s.get("compiles") for s in self.summaries.values()))
-        return ProjectFacts(compiles=compiles)
+        # a program that never names a device is CPU-only: the guess spares a second lint of it
+        return ProjectFacts(compiles=compiles, cpu_only=not self.accelerator_guess)
 
     def add_summary(self, path: str, summary: dict | None) -> None:
         if summary is not None:
@@ -283,6 +284,12 @@ class Project:
 QUICK_FILES = 20  # a run over this many files or fewer trusts each file's facts while their sources hold
 
 
+def _version() -> tuple[int, int]:
+    from ptlint.semantics.summary import SUMMARY_VERSION  # the execution model, only when an index is read
+
+    return (INDEX_VERSION, SUMMARY_VERSION)
+
+
 def _stamp(path: str) -> list | None:
     try:
         info = os.stat(path)
@@ -297,7 +304,7 @@ def _load(path: str | None, root: str) -> dict:
     try:
         with open(path, "rb") as handle:
             data = marshal.load(handle)
-        if data.get("v") != (INDEX_VERSION, SUMMARY_VERSION) or data.get("root") != root:
+        if data.get("v") != _version() or data.get("root") != root:
             return {}
         return data["files"]
     except (OSError, EOFError, ValueError, TypeError, AttributeError, KeyError):
@@ -309,7 +316,7 @@ def _dump(path: str, root: str, files: dict) -> None:
     temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
         with open(temporary, "wb") as handle:
-            marshal.dump({"v": (INDEX_VERSION, SUMMARY_VERSION), "root": root, "files": files}, handle)
+            marshal.dump({"v": _version(), "root": root, "files": files}, handle)
         os.replace(temporary, path)
     except (OSError, ValueError):
         try:

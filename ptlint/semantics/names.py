@@ -173,6 +173,22 @@ class Names:
         parts.append(meaning.target)
         return ".".join(reversed(parts))
 
+    def binding_scope(self, name: str, at: ast.AST) -> ast.AST | None:
+        """The scope (a def, a class, a lambda, a comprehension or the module) whose binding of
+        `name` is the one seen at the node `at`; None where no scope binds it."""
+        chain = self._chain(at)
+        for index, scope in enumerate(chain):
+            if index and isinstance(scope, ast.ClassDef):
+                continue
+            table = self._table(scope)
+            if name in table.globals and scope is not self.tree:
+                return self.tree if name in self._table(self.tree).meanings else None
+            if name in table.nonlocals:
+                continue
+            if name in table.meanings:
+                return scope
+        return None
+
     def is_local(self, name: str, at: ast.AST | None = None) -> bool:
         """`name` is rebound by the project's code here (a builtin such as `print` or `open`
         given another value, a module name `time` used for a parameter)."""

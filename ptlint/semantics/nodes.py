@@ -91,7 +91,7 @@ def calls_in(statements: list[ast.AST], stop_at: tuple[type, ...] = DEFINITIONS)
     nested functions and classes)."""
     pending = list(statements)
     node_type = ast.AST
-    fields_of = _FIELDS
+    fields_of = NODE_FIELDS
     while pending:
         node = pending.pop()
         kind = type(node)
@@ -99,9 +99,7 @@ def calls_in(statements: list[ast.AST], stop_at: tuple[type, ...] = DEFINITIONS)
             continue
         if kind is ast.Call:
             yield node
-        fields = fields_of.get(kind)
-        if fields is None:
-            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)
+        fields = fields_of.get(kind) or node_fields(kind)
         for field in fields:
             value = getattr(node, field, None)
             if type(value) is list:
@@ -152,7 +150,13 @@ def class_family(cls: ast.ClassDef, local: dict[str, ast.ClassDef]) -> list[ast.
 # Fields that never hold a node: names and flags, and the operator and context singletons.
 _NOT_NODE_FIELDS = {"ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comment", "level", "module", "asname",
                     "is_async", "conversion", "simple", "tag", "kwd_attrs", "name", "names", "rest"}
-_FIELDS: dict[type, tuple[str, ...]] = {}
+NODE_FIELDS: dict[type, tuple[str, ...]] = {}  # a node type -> its fields that may hold nodes (node_fields)
+
+
+def node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes (kept in NODE_FIELDS for the walks)."""
+    fields = NODE_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)
+    return fields
 
 
 def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
@@ -161,16 +165,14 @@ def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
     Nodes of a type in `stop_at` are given but not entered (unless `root` is one)."""
     pending = [root]
     node_type = ast.AST
-    fields_of = _FIELDS
+    fields_of = NODE_FIELDS
     while pending:
         node = pending.pop()
         yield node
         kind = type(node)
         if stop_at and node is not root and kind in stop_at:
             continue
-        fields = fields_of.get(kind)
-        if fields is None:
-            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)
+        fields = fields_of.get(kind) or node_fields(kind)
         for field in fields:
             value = getattr(node, field, None)
             if type(value) is list:

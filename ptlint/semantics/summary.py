@@ -39,7 +39,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import COMPILE, local_classes
-from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, walk
+from ptlint.semantics.nodes import FUNCTION_DEFS, NODE_FIELDS, SELF_NAMES, node_fields, walk
 from ptlint.semantics.where import (
     CALLED,
     LETTER,
@@ -179,8 +179,19 @@ class _Scan:
         self.star = False
         self.compile_refs: list[ast.AST] = []
         bound, used = self.bound, self.used
-        for node in walk(tree):
+        fields_of = NODE_FIELDS
+        node_type = ast.AST
+        pending: list = [tree]
+        pop, push, extend = pending.pop, pending.append, pending.extend
+        while pending:  # nodes.walk, inlined: this loop sees every node of every file
+            node = pop()
             kind = type(node)
+            for field in fields_of.get(kind) or node_fields(kind):
+                value = getattr(node, field)
+                if type(value) is list:
+                    extend(item for item in value if isinstance(item, node_type))
+                elif isinstance(value, node_type):
+                    push(value)
             if kind is ast.Name:
                 (used if type(node.ctx) is ast.Load else bound).add(node.id)
                 if node.id in ("compile", "optimize"):
@@ -248,28 +259,11 @@ def _binding(name: str, at: ast.AST, ctx: "FileFacts", bindings: dict) -> list |
     where a local binding of the function shadows it or no import binds it."""
     if name not in bindings.get("names", ()):
         return None  # no import anywhere in the file binds it (`self`, `x`, `torch` when not imported)
-    function = ctx.enclosing_function(at)
-    while function is not None:
-        table = bindings.get(id(function))
-        if table and name in table:
-            return table[name]
-        if name in _function_locals(function, ctx):
-            return None
-        function = ctx.enclosing_function(function)
-    module = bindings.get(id(ctx.tree), {})
-    return module.get(name)
-
-
-def _function_locals(function: ast.AST, ctx: "FileFacts") -> set[str]:
-    key = ("summary-locals", id(function))
-    found = ctx.memo.get(key)
-    if found is None:
-        found = {a.arg for a in walk(function.args) if isinstance(a, ast.arg)}
-        for node in walk(function):
-            if type(node) is ast.Name and type(node.ctx) is ast.Store:
-                found.add(node.id)
-        ctx.memo[key] = found
-    return found
+    scope = ctx.names.binding_scope(name, at)  # the one name resolver decides which binding is seen
+    if scope is None:
+        return None
+    table = bindings.get(id(scope))
+    return table.get(name) if table else None  # else a local of that scope shadows every import
 
 
 def _attribute_chain(node: ast.AST) -> tuple[ast.Name | None, list[str]]:
