@@ -161,7 +161,8 @@ class Project:
 
     @staticmethod
     def key(path: str) -> str:
-        return os.path.abspath(path)
+        """A file's name in the project: its real path (a symlinked folder holds the same files)."""
+        return os.path.realpath(path)
 
     # -- which files, and which need a summary ----------------------------------------------------
     def _files(self) -> list[str] | None:
@@ -169,7 +170,7 @@ class Project:
         found: list[str] = []
         settings = self.settings
         folders = 0
-        for folder, subfolders, names in os.walk(self.root):
+        for folder, subfolders, names in os.walk(os.path.realpath(self.root)):
             folders += 1
             if folders > MAX_PROJECT_FOLDERS:
                 return None

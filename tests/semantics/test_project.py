@@ -6,6 +6,7 @@ from inside the project. Each file line that must carry a finding ends with `# e
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -620,3 +621,92 @@ def test_without_a_project_marker_the_folder_named_is_the_project(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     assert cli.run(["check", "--output-format", "json", "--select", "PTL101", "."]) == 1
     assert found(json.loads(capsys.readouterr().out)) == markers(tmp_path, "PTL101")
+
+
+def test_bad_projects_degrade_to_unknown_and_every_file_is_still_checked(tmp_path, monkeypatch, capsys):
+    """A file that does not parse, two modules importing each other, a star import, two modules
+    of one name in two folders, a symlinked folder: no crash, each file checked, callers resolved
+    where Python would resolve them."""
+    write(tmp_path, {
+        "broken.py": "def f(:\n",
+        "a.py": """
+            import torch
+            import b
+
+
+            def step(model, x):
+                return b.helper(model, x)
+        """,
+        "b.py": """
+            import torch
+            import a
+
+
+            def helper(model, x):
+                return model(x)
+
+
+            def loop(model, loader, device):
+                for x in loader:
+                    y = a.step(model, x.to(device))
+                    y.sum().backward()
+                    print(y.sum().item())  # expect: PTL101
+        """,
+        "one/train.py": """
+            import torch
+            import utils
+
+
+            def main(model, loader, device):
+                for x in loader:
+                    loss = model(x.to(device)).sum()
+                    loss.backward()
+                    utils.log(loss)
+        """,
+        "one/utils.py": """
+            import torch
+
+
+            def log(loss):
+                print(loss.item())  # expect: PTL101
+        """,
+        "two/utils.py": """
+            import torch
+
+
+            def log(loss):
+                print(loss.item())
+        """,
+        "two/run.py": """
+            import utils
+
+
+            def main():
+                utils.log(None)
+
+
+            main()
+        """,
+    })
+    (tmp_path / "linked").symlink_to(tmp_path / "one", target_is_directory=True)
+    findings = check(tmp_path, monkeypatch, capsys, "PTL001,PTL101")
+    # the walk meets one/ once, by whichever name comes first; its findings are the same
+    real = {(os.path.relpath(os.path.realpath(path), tmp_path), line, code) for path, line, code in found(findings)}
+    assert ("broken.py", 1, "PTL001") in real
+    assert real - {("broken.py", 1, "PTL001")} == markers(tmp_path, "PTL101")
+
+
+def test_a_tree_too_large_to_model_checks_each_file_alone(tmp_path, monkeypatch, capsys):
+    import ptlint.run.project as run_project
+
+    monkeypatch.setattr(run_project, "MAX_PROJECT_FILES", 3)
+    write(tmp_path, {"train.py": TRAIN_CALLS_HELPER, "helpers.py": """
+        import torch
+
+
+        def log_metrics(loss):
+            print(loss.item())
+    """, **{f"pkg/m{i}.py": "x = 1\n" for i in range(5)}})
+    # alone, `log_metrics` is called code nobody calls: as without a project, it is not per step
+    assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
+    assert not list((tmp_path / ".ptlint_cache").rglob("project-*.marshal"))

@@ -26,6 +26,25 @@ def _mode_switch(call: ast.AST) -> tuple[str, str] | None:
     return None
 
 
+
+CHAIN_METHODS = ("eval", "train", "to", "cuda", "cpu", "float", "half", "bfloat16", "requires_grad_")
+
+
+def _receiver(node: ast.AST) -> str | None:
+    """The model a chain of module methods starts from: `sampler.eval()` -> "sampler"."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CHAIN_METHODS:
+        node = node.func.value
+    return dotted(node)
+
+
+def _freezes(value: ast.AST) -> bool:
+    """A chain of module methods holding `.requires_grad_(False)`."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr == "requires_grad_" and value.args and is_constant(value.args[0], False):
+            return True
+        value = value.func.value
+    return False
+
 class EvalWithoutNoGrad(Rule):
     code = "PTL107"
     name = "eval-without-no-grad"
@@ -99,9 +118,12 @@ class EvalWithoutNoGrad(Rule):
             frozen = False
             for node in ast.walk(self.ctx.tree):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                        and node.func.attr == "requires_grad_" and dotted(node.func.value) == model \
+                        and node.func.attr == "requires_grad_" and _receiver(node.func.value) == model \
                         and node.args and is_constant(node.args[0], False):
                     frozen = True
+                elif isinstance(node, ast.Assign) and any(dotted(t) == model for t in node.targets) \
+                        and _freezes(node.value):
+                    frozen = True  # `sampler = copy.deepcopy(G).eval().requires_grad_(False).to(device)`
                 elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call) \
                         and isinstance(node.iter.func, ast.Attribute) \
                         and node.iter.func.attr in ("parameters", "named_parameters") \
@@ -272,6 +294,24 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        """
+import copy
+import torch
+
+
+def path_length(G, loader, device):
+    sampler = copy.deepcopy(G).eval().requires_grad_(False).to(device)
+    dist = []
+    for z in loader:
+        dist.append(sampler(z.to(device)))
+    return dist
+
+
+def evaluate(model, loader, device):
+    model.eval().requires_grad_(False)
+    for x in loader:
+        model(x.to(device))
+""",
         # the switch is in a nested function, a lambda, a class body or a later statement: not run
         # before this loop
         """
