@@ -225,10 +225,10 @@ class ProjectFacts:
     accelerator (`cpu_only`), and whether anything in the project compiles code (`compiles`).
     Only defs whose context or training the other files change are listed."""
 
-    __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "_digest")
+    __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
-                 compiles: bool = True, outer_loops=()) -> None:
+                 compiles: bool = True, outer_loops=(), step_loops=()) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -241,6 +241,9 @@ class ProjectFacts:
         # (`for epoch in ...: train_one_epoch(...)`): once per outer iteration, as ptlint.semantics.where
         # places what they hold outside that call
         self.outer_loops = frozenset(outer_loops)
+        # lines of this file's loops that call a training step of another file (`loss =
+        # train_step(model, batch)`): what else they do runs in a training step
+        self.step_loops = frozenset(step_loops)
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -258,16 +261,16 @@ class ProjectFacts:
         return {"callers": {key: [[context, [list(link) for link in via]] for context, via in sites]
                             for key, sites in sorted(self.callers.items())},
                 "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles,
-                "outer_loops": sorted(self.outer_loops)}
+                "outer_loops": sorted(self.outer_loops), "step_loops": sorted(self.step_loops)}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
-                   data.get("compiles", True), data.get("outer_loops", ()))
+                   data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()))
 
     def _key(self) -> tuple:
         return (tuple(sorted((key, tuple(sites)) for key, sites in self.callers.items())), tuple(sorted(self.training)),
-                self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)))
+                self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)))
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key (repr of plain tuples and
@@ -554,6 +557,10 @@ class ProjectModel:
             return "e"  # `for epoch in ...: train_one_epoch(...)`: the callee is one pass over the data
         return context
 
+    def _calls_a_step(self, edge: _Edge) -> bool:
+        entry = self.summaries[edge.callee[0]]["defs"].get(edge.callee[1])
+        return entry is not None and bool(entry[4])
+
     def _epoch_call(self, edge: _Edge) -> bool:
         """A call of another file's function that holds the step loop, from a loop that neither
         walks data nor trains: the loop is an epoch loop (its file's own model cannot see that)."""
@@ -610,8 +617,10 @@ class ProjectModel:
                     if training[node] and not local_training[node] and any(
                             self._training_edge(edge, base, training) for edge in external[node]):
                         trains.append(key)
-            outer = {edge.loop_line for edge in outgoing_external.get(path, ()) if self._epoch_call(edge)}
-            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer)
+            outgoing = outgoing_external.get(path, ())
+            outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}
+            steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
+            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps)
         return out
 
     # -- evidence ----------------------------------------------------------------------------------

@@ -46,13 +46,9 @@ from ptlint.semantics.where import (
     ONCE,
     ONCE_NAME,
     ONCE_NAMES,
-    PER_STEP,
-    STEP_HOOK_SUFFIXES,
-    STEP_HOOKS,
-    event_context,
     step_loop,
     execution_model,
-    is_step_function,
+    is_training_hook,
     iterable_is_data,
     loop_why,
     runs_training_step,
@@ -85,21 +81,16 @@ def summarize(ctx: "FileFacts") -> dict:
         if key in defs:  # two defs of one name (`if ...: def f` / `else: def f`): the first one
             continue
         intrinsic = model.intrinsic(function)
-        owner = ctx.owner_class(function)
-        hook = (function.name in STEP_HOOKS or function.name.endswith(STEP_HOOK_SUFFIXES)
-                or is_step_function(function)
-                or any(event_context(d) == PER_STEP for d in function.decorator_list)) \
-            and not (owner is not None and function.name == "forward")
+        hook = is_training_hook(function, ctx)
         once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
         defs[key] = [function.lineno, LETTER[intrinsic] if intrinsic else "",
                      model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
                      _placeholder(function), model.holds_step_loop(function)]
     classes: dict[str, list] = {}
     for node in scan.classes:
-        if True:
-            key = _class_key(node, parent)
-            if key not in classes:
-                classes[key] = [node.lineno, [_reference(base, node, ctx, bindings) for base in node.bases]]
+        key = _class_key(node, parent)
+        if key not in classes:
+            classes[key] = [node.lineno, [_reference(base, node, ctx, bindings) for base in node.bases]]
     edges: list[list] = []
     for function in ctx.function_defs():
         key = model.key(function)

@@ -306,7 +306,8 @@ def may_be_step(ctx: "FileFacts") -> bool:
     key = "may-hold-training-step"
     if key not in ctx.memo:
         project = getattr(ctx, "project", None)  # defs of this file that steps elsewhere call
-        ctx.memo[key] = may_hold_training_step(ctx.text) or (project is not None and bool(project.training))
+        ctx.memo[key] = may_hold_training_step(ctx.text) or (
+            project is not None and bool(project.training or project.step_loops))
     return ctx.memo[key] or in_model_loop(ctx)
 
 
@@ -339,6 +340,17 @@ def _runs_training_step(loop: ast.AST) -> bool:
         elif isinstance(func, ast.Name) and func.id == "next" and _next_batch(call):
             return True
     return False
+
+
+def is_training_hook(function: ast.AST, ctx: "FileFacts") -> bool:
+    """A def that is a training step by itself: a step hook (`training_step`, `*_batch_end`), a
+    function that backpropagates outside any loop of its own, an Ignite iteration handler; not a
+    module's `forward`."""
+    name = function.name
+    owner = ctx.owner_class(function)
+    return (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function)
+            or any(event_context(d) == PER_STEP for d in function.decorator_list)) \
+        and not (owner is not None and name == "forward")
 
 
 def trains_directly(loop: ast.AST) -> bool:
@@ -836,10 +848,26 @@ class ExecutionModel:
             return False
         parent = self.ctx.parent(node)
         while parent is not None and not isinstance(parent, FUNCTION_DEFS):
-            if isinstance(parent, STATEMENT_LOOPS) and runs_training_step(parent):
+            if isinstance(parent, STATEMENT_LOOPS) and self.loop_trains(parent):
                 return True
             parent = self.ctx.parent(parent)
         return parent is not None and self._training_function(parent, set())
+
+    def loop_trains(self, loop: ast.AST) -> bool:
+        """The loop runs a training step every iteration: in its own body (`runs_training_step`),
+        or by calling a function that is one (`loss = train_step(model, batch)`), of this file or,
+        as the project says (`step_loops`), of another."""
+        if runs_training_step(loop):
+            return True
+        project = self.project
+        if project is not None and loop.lineno in project.step_loops:
+            return True
+        key = ("loop-calls-a-step", id(loop))
+        memo = self.ctx.memo
+        if key not in memo:
+            memo[key] = any(is_training_hook(function, self.ctx) for call in calls_in(loop.body)
+                            for function in self.calls.callees(call))
+        return memo[key]
 
     def _training_function(self, function: ast.AST, visiting: set[int]) -> bool:
         key = id(function)
@@ -848,11 +876,7 @@ class ExecutionModel:
         if key in visiting:
             return False
         visiting.add(key)
-        name = function.name
-        owner = self.ctx.owner_class(function)
-        hook = (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function)
-                or any(event_context(d) == PER_STEP for d in function.decorator_list)) \
-            and not (owner is not None and name == "forward")
+        hook = is_training_hook(function, self.ctx)
         result = hook or any(self.in_training_step_site(call, visiting) for call in self.callers(function)) \
             or (self.project is not None and self.project.trains(self.key(function)))
         self._training[key] = result
@@ -864,7 +888,7 @@ class ExecutionModel:
             return False
         parent = self.ctx.parent(call)
         while parent is not None and not isinstance(parent, FUNCTION_DEFS):
-            if isinstance(parent, STATEMENT_LOOPS) and runs_training_step(parent):
+            if isinstance(parent, STATEMENT_LOOPS) and self.loop_trains(parent):
                 return True
             parent = self.ctx.parent(parent)
         return parent is not None and self._training_function(parent, visiting)

@@ -527,3 +527,48 @@ async def test_editing_a_caller_updates_the_helper_it_calls(client: LanguageClie
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
     again = await published(client, helper_uri)
     assert list(again.diagnostics) == []
+
+
+EPOCH_MAIN = """import torch
+from engine import run_epoch
+
+
+def main(model, loader, optimizer, epochs):
+    model.cuda()
+    for epoch in range(epochs):
+        stats = run_epoch(model, loader, optimizer)
+        print(stats.item())
+
+
+main(None, [], None, 3)
+"""
+EPOCH_ENGINE = """import torch
+
+
+def run_epoch(model, loader, optimizer):
+    total = torch.zeros((), device="cuda")
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss.detach()
+    return total
+"""
+
+
+@pytest.mark.asyncio
+async def test_editing_a_helper_updates_the_files_that_call_it(client: LanguageClient, tmp_path: Path):
+    """`run_epoch` holds the batch loop, so the script's epoch loop reads its result once per
+    epoch (no finding); an edit of the helper that drops its loop makes each call one step, and
+    the script's diagnostics are published again with the read."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "engine.py").write_text(EPOCH_ENGINE)
+    script = await opened(client, tmp_path / "main.py", EPOCH_MAIN)
+    assert list(script.diagnostics) == []
+    helper = await opened(client, tmp_path / "engine.py", EPOCH_ENGINE)
+    one_step = EPOCH_ENGINE.replace("    for x in loader:\n        loss", "    x = loader\n    if True:\n        loss")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=helper.uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=one_step)]))
+    again = await published(client, script.uri)
+    assert [(d.code, d.range.start.line) for d in again.diagnostics] == [("PTL101", 8)]

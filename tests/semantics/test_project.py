@@ -710,3 +710,38 @@ def test_a_tree_too_large_to_model_checks_each_file_alone(tmp_path, monkeypatch,
     # alone, `log_metrics` is called code nobody calls: as without a project, it is not per step
     assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
     assert not list((tmp_path / ".ptlint_cache").rglob("project-*.marshal"))
+
+
+@pytest.mark.parametrize("layout", ["one file", "two files"])
+def test_a_loop_that_calls_a_training_step_is_a_training_loop(tmp_path, monkeypatch, capsys, layout):
+    """`loss = train_step(model, batch)` per batch, the step in a function of its own: a read of
+    its result in the loop waits every step."""
+    step = """
+        import torch
+
+
+        def train_step(model, batch, optimizer, device):
+            loss = model(batch.to(device)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss
+    """
+    loop = """
+        import torch
+        {imports}
+
+
+        def main(model, loader, optimizer, device):
+            for batch in loader:
+                loss = train_step(model, batch, optimizer, device)
+                print(f"loss {{loss.item():.3f}}")  # expect: PTL101
+
+
+        main(None, [], None, "cuda")
+    """
+    if layout == "one file":
+        write(tmp_path, {"train.py": step + loop.format(imports="").replace("import torch\n", "", 1)})
+    else:
+        write(tmp_path, {"steps.py": step, "train.py": loop.format(imports="from steps import train_step")})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
