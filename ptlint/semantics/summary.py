@@ -39,7 +39,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import COMPILE, local_classes
-from ptlint.semantics.nodes import FUNCTION_DEFS, NODE_FIELDS, SELF_NAMES, node_fields, walk
+from ptlint.semantics.nodes import FUNCTION_DEFS, NODE_FIELDS, SELF_NAMES, class_family, node_fields, walk
 from ptlint.semantics.where import (
     CALLED,
     LETTER,
@@ -58,7 +58,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -301,6 +301,8 @@ def _foreign_callee(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list | 
         if owner is None:
             return None
         if len(names) == 1:
+            if _defined_here(owner, names[0], ctx):
+                return None  # the class (or a base in this file) runs its own: the file's model has the call
             return ["s", _class_key(owner, ctx.parent), names[0]]
         if len(names) == 2:  # `self.meter.update()`: `self.meter = Meter(...)` somewhere in the class
             made = _attribute_class(owner, names[0], ctx, bindings)
@@ -335,6 +337,20 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
                         for base in import_bases(ctx.path, root) + [os.path.join(root, "src")])
         ctx.memo[key] = found
     return found
+
+
+def _defined_here(owner: ast.ClassDef, method: str, ctx: "FileFacts") -> bool:
+    """The class or one of its bases in this file defines `method`, not as a placeholder: no base
+    elsewhere supplies it, and no subclass elsewhere is followed (ptlint.semantics.project)."""
+    key = ("summary-methods", id(owner))
+    methods = ctx.memo.get(key)
+    if methods is None:
+        methods = ctx.memo[key] = {}
+        for cls in reversed(class_family(owner, local_classes(ctx))):
+            for statement in cls.body:
+                if isinstance(statement, FUNCTION_DEFS):
+                    methods[statement.name] = not _placeholder(statement)
+    return methods.get(method, False)
 
 
 def _owner_class(call: ast.AST, ctx: "FileFacts") -> ast.ClassDef | None:
