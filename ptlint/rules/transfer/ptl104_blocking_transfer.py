@@ -14,6 +14,7 @@ from ptlint.semantics.nodes import (
     STATEMENT_LOOPS,
     is_constant,
 )
+from ptlint.semantics.uses import is_read_call
 from ptlint.semantics.values import is_cpu_device
 
 # Calls that iterate what they are given, element for element.
@@ -47,6 +48,20 @@ losses = train(model, {inputs}, {targets}, torch.device("cpu"), 4)
 result = (losses, model)
 """
 
+
+def _drains_every_iteration(loop: ast.AST) -> bool:
+    """The loop's own statements (not a branch, not a nested loop or function) read a tensor
+    back: every iteration ends with the device's queue empty."""
+    pending = list(getattr(loop, "body", []))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
+            continue
+        if is_read_call(node):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
 class BlockingTransfer(Rule):
     code = "PTL104"
     needs_accelerator = True
@@ -74,7 +89,8 @@ class BlockingTransfer(Rule):
         if not self.ctx.loops:
             return
         device = transfer_device(node, self.ctx)
-        if device is not None and not has_non_blocking(node) and (device is node or not is_cpu_device(device, self.ctx)):
+        if device is not None and not has_non_blocking(node) and (device is node or not is_cpu_device(device, self.ctx)) \
+                and not _drains_every_iteration(self.ctx.loops[-1]):
             self.moves.append((node, self.ctx.function))
 
     def end_file(self) -> None:
@@ -343,7 +359,10 @@ it on the same stream, so nothing else changes.
 Not reported: a loader whose `pin_memory` is missing, `False` or not in this file (without
 pinned memory `non_blocking` does little); a copy that already passes `non_blocking=`; a copy
 to the CPU (a device-to-host copy with `non_blocking=True` may be read before it lands); a
-tensor that is not from the batch (see PTL105 for values that never change in the loop).
+tensor that is not from the batch (see PTL105 for values that never change in the loop); a loop
+that reads a tensor back every iteration anyway (`loss.item()`, `.cpu()`, `.tolist()` outside
+any branch): the queue is empty when the next copy starts, so a non-blocking copy has nothing to
+overlap with until those reads go (PTL101 reports them).
 
 ## Where it reports
 - **Reports** in the loop over the pinned loader, which runs every step (in a function, in
@@ -498,6 +517,21 @@ def evaluate(model, train_ds, val_ds, device):
     ]
 
     good_examples = [
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, dataset, optimizer, device, log):
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)  # the loop reads the loss back anyway: nothing to overlap
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        log.append(loss.item())
+""",
         # the loader handed to a framework that moves batches itself
         """
 from torch.utils.data import DataLoader
@@ -621,7 +655,7 @@ def train(model, inputs, targets, device, batch_size):
         loss = torch.nn.functional.cross_entropy(out, y.long())
         loss.backward()
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(loss.detach())
     return losses
 """,
             after="""
@@ -640,7 +674,7 @@ def train(model, inputs, targets, device, batch_size):
         loss = torch.nn.functional.cross_entropy(out, y.long())
         loss.backward()
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(loss.detach())
     return losses
 """,
             inputs=(
