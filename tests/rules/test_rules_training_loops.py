@@ -54,7 +54,7 @@ def test(model, device, test_loader):
     correct = 0
     with torch.no_grad():
         for data, target in test_loader:
-            data, target = data.to(device), target.to(device)  # expect: PTL104
+            data, target = data.to(device), target.to(device)  # reads back every batch below: nothing to overlap
             output = model(data)
             test_loss += F.nll_loss(output, target, reduction="sum").item()
             pred = output.argmax(dim=1, keepdim=True)
@@ -384,7 +384,7 @@ def train(model, loader, opt, weights, device):
 
 def test_fixes_of_a_whole_program():
     fixed = fix_text(MNIST, ["PTL104"])
-    assert fixed.count("non_blocking=True") == 6
+    assert fixed.count("non_blocking=True") == 4  # not in test(), whose loop reads back every batch
     assert "data, target = data.to(device, non_blocking=True), target.to(device, non_blocking=True)" in fixed
     assert fix_text(MNIST, ["PTL103"]) == MNIST  # unsafe: not without --unsafe-fixes
     unsafe = fix_text(MNIST, ["PTL103"], unsafe=True)
