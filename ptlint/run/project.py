@@ -145,7 +145,7 @@ class Project:
         if not self.last:
             return None
         out = {}
-        if len(self.jobs) <= QUICK_FILES:
+        if len(self.jobs) <= QUICK_FILES and len(self.jobs) < len(self.last):  # a few files of a larger project
             for job in self.jobs:
                 entry = self._last(self.key(job.path))
                 if entry is None or not all(_stamp(path) == stamp for path, stamp in entry[3]):

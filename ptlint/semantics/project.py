@@ -225,10 +225,11 @@ class ProjectFacts:
     accelerator (`cpu_only`), and whether anything in the project compiles code (`compiles`).
     Only defs whose context or training the other files change are listed."""
 
-    __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "_digest")
+    __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "program_trains",
+                 "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
-                 compiles: bool = True, outer_loops=(), step_loops=()) -> None:
+                 compiles: bool = True, outer_loops=(), step_loops=(), program_trains: bool = False) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -244,6 +245,7 @@ class ProjectFacts:
         # lines of this file's loops that call a training step of another file (`loss =
         # train_step(model, batch)`): what else they do runs in a training step
         self.step_loops = frozenset(step_loops)
+        self.program_trains = program_trains  # the project trains models: a module's forward runs in its steps
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -261,16 +263,19 @@ class ProjectFacts:
         return {"callers": {key: [[context, [list(link) for link in via]] for context, via in sites]
                             for key, sites in sorted(self.callers.items())},
                 "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles,
-                "outer_loops": sorted(self.outer_loops), "step_loops": sorted(self.step_loops)}
+                "outer_loops": sorted(self.outer_loops), "step_loops": sorted(self.step_loops),
+                "program_trains": self.program_trains}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
-                   data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()))
+                   data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()),
+                   data.get("program_trains", False))
 
     def _key(self) -> tuple:
         return (tuple(sorted((key, tuple(sites)) for key, sites in self.callers.items())), tuple(sorted(self.training)),
-                self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)))
+                self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)),
+                self.program_trains)
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key (repr of plain tuples and
@@ -590,6 +595,7 @@ class ProjectModel:
         compiles = self.compile_setting if self.compile_setting is not None else \
             any(summary["compiles"] for summary in self.summaries.values())
         self._via: dict[tuple, tuple] = {}
+        trains_anywhere = any(summary.get("trains") for summary in self.summaries.values())
         out: dict[str, ProjectFacts] = {}
         # the files whose summaries each file's facts come from: its callers in other files, and
         # the files on their chains (a one-file check trusts its facts while these are unchanged)
@@ -620,7 +626,7 @@ class ProjectModel:
             outgoing = outgoing_external.get(path, ())
             outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}
             steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
-            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps)
+            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere)
         return out
 
     # -- evidence ----------------------------------------------------------------------------------

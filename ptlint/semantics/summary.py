@@ -20,9 +20,10 @@ does — never a finding:
   cold, whether a loop around it runs a training step, and the loop to cite as evidence;
 - `imports`: the modules the file imports (for the programs it belongs to), and `exports`, the
   names its imports bind at module level (a package's `__init__` re-exporting `train`);
-- `accelerator`, `compiles`, `dynamic`: whether the file places tensors on an accelerator (or
-  could: a device that arrives from elsewhere), compiles code with `torch.compile`, or imports
-  modules by name at run time (then what it imports is unknown).
+- `accelerator`, `compiles`, `dynamic`, `trains`: whether the file places tensors on an
+  accelerator (or could: a device that arrives from elsewhere), compiles code with
+  `torch.compile`, imports modules by name at run time (then what it imports is unknown), or
+  trains a model (a loop that runs a training step).
 
 References are lists: `["l", key]` a def or class of this file; `["m", level, module, names]`
 what `from <level dots><module> import ...` or `import <module>` binds, then the attributes
@@ -58,7 +59,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -109,6 +110,8 @@ def summarize(ctx: "FileFacts") -> dict:
         "exports": exports,
         "accelerator": _accelerator(ctx),
         "compiles": _compiles(ctx, scan),
+        # the file trains a model: a loop that runs a training step, or a training step of its own
+        "trains": any(entry[4] for entry in defs.values()) or any(runs_training_step(loop) for loop in scan.loops),
         "dynamic": scan.star or _imports_by_name(ctx) or bool(scan.used - scan.bound - _BUILTINS),
     }
 
@@ -169,6 +172,7 @@ class _Scan:
         self.used: set[str] = set()
         self.star = False
         self.compile_refs: list[ast.AST] = []
+        self.loops: list[ast.AST] = []
         bound, used = self.bound, self.used
         fields_of = NODE_FIELDS
         node_type = ast.AST
@@ -192,6 +196,8 @@ class _Scan:
                     self.compile_refs.append(node)
             elif kind is ast.arg:
                 bound.add(node.arg)
+            elif kind is ast.For or kind is ast.While or kind is ast.AsyncFor:
+                self.loops.append(node)
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
                 bound.add(node.name)
             elif kind is ast.ClassDef:

@@ -306,8 +306,8 @@ def may_be_step(ctx: "FileFacts") -> bool:
     key = "may-hold-training-step"
     if key not in ctx.memo:
         project = getattr(ctx, "project", None)  # defs of this file that steps elsewhere call
-        ctx.memo[key] = may_hold_training_step(ctx.text) or (
-            project is not None and bool(project.training or project.step_loops))
+        ctx.memo[key] = may_hold_training_step(ctx.text) or (project is not None and bool(
+            project.training or project.step_loops or (project.program_trains and "forward" in ctx.text)))
     return ctx.memo[key] or in_model_loop(ctx)
 
 
@@ -852,6 +852,19 @@ class ExecutionModel:
                 return True
             parent = self.ctx.parent(parent)
         return parent is not None and self._training_function(parent, set())
+
+    def in_trained_forward(self, node: ast.AST) -> bool:
+        """`node` is in the `forward` of a module (not compiled: traced code is the compile rules')
+        of a project that trains models: each training step runs it (`int(self.queue_ptr)` in a
+        momentum encoder's forward)."""
+        project = self.project
+        if project is None or not project.program_trains:
+            return False
+        where = self.where(node)
+        function = where.function
+        if where.cold or function is None or function.name != "forward":
+            return False
+        return self.base.get(id(function)) == PER_STEP and id(function) in self.intrinsic_why
 
     def loop_trains(self, loop: ast.AST) -> bool:
         """The loop runs a training step every iteration: in its own body (`runs_training_step`),

@@ -745,3 +745,48 @@ def test_a_loop_that_calls_a_training_step_is_a_training_loop(tmp_path, monkeypa
     else:
         write(tmp_path, {"steps.py": step, "train.py": loop.format(imports="from steps import train_step")})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_registered_buffer_read_in_forward_of_a_trained_model(tmp_path, monkeypatch, capsys):
+    """A momentum encoder's queue pointer, a buffer, read in forward: each training step of the
+    project waits there. Silent where the project compiles (the compile rules' code) and where
+    nothing in the project trains."""
+    model = """
+        import torch
+        from torch import nn
+
+
+        class MoCo(nn.Module):
+            def __init__(self, dim=128, k=4096):
+                super().__init__()
+                self.k = k
+                self.register_buffer("queue", torch.randn(dim, k))
+                self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))
+
+            def forward(self, q, keys):
+                ptr = int(self.queue_ptr){expect}
+                self.queue[:, ptr:ptr + keys.shape[0]] = keys.T
+                self.queue_ptr[0] = (ptr + keys.shape[0]) % self.k
+                return q @ self.queue
+    """
+    train = """
+        import torch
+        from model import MoCo
+
+
+        def main(loader, device):
+            model = MoCo().to(device)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for q, k in loader:
+                loss = model(q.to(device), k.to(device)).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """
+    write(tmp_path, {"model.py": model.format(expect="  # expect: PTL101"), "train.py": train})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+    write(tmp_path, {"model.py": model.format(expect=""), "train.py": train.replace(
+        "model = MoCo().to(device)", "model = torch.compile(MoCo().to(device))")})
+    assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
+    (tmp_path / "train.py").unlink()
+    assert check(tmp_path, monkeypatch, capsys, "PTL101") == []

@@ -287,7 +287,8 @@ class SyncInLoop(Rule):
         `compute_loss`, a function that backpropagates, or what those call in this module).
         A loop that only reads results back (post-processing rows) waits once, at its first
         read; a helper that inference code calls per step needs its host values."""
-        return self._stalls.get(id(node), False) or self.ctx.model.in_training_step(node)
+        model = self.ctx.model
+        return self._stalls.get(id(node), False) or model.in_training_step(node) or model.in_trained_forward(node)
 
     def _read_again(self, statement: ast.stmt | None = None) -> bool:
         """Another read in a statement that already has a finding (`t, h, w = g[0].item(),
