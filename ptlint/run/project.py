@@ -34,6 +34,7 @@ INDEX_VERSION = 2
 # A cheap first guess, before the solve, of whether a project compiles code: the facts a file is
 # linted with in the first pass are then right for nearly every file.
 COMPILE_TEXT = re.compile(rb"torch\s*\.\s*compile\b|_dynamo|\bcompile\s*\(")
+TRAINS_TEXT = re.compile(rb"\.backward\s*\(|_step\s*\(")  # a first guess of ProjectFacts.program_trains
 ACCELERATOR_TEXT = re.compile(rb"cuda|device|\bmps\b|xpu|accelerat|lightning|deepspeed|[Ff]abric|importlib|__import__")
 
 
@@ -204,7 +205,7 @@ class Project:
         linted and summarised at once; the others only summarised."""
         out = []
         bare = dataclasses.replace(self.settings, enabled=())
-        self.compile_guess = self.accelerator_guess = False
+        self.compile_guess = self.accelerator_guess = self.trains_guess = False
         for path in self.files:
             try:
                 info = os.stat(path)
@@ -231,11 +232,15 @@ class Project:
             self.stamps[path] = stamp + [digest]
             self.compile_guess = self.compile_guess or COMPILE_TEXT.search(data) is not None
             self.accelerator_guess = self.accelerator_guess or ACCELERATOR_TEXT.search(data) is not None
+            self.trains_guess = self.trains_guess or TRAINS_TEXT.search(data) is not None
             job = self.jobs_by_path.get(path)
             if job is not None:
-                out.append((path, dataclasses.replace(job, facts=self.assumed(path), summarize=True)))
+                out.append((path, dataclasses.replace(job, summarize=True)))
             else:
                 out.append((path, Job(path, bare, summarize=True)))
+        for path, job in out:  # the guesses read every changed file first
+            if job.settings is not bare:
+                job.facts = self.assumed(path)
         return out
 
     def assumed(self, path: str) -> ProjectFacts:
@@ -248,7 +253,7 @@ class Project:
         compiles = setting if setting is not None else (
             self.compile_guess or any(s.get("compiles") for s in self.summaries.values()))
         # a program that never names a device is CPU-only: the guess spares a second lint of it
-        return ProjectFacts(compiles=compiles, cpu_only=not self.accelerator_guess)
+        return ProjectFacts(compiles=compiles, cpu_only=not self.accelerator_guess, program_trains=self.trains_guess)
 
     def add_summary(self, path: str, summary: dict | None) -> None:
         if summary is not None:

@@ -89,23 +89,12 @@ def name_words(node: ast.AST) -> set[str]:
 def calls_in(statements: list[ast.AST], stop_at: tuple[type, ...] = DEFINITIONS):
     """The calls under `statements`, not entering nodes of the `stop_at` types (by default
     nested functions and classes)."""
-    pending = list(statements)
-    node_type = ast.AST
-    fields_of = NODE_FIELDS
-    while pending:
-        node = pending.pop()
-        kind = type(node)
-        if kind in stop_at:
+    for statement in statements:
+        if type(statement) in stop_at:
             continue
-        if kind is ast.Call:
-            yield node
-        fields = fields_of.get(kind) or node_fields(kind)
-        for field in fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                pending.extend(item for item in value if isinstance(item, node_type))
-            elif isinstance(value, node_type):
-                pending.append(value)
+        for node in walk(statement, stop_at):
+            if type(node) is ast.Call:
+                yield node
 
 
 def chain_head(node: ast.AST) -> ast.Name | None:
@@ -150,12 +139,11 @@ def class_family(cls: ast.ClassDef, local: dict[str, ast.ClassDef]) -> list[ast.
 # Fields that never hold a node: names and flags, and the operator and context singletons.
 _NOT_NODE_FIELDS = {"ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comment", "level", "module", "asname",
                     "is_async", "conversion", "simple", "tag", "kwd_attrs", "name", "names", "rest"}
-NODE_FIELDS: dict[type, tuple[str, ...]] = {}  # a node type -> its fields that may hold nodes (node_fields)
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a node type -> its fields that may hold nodes (_fields_of)
 
 
-def node_fields(kind: type) -> tuple[str, ...]:
-    """The fields of a node type that may hold nodes (kept in NODE_FIELDS for the walks)."""
-    fields = NODE_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)
+def _fields_of(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_NODE_FIELDS)
     return fields
 
 
@@ -165,14 +153,14 @@ def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
     Nodes of a type in `stop_at` are given but not entered (unless `root` is one)."""
     pending = [root]
     node_type = ast.AST
-    fields_of = NODE_FIELDS
+    fields_of = _FIELDS
     while pending:
         node = pending.pop()
         yield node
         kind = type(node)
         if stop_at and node is not root and kind in stop_at:
             continue
-        fields = fields_of.get(kind) or node_fields(kind)
+        fields = fields_of.get(kind) or _fields_of(kind)
         for field in fields:
             value = getattr(node, field, None)
             if type(value) is list:

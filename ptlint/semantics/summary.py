@@ -40,7 +40,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import COMPILE, local_classes
-from ptlint.semantics.nodes import FUNCTION_DEFS, NODE_FIELDS, SELF_NAMES, class_family, node_fields, walk
+from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, walk
 from ptlint.semantics.where import (
     CALLED,
     LETTER,
@@ -174,19 +174,8 @@ class _Scan:
         self.compile_refs: list[ast.AST] = []
         self.loops: list[ast.AST] = []
         bound, used = self.bound, self.used
-        fields_of = NODE_FIELDS
-        node_type = ast.AST
-        pending: list = [tree]
-        pop, push, extend = pending.pop, pending.append, pending.extend
-        while pending:  # nodes.walk, inlined: this loop sees every node of every file
-            node = pop()
+        for node in walk(tree):
             kind = type(node)
-            for field in fields_of.get(kind) or node_fields(kind):
-                value = getattr(node, field)
-                if type(value) is list:
-                    extend(item for item in value if isinstance(item, node_type))
-                elif isinstance(value, node_type):
-                    push(value)
             if kind is ast.Name:
                 (used if type(node.ctx) is ast.Load else bound).add(node.id)
                 if node.id in ("compile", "optimize"):
