@@ -170,8 +170,8 @@ def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
 
 
 def def_key(function: ast.AST, parent_of) -> str:
-    """A def's name in its module, through the classes and functions around it (`Trainer.step`,
-    `main.closure`): how the project model names it across files."""
+    """A def's (or a class's) name in its module, through the classes and functions around it
+    (`Trainer.step`, `main.closure`): how the project model names it across files."""
     parts = [function.name]
     parent = parent_of(function)
     while parent is not None and not isinstance(parent, ast.Module):

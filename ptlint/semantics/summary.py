@@ -40,7 +40,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import COMPILE, local_classes
-from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, walk
+from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, def_key, walk
 from ptlint.semantics.where import (
     CALLED,
     LETTER,
@@ -89,7 +89,7 @@ def summarize(ctx: "FileFacts") -> dict:
                      _placeholder(function), model.holds_step_loop(function)]
     classes: dict[str, list] = {}
     for node in scan.classes:
-        key = _class_key(node, parent)
+        key = def_key(node, parent)
         if key not in classes:
             classes[key] = [node.lineno, [_reference(base, node, ctx, bindings) for base in node.bases]]
     edges: list[list] = []
@@ -148,16 +148,6 @@ def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
             loop_why(loop) if loop is not None else "", name, data]
-
-
-def _class_key(node: ast.ClassDef, parent) -> str:
-    parts = [node.name]
-    up = parent(node)
-    while up is not None and not isinstance(up, ast.Module):
-        if isinstance(up, (*FUNCTION_DEFS, ast.ClassDef)):
-            parts.append(up.name)
-        up = parent(up)
-    return ".".join(reversed(parts))
 
 
 # -- imports -------------------------------------------------------------------------------------
@@ -271,7 +261,7 @@ def _reference(node: ast.AST, at: ast.AST, ctx: "FileFacts", bindings: dict) -> 
     if bound is not None:
         return ["m", bound[1], bound[2], bound[3] + names] if _may_be_project(bound, ctx) else None
     if not names and head.id in local_classes(ctx):
-        return ["l", _class_key(local_classes(ctx)[head.id], ctx.parent)]
+        return ["l", def_key(local_classes(ctx)[head.id], ctx.parent)]
     return None
 
 
@@ -298,7 +288,7 @@ def _foreign_callee(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list | 
         if len(names) == 1:
             if _defined_here(owner, names[0], ctx):
                 return None  # the class (or a base in this file) runs its own: the file's model has the call
-            return ["s", _class_key(owner, ctx.parent), names[0]]
+            return ["s", def_key(owner, ctx.parent), names[0]]
         if len(names) == 2:  # `self.meter.update()`: `self.meter = Meter(...)` somewhere in the class
             made = _attribute_class(owner, names[0], ctx, bindings)
             return ["i", made, names[1]] if made is not None else None

@@ -931,16 +931,9 @@ class ExecutionModel:
     def _compute_per_outer(self, loop: ast.AST) -> bool:
         if trains_directly(loop):
             return False  # the training step's own loop
-        inner_data = inner_training = False
-        pending = list(loop.body)
-        while pending:
-            node = pending.pop()
-            if isinstance(node, DEFINITIONS) or isinstance(node, ast.expr):
-                continue
-            if isinstance(node, STATEMENT_LOOPS) and not is_sub_step_loop(node):
-                inner_training = inner_training or runs_training_step(node)
-                inner_data = inner_data or iterable_is_data(node)
-            pending.extend(ast.iter_child_nodes(node))
+        inner = list(_step_loops_in(loop.body))
+        inner_training = any(runs_training_step(node) for node in inner)
+        inner_data = any(iterable_is_data(node) for node in inner)
         if iterable_is_data(loop):
             return inner_training
         if inner_data or inner_training:
@@ -954,18 +947,22 @@ class ExecutionModel:
         key = ("holds-step-loop", id(function))
         memo = self.ctx.memo
         if key not in memo:
-            found = False
-            pending = list(function.body)
-            while pending and not found:
-                node = pending.pop()
-                if isinstance(node, DEFINITIONS) or isinstance(node, ast.expr):
-                    continue
-                if isinstance(node, STATEMENT_LOOPS) and not is_sub_step_loop(node) \
-                        and (iterable_is_data(node) or runs_training_step(node)):
-                    found = True
-                pending.extend(ast.iter_child_nodes(node))
-            memo[key] = found
+            memo[key] = any(iterable_is_data(node) or runs_training_step(node)
+                            for node in _step_loops_in(function.body))
         return memo[key]
+
+
+def _step_loops_in(statements: list[ast.stmt]):
+    """The statement loops among `statements` and inside them, gradient-accumulation loops left
+    out (not entering defs, classes or expressions): the loops that may walk data or train."""
+    pending = list(statements)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, DEFINITIONS) or isinstance(node, ast.expr):
+            continue
+        if isinstance(node, STATEMENT_LOOPS) and not is_sub_step_loop(node):
+            yield node
+        pending.extend(ast.iter_child_nodes(node))
 
 
 def _derived_elsewhere(cls: ast.ClassDef, ctx: "FileFacts") -> bool:
