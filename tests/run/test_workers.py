@@ -85,7 +85,9 @@ else:
     check._exit_when_ready = lambda sentinel: None
 
 def task(_):
-    print(os.getpid(), flush=True)
+    # one write: with PYTHONUNBUFFERED (as CI sets it) print writes the pid and its newline
+    # apart, and the two workers' lines interleave
+    os.write(1, f"{os.getpid()}\\n".encode())
     time.sleep(120)
 
 if __name__ == "__main__":
