@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.engine.rule import Rule
+from ptlint.engine.rule import ONCE, Rule
+from ptlint.semantics.nodes import name_words
+from ptlint.semantics.values import TRAINING_CALLS
+from ptlint.semantics.where import OPTIMIZER_NAMES
 
 # Words of a function, class or condition whose business is to offer data parallelism as an
 # option (`_wrap_model`, `DataParallelStrategy`, `if self.data_parallel_backend:`): DataParallel
 # there is the mode a user chose, not a mistake in the user's training code.
 OPTION_WORDS = ("wrap", "parallel", "distributed", "strategy", "backend")
+
+# Words of a called function that start or run training (`train_one_epoch(...)`, `trainer.fit()`,
+# `model.train()`): a file that calls one trains the model it wraps.
+TRAINING_WORDS = {"train", "fit", "finetune", "pretrain"}
 
 DATA_PARALLEL = {
     "torch.nn.DataParallel",
@@ -33,6 +40,28 @@ def _holding(test: ast.AST, holds: bool) -> list[ast.AST]:
             for op, c in zip(test.ops, test.comparators)):
         return []  # `args.distributed is False`, `== 0`: the option is off
     return [test]  # `c`, `a or b` (one of them holds), `strategy == "dp"`
+
+
+def _starts_training(call: ast.Call, ctx) -> bool:
+    """`loss.backward()`, `optimizer.step()`, `zero_grad()`, `model.train()`, `train_one_epoch(...)`,
+    `trainer.fit()`, an optimizer built (`torch.optim.SGD(...)`)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name in TRAINING_CALLS or (name == "step" and name_words(func.value) & OPTIMIZER_NAMES):
+        return True
+    if set(name.lower().split("_")) & TRAINING_WORDS:
+        return True
+    return (ctx.qualname(func) or "").startswith("torch.optim.")
+
+
+def _runs_inference(call: ast.Call, ctx) -> bool:
+    """`model.eval()`, `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
+    qual = ctx.qualname(call.func) or ""
+    if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.enable_grad"):
+        return qual != "torch.enable_grad"
+    if qual == "torch.set_grad_enabled":
+        return bool(call.args) and isinstance(call.args[0], ast.Constant) and call.args[0].value is False
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "eval" and not call.args
 
 
 class UsesDataParallel(Rule):
@@ -75,6 +104,24 @@ class UsesDataParallel(Rule):
             if first or other:
                 tests += [ast.unparse(part) for part in _holding(ancestor.test, first)]
         return tests
+
+    def keep(self, node: ast.AST, where) -> bool:
+        """Not in once-code of an inference program: a file that runs its model for evaluation
+        (`model.eval()`, `torch.no_grad()`) and trains nothing — an evaluation, demo or feature
+        extraction script wrapping the model to run it, or to load a checkpoint saved with
+        `module.` names. DataParallel's cost is paid per training step. Kept in code other files
+        call (the caller may train)."""
+        return where.context != ONCE or not self._inference_only()
+
+    def _inference_only(self) -> bool:
+        known = getattr(self, "_inference", None)
+        if known is None:
+            project = self.ctx.project
+            calls = self.ctx.calls()
+            trains = bool(project is not None and (project.step_loops or project.outer_loops or project.training)) \
+                or any(_starts_training(call, self.ctx) for call in calls)
+            known = self._inference = not trains and any(_runs_inference(call, self.ctx) for call in calls)
+        return known
 
     def visit_Call(self, node: ast.Call) -> None:
         if self._is_data_parallel(node.func):
@@ -122,7 +169,13 @@ off, which is how it usually runs.
 - **Reports** wherever DataParallel is used: in once-code (the usual place: the model is wrapped
   once, at set-up), per step, in a function whose callers the file does not show, and on error
   paths. The cost is paid on every step that follows, wherever the wrapping happens.
-- **Silent** in test code.
+- **Silent** in test code, and in the once-code of an inference program: a file that runs its
+  model for evaluation (`model.eval()`, `torch.no_grad()`, `torch.inference_mode()`) and trains
+  nothing (no `.backward()`, optimizer, `model.train()`, `train_one_epoch(...)`, `trainer.fit()`,
+  no loop that runs another file's training step). An evaluation, demo or feature-extraction
+  script often wraps the model to load a checkpoint saved with `module.` names; with no training
+  step there is no gradient reduction to pay for, and DDP would not be the remedy. A function
+  other files call is reported all the same (its callers may train).
 
 ## Example
 ```python
@@ -217,9 +270,63 @@ if distributed:
 else:
     model = nn.DataParallel(model)  # expect: PTL202
 """,
+        # a file that evaluates and trains: the wrapped model is trained
+        """
+import torch
+from torch import nn
+
+def main(args):
+    model = nn.DataParallel(build()).cuda()  # expect: PTL202
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, optimizer)
+        model.eval()
+        with torch.no_grad():
+            validate(model)
+
+if __name__ == "__main__":
+    main(parse())
+""",
+        # an inference helper nothing in the file calls: its callers may train
+        """
+import torch
+from torch import nn
+
+def evaluator(path):
+    model = nn.DataParallel(build())  # expect: PTL202
+    model.load_state_dict(torch.load(path))
+    return model.eval()
+""",
     ]
 
     good_examples = [
+        # an evaluation script: the model is wrapped to load a checkpoint and run, never trained
+        """
+import torch
+import torch.nn as nn
+
+def evaluate(opt):
+    model = nn.DataParallel(build(opt)).cuda()
+    model.load_state_dict(torch.load(opt.checkpoint))
+    model.eval()
+    with torch.no_grad():
+        for images, labels in loader:
+            print(model(images.cuda()).argmax(1))
+
+if __name__ == "__main__":
+    evaluate(parse())
+""",
+        """
+import torch
+from torch.nn import DataParallel
+
+@torch.inference_mode()
+def extract(loader, model):
+    return [model(x) for x in loader]
+
+inception = DataParallel(load_inception()).cuda()
+features = extract(loader, inception)
+""",
         # a project's own class of that name
         """
 import torch

@@ -62,6 +62,23 @@ def _drains_every_iteration(loop: ast.AST) -> bool:
         pending.extend(ast.iter_child_nodes(node))
     return False
 
+
+# Host tensors built in the step (`torch.IntTensor([n] * b)`, `torch.from_numpy(a)`,
+# `torch.tensor(lengths)`): pageable memory, so copying one to the device blocks until the
+# device's queue is empty, whatever the batch's copy does.
+HOST_BUILDERS = {"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "LongTensor", "IntTensor",
+                 "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor", "zeros", "ones", "full", "arange",
+                 "empty", "randn", "rand", "randint", "stack", "cat"}
+
+
+def _built_on_host(node: ast.AST) -> bool:
+    """`torch.IntTensor(...)`, `torch.tensor(x).long()`: a torch constructor's fresh CPU tensor."""
+    node = _root(node) if not isinstance(node, ast.Call) or _last_name(node.func) not in HOST_BUILDERS else node
+    return isinstance(node, ast.Call) and _last_name(node.func) in HOST_BUILDERS and not any(
+        k.arg == "device" for k in node.keywords) and isinstance(node.func, ast.Attribute) \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id in ("torch", "th")
+
+
 class BlockingTransfer(Rule):
     code = "PTL104"
     needs_accelerator = True
@@ -90,8 +107,29 @@ class BlockingTransfer(Rule):
             return
         device = transfer_device(node, self.ctx)
         if device is not None and not has_non_blocking(node) and (device is node or not is_cpu_device(device, self.ctx)) \
-                and not _drains_every_iteration(self.ctx.loops[-1]):
+                and not _drains_every_iteration(self.ctx.loops[-1]) \
+                and not self._copies_host_tensor(self.ctx.loops[-1]):
             self.moves.append((node, self.ctx.function))
+
+    def _copies_host_tensor(self, loop: ast.AST) -> bool:
+        """The loop's own statements also copy a tensor built on the host to the device, without
+        `non_blocking` (`torch.IntTensor([length] * n).to(device)`): that copy of pageable memory
+        waits for the device's queue every iteration, so the batch's copy has nothing to overlap
+        with until it goes (a fix this rule does not offer)."""
+        known = getattr(loop, "_ptlint_host_copy", None)
+        if known is None:
+            known = False
+            pending = list(getattr(loop, "body", []))
+            while pending and not known:
+                node = pending.pop()
+                if isinstance(node, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
+                    continue
+                if isinstance(node, ast.Call) and transfer_device(node, self.ctx) is not None \
+                        and not has_non_blocking(node) and _built_on_host(node.func.value):
+                    known = True
+                pending.extend(ast.iter_child_nodes(node))
+            loop._ptlint_host_copy = known
+        return known
 
     def end_file(self) -> None:
         if not self.loaders or not self.moves:
@@ -362,7 +400,9 @@ to the CPU (a device-to-host copy with `non_blocking=True` may be read before it
 tensor that is not from the batch (see PTL105 for values that never change in the loop); a loop
 that reads a tensor back every iteration anyway (`loss.item()`, `.cpu()`, `.tolist()` outside
 any branch): the queue is empty when the next copy starts, so a non-blocking copy has nothing to
-overlap with until those reads go (PTL101 reports them).
+overlap with until those reads go (PTL101 reports them); a loop that also copies a tensor built
+on the host to the device without `non_blocking` (`torch.IntTensor([n] * b).to(device)`): that
+copy of pageable memory waits for the queue every iteration all the same.
 
 ## Where it reports
 - **Reports** in the loop over the pinned loader, which runs every step (in a function, in
@@ -415,6 +455,24 @@ been queued could see a difference, and a batch fresh from the loader is not wri
 """
 
     bad_examples = [
+        # host-built tensors copied without waiting (`device=`, `non_blocking`) or on some steps only
+        """
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, dataset, device, opt, step):
+    loader = DataLoader(dataset, batch_size=32, pin_memory=True)
+    for x, y in loader:
+        x = x.to(device)  # expect: PTL104
+        y = y.cuda(non_blocking=True)
+        mask = torch.ones(x.size(0), device=device)
+        weights = torch.tensor([1.0, 2.0]).to(device, non_blocking=True)
+        if step % 100 == 0:
+            scale = torch.tensor(step).to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y, weight=weights) * mask.mean()
+        loss.backward()
+        opt.step()
+""",
         """
 import torch
 from torch.utils.data import DataLoader
@@ -517,6 +575,20 @@ def evaluate(model, train_ds, val_ds, device):
     ]
 
     good_examples = [
+        # a tensor built on the host copied in the same step: that copy waits for the queue anyway
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+def evaluate(model, dataset, device, converter):
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+    with torch.no_grad():
+        for images, labels in loader:
+            images = images.to(device)
+            lengths = torch.IntTensor([25] * images.size(0)).to(device)
+            converter.decode(model(images, lengths), lengths)
+""",
         """
 import torch
 from torch.utils.data import DataLoader
