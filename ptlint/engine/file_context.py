@@ -57,12 +57,24 @@ class FileContext(FileFacts):
         )
         self._reported.append((finding, rule, node))
 
+    def _top_level_name(self, node: ast.AST) -> str | None:
+        """The name of the outermost def or class around `node` (None at module level)."""
+        name = None
+        current = self.parent(node)
+        while current is not None:
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = current.name
+            current = self.parent(current)
+        return name
+
     def finish(self) -> list[Finding]:
         """The reported findings whose code runs where their rule looks, each with its context."""
         project = self.project
         for finding, rule, node in self._reported:
             if project is not None and rule.needs_compile and not project.compiles:
                 continue  # nothing in the project compiles code: no graph to break
+            if project is not None and project.dead and self._top_level_name(node) in project.dead:
+                continue  # a def nothing in the training project uses: it never runs
             where = self.where(node)
             if project is not None and rule.needs_accelerator and project.cpu_only \
                     and self.model.base_of(where.function) != CALLED:

@@ -35,6 +35,13 @@ INDEX_VERSION = 2
 # linted with in the first pass are then right for nearly every file.
 COMPILE_TEXT = re.compile(rb"torch\s*\.\s*compile\b|_dynamo|\bcompile\s*\(")
 TRAINS_TEXT = re.compile(rb"\.backward\s*\(|_step\s*\(")  # a first guess of ProjectFacts.program_trains
+# Other files of a project that may name a def of its Python files (a config's `_target_`, a
+# notebook's call, a launch script's `python -c`, an example in the docs): the dead-code facts read
+# their words. Larger files are data; more files than this leave nothing known dead.
+OTHER_TEXT = (".yaml", ".yml", ".json", ".ipynb", ".toml", ".cfg", ".ini", ".sh", ".md", ".rst", ".txt", ".jsonnet")
+MAX_OTHER_SIZE = 2_000_000
+MAX_OTHER_FILES = 2_000
+WORD = re.compile(rb"[A-Za-z_]\w*")
 ACCELERATOR_TEXT = re.compile(rb"cuda|device|\bmps\b|xpu|accelerat|lightning|deepspeed|[Ff]abric|importlib|__import__")
 
 
@@ -123,6 +130,8 @@ class Project:
         self.summaries: dict[str, dict] = {}
         self.stamps: dict[str, list] = {}
         self.files: list[str] | None = None
+        self.others: list[str] = []  # the project's other text files (_files)
+        self._other_names: set[str] | None = None
         # path -> [mtime, size, facts, files they come from], each entry marshalled on its own: a
         # one-file check reads one entry, not the whole project's (27 ms for transformers)
         self.last = _load(self.facts_file, self.root)
@@ -178,8 +187,10 @@ class Project:
 
     # -- which files, and which need a summary ----------------------------------------------------
     def _files(self) -> list[str] | None:
-        """The project's Python files, test code left out; None when there are too many."""
+        """The project's Python files, test code left out; None when there are too many. Its other
+        text files go to `others`."""
         found: list[str] = []
+        self.others: list[str] = []
         settings = self.settings
         folders = 0
         for folder, subfolders, names in os.walk(os.path.realpath(self.root)):
@@ -193,6 +204,8 @@ class Project:
                     path = os.path.join(folder, name)
                     if not settings.is_test_code(path):
                         found.append(path)
+                elif name.endswith(OTHER_TEXT):
+                    self.others.append(os.path.join(folder, name))
             if len(found) > MAX_PROJECT_FILES:
                 return None
         for path in self.jobs_by_path:  # a checked file is part of its project, test code or not
@@ -263,10 +276,25 @@ class Project:
 
     # -- the solve and the index -------------------------------------------------------------------
     def solve(self) -> dict[str, ProjectFacts]:
-        model = ProjectModel(self.root, self.summaries, self.compile_setting())
+        model = ProjectModel(self.root, self.summaries, self.compile_setting(), self.other_names())
         self.facts = model.solve()
         self.dependencies = model.dependencies
         return self.facts
+
+    def other_names(self) -> set[str] | None:
+        """The words of the project's other text files (read once); None where there are too many
+        or one cannot be read."""
+        if self._other_names is None and len(self.others) <= MAX_OTHER_FILES:
+            words: set[bytes] = set()
+            try:
+                for path in self.others:
+                    if os.path.getsize(path) <= MAX_OTHER_SIZE:
+                        with open(path, "rb") as handle:
+                            words.update(WORD.findall(handle.read()))
+            except OSError:
+                return None
+            self._other_names = {word.decode("ascii") for word in words}
+        return self._other_names
 
     def compile_setting(self) -> bool | None:
         """`compile` of the configuration; else True where the configuration names dynamic targets
@@ -394,5 +422,8 @@ def _shape(summary: dict) -> tuple:
     edges = tuple((e[0], repr(e[1]), e[3], e[4], e[5], e[8]) for e in summary["edges"])
     defs = tuple((key, entry[1], entry[3], entry[4]) for key, entry in summary["defs"].items())
     classes = tuple((key, repr(entry[1])) for key, entry in summary["classes"].items())
+    names = summary["names"]
+    tops = tuple((name, entry[2], tuple(entry[3])) for name, entry in names["tops"].items())
     return (defs, edges, classes, repr(summary["imports"]), repr(summary["exports"]),
-            summary["accelerator"], summary["compiles"], summary["dynamic"])
+            summary["accelerator"], summary["compiles"], summary["dynamic"], tuple(names["roots"]), tops,
+            repr(names["lookups"]))

@@ -226,10 +226,11 @@ class ProjectFacts:
     Only defs whose context or training the other files change are listed."""
 
     __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "program_trains",
-                 "_digest")
+                 "dead", "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
-                 compiles: bool = True, outer_loops=(), step_loops=(), program_trains: bool = False) -> None:
+                 compiles: bool = True, outer_loops=(), step_loops=(), program_trains: bool = False,
+                 dead=()) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -246,6 +247,9 @@ class ProjectFacts:
         # train_step(model, batch)`): what else they do runs in a training step
         self.step_loops = frozenset(step_loops)
         self.program_trains = program_trains  # the project trains models: a module's forward runs in its steps
+        # this file's top-level defs and classes that nothing in a training project uses: code that
+        # never runs (ProjectModel.dead)
+        self.dead = frozenset(dead)
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -264,18 +268,18 @@ class ProjectFacts:
                             for key, sites in sorted(self.callers.items())},
                 "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles,
                 "outer_loops": sorted(self.outer_loops), "step_loops": sorted(self.step_loops),
-                "program_trains": self.program_trains}
+                "program_trains": self.program_trains, "dead": sorted(self.dead)}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
                    data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()),
-                   data.get("program_trains", False))
+                   data.get("program_trains", False), data.get("dead", ()))
 
     def _key(self) -> tuple:
         return (tuple(sorted((key, tuple(sites)) for key, sites in self.callers.items())), tuple(sorted(self.training)),
                 self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)),
-                self.program_trains)
+                self.program_trains, tuple(sorted(self.dead)))
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key (repr of plain tuples and
@@ -317,10 +321,14 @@ class ProjectModel:
     """The project's files (absolute path -> summary) joined; see the section comment above. Paths
     in evidence are absolute here (ProjectFacts.callers_of spells them for the user)."""
 
-    def __init__(self, root: str, summaries: dict[str, dict], compile_setting: bool | None = None) -> None:
+    def __init__(self, root: str, summaries: dict[str, dict], compile_setting: bool | None = None,
+                 other_names: set[str] | None = None) -> None:
         self.root = os.path.abspath(root)
         self.summaries = summaries
         self.compile_setting = compile_setting
+        # words of the project's other files (configs, notebooks, scripts, docs), which may name a
+        # def of its Python files (`_target_: models.Net`); None: not read, nothing is known dead
+        self.other_names = other_names
         self.dirs: set[str] = set()
         for path in summaries:
             folder = os.path.dirname(path)
@@ -596,6 +604,7 @@ class ProjectModel:
             any(summary["compiles"] for summary in self.summaries.values())
         self._via: dict[tuple, tuple] = {}
         trains_anywhere = any(summary.get("trains") for summary in self.summaries.values())
+        dead = self.dead() if trains_anywhere else {}
         out: dict[str, ProjectFacts] = {}
         # the files whose summaries each file's facts come from: its callers in other files, and
         # the files on their chains (a one-file check trusts its facts while these are unchanged)
@@ -626,7 +635,68 @@ class ProjectModel:
             outgoing = outgoing_external.get(path, ())
             outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}
             steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
-            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere)
+            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
+                                     dead.get(path, ()))
+        return out
+
+    # -- code that never runs ----------------------------------------------------------------------
+    def dead(self) -> dict[str, set[str]]:
+        """Per file, the top-level defs and classes no code of the project uses, by name: not the
+        module-level code of any file (a script's `main()` call, a registry, `__all__`), not a
+        decorated def (a decorator may register it), not a def used by one that is used, not a
+        word of the project's other files. A training program's code nobody uses never runs; a
+        library's would run in its users' programs, so this is asked only where the project
+        trains and holds a program (a file with `if __name__ == "__main__":` or a loop at top
+        level), and only of modules another file imports (one nothing imports is a program of its
+        own, or a library's). Nothing is dead where a file looks names up in a way that cannot be
+        followed."""
+        if self.other_names is None or not any(s.get("names", {}).get("entry") for s in self.summaries.values()):
+            return {}  # no program here, only a library: its users are unknown
+        imported: set[str] = set()  # the modules some file imports: parts of a program
+        for path, summary in self.summaries.items():
+            for level, module, names in summary["imports"]:
+                imported.add(self.resolve_module(path, level, module))
+                imported.update(self.resolve_module(path, level, f"{module}.{name}".strip(".")) for name in names)
+        all_live: set[str] = set()  # modules whose defs are all taken as used
+        for path, summary in self.summaries.items():
+            for lookup in summary["names"]["lookups"]:
+                if lookup == "*":
+                    return {}
+                if lookup == ".":
+                    all_live.add(path)
+                    continue
+                target = self.resolve_module(path, lookup[1], ".".join([lookup[2], *lookup[3]]).strip("."))
+                if target is None:
+                    return {}
+                all_live.add(target)
+                folder = os.path.dirname(target) if target.endswith("__init__.py") else target
+                all_live.update(p for p in self.summaries if p.startswith(folder + os.sep))
+            if path not in imported or os.path.basename(path) == "__init__.py":
+                all_live.add(path)  # a program of its own, a library's module, a package's front
+        by_name: dict[str, list[list]] = {}
+        pending: list[str] = list(self.other_names)
+        for path, summary in self.summaries.items():
+            names = summary["names"]
+            pending += names["roots"]
+            for name, entry in names["tops"].items():
+                by_name.setdefault(name, []).append(entry)
+                if entry[2] or path in all_live:
+                    pending.append(name)
+        live: set[str] = set()
+        while pending:
+            name = pending.pop()
+            if name in live:
+                continue
+            live.add(name)
+            for entry in by_name.get(name, ()):
+                pending += entry[3]
+        out: dict[str, set[str]] = {}
+        for path, summary in self.summaries.items():
+            if path in all_live:
+                continue
+            found = {name for name in summary["names"]["tops"] if name not in live and not name.startswith("__")}
+            if found:
+                out[path] = found
         return out
 
     # -- evidence ----------------------------------------------------------------------------------

@@ -20,6 +20,13 @@ does — never a finding:
   cold, whether a loop around it runs a training step, and the loop to cite as evidence;
 - `imports`: the modules the file imports (for the programs it belongs to), and `exports`, the
   names its imports bind at module level (a package's `__init__` re-exporting `train`);
+- `names`: what code that never runs can be told by: `roots`, the names the file's module-level
+  code uses (a name, an attribute, an imported name, a word of a string), `tops`, each top-level
+  def and class with its lines, whether it is decorated (a decorator may register it) and the
+  names its body uses, and `lookups`, what the file looks up by a computed name (`getattr(models,
+  args.arch)`, `globals()[name]`, `eval`): ["m", ...] a module of the project, "." this file, "*"
+  anything; and `entry`, whether the file is a program's entry (`if __name__ == "__main__":`, or
+  a loop at its top level);
 - `accelerator`, `compiles`, `dynamic`, `trains`: whether the file places tensors on an
   accelerator (or could: a device that arrives from elsewhere), compiles code with
   `torch.compile`, imports modules by name at run time (then what it imports is unknown), or
@@ -59,7 +66,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -113,7 +120,101 @@ def summarize(ctx: "FileFacts") -> dict:
         # the file trains a model: a loop that runs a training step, or a training step of its own
         "trains": any(entry[4] for entry in defs.values()) or any(runs_training_step(loop) for loop in scan.loops),
         "dynamic": scan.star or _imports_by_name(ctx) or bool(scan.used - scan.bound - _BUILTINS),
+        "names": _names(ctx, bindings),
     }
+
+
+# -- what uses a def (ptlint.semantics.project finds the defs nothing uses) --------------------------
+WORD = re.compile(r"[A-Za-z_]\w*")
+LOOKUP_BUILTINS = {"globals": ".", "vars": ".", "locals": ".", "eval": "*", "exec": "*"}
+
+
+def _names(ctx: "FileFacts", bindings: dict) -> dict:
+    roots: set[str] = set()
+    tops: dict[str, list] = {}
+    lookups: list = ["*"] if _imports_by_name(ctx) else []
+    entry = False  # the file is a program's entry: `if __name__ == "__main__":`, or a loop at top level
+    pending = list(ctx.tree.body)
+    while pending:
+        statement = pending.pop()
+        kind = type(statement)
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if kind is ast.ClassDef:
+                used = _used_names([*statement.body, *statement.bases, *statement.keywords])
+            else:  # the defaults and annotations too
+                used = _used_names([*statement.body, statement.args, *filter(None, [statement.returns])])
+            decorated = bool(statement.decorator_list)
+            if decorated:
+                roots.update(_used_names(statement.decorator_list))
+            if statement.name not in tops:
+                tops[statement.name] = [statement.lineno, statement.end_lineno, decorated, sorted(used)]
+            else:  # two defs of one name (`if ...: class A` / `else: class A`): both live or dead together
+                entry = tops[statement.name]
+                entry[:] = [min(entry[0], statement.lineno), max(entry[1], statement.end_lineno),
+                            entry[2] or decorated, sorted(set(entry[3]) | used)]
+        elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While, getattr(ast, "TryStar", ast.Try)):
+            entry = entry or kind in (ast.For, ast.While) or (kind is ast.If and _is_main_test(statement.test))
+            for field in ("body", "orelse", "finalbody"):
+                pending.extend(getattr(statement, field, ()))
+            for handler in getattr(statement, "handlers", ()):
+                pending.extend(handler.body)
+                roots.update(_used_names([handler.type] if handler.type else []))
+            roots.update(_used_names([getattr(statement, name) for name in ("test", "iter", "target")
+                                      if getattr(statement, name, None) is not None]))
+            roots.update(_used_names(list(getattr(statement, "items", ()))))
+        else:
+            roots.update(_used_names([statement]))
+    for call in ctx.calls():
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and ctx.names.qualname(func, at=call) in (
+                None, func.id, f"builtins.{func.id}"):
+            lookups.append(LOOKUP_BUILTINS[func.id])
+        elif isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2 \
+                and not isinstance(call.args[1], ast.Constant) and isinstance(call.args[0], (ast.Name, ast.Attribute)):
+            ref = _reference(call.args[0], call, ctx, bindings)
+            if ref is not None:
+                lookups.append(ref)
+    for node in walk(ctx.tree):
+        if type(node) is ast.Attribute and node.attr == "__dict__":
+            ref = _reference(node.value, node, ctx, bindings)
+            if ref is not None:
+                lookups.append(ref)
+    return {"roots": sorted(roots), "tops": tops, "lookups": lookups, "entry": entry}
+
+
+def _is_main_test(test: ast.AST) -> bool:
+    return isinstance(test, ast.Compare) and any(
+        isinstance(side, ast.Name) and side.id == "__name__" for side in (test.left, *test.comparators))
+
+
+def _used_names(nodes: list) -> set[str]:
+    """The names, attributes, imported names, keywords and words of strings (up to 200 characters:
+    a registry's key, a `_target_` path, `__all__`; not docstrings) under `nodes`."""
+    out: set[str] = set()
+    pending = list(nodes)
+    while pending:
+        top = pending.pop()
+        if type(top) is ast.Expr:
+            if not (type(top.value) is ast.Constant and type(top.value.value) is str):
+                pending.append(top.value)  # a call as a statement; not a docstring
+            continue
+        for node in walk(top, (ast.Expr,)):
+            kind = type(node)
+            if kind is ast.Expr:
+                pending.append(node)
+                continue
+            if kind is ast.Name:
+                out.add(node.id)
+            elif kind is ast.Attribute:
+                out.add(node.attr)
+            elif kind is ast.Import or kind is ast.ImportFrom:  # (nodes.walk does not enter `names`)
+                for alias in node.names:
+                    out.update(alias.name.split("."))
+            elif kind is ast.Constant and type(node.value) is str and len(node.value) <= 200:
+                out.update(WORD.findall(node.value))
+            elif kind is ast.keyword and node.arg:
+                out.add(node.arg)
+    return out
 
 
 def _placeholder(function: ast.AST) -> bool:

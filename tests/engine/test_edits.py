@@ -375,6 +375,7 @@ def test_added_lines_end_as_the_files_lines_do(text, newline):
 @pytest.mark.parametrize("code,expected", [
     ("(a, b)", True), ("((a))", True), ("[x, y]", True), ("{a: 1}", True), ("(a), (b)", False), ("(a)[0]", False),
     ("f(x)", False), ("a", False), ("", False), ("(a", False), ("(a)  # c", True), ("(\n a\n)", True),
+    ("X(a)", False),
 ])
 def test_enclosed(code, expected):
     from ptlint.engine.edits import _enclosed
@@ -477,3 +478,63 @@ def test_aliases_are_tried_in_order_and_each_must_be_free_there_and_at_module_le
         ", ".join(f"torch{n}" for n in range(2, 10)) + "):\n    return x\n"
     edits = edits_for(every)
     assert edits.reference("torch.relu", at=_returned(edits, "f")) is None
+
+
+# -- cases the mutation run of issue 24 found untested ----------------------------------------------
+
+@pytest.mark.parametrize("text,expected", [
+    ("y = (\n  x\n)\n", "(\n  x\n)"),  # a line feed alone: nothing before it is skipped with it
+    ("y = (\r\n  x\r\n)\r\n", "(\r\n  x\r\n)"),  # CRLF without a comment: both characters, no more
+    ("y = (  #\n  x\n)\n", "(  #\n  x\n)"),  # a comment that is a lone `#`
+    ("y = (# c\n  x\n)\n", "(# c\n  x\n)"),  # a comment right after the parenthesis
+    ("y = (x  # X\n)\n", "(x  # X\n)"),  # a comment after the node runs to the line end, whatever it holds
+    ("y = x  # c", "x"),  # a comment that ends the file without a line break
+])
+def test_outer_skips_exactly_the_blanks_line_ends_and_comments(text, expected):
+    edits = edits_for(text)
+    node = find(edits, ast.Name, "x")
+    start, end = edits.outer(node)
+    assert text[start:end] == expected
+
+
+def test_an_import_at_the_top_of_a_file_that_starts_with_a_blank_line_goes_on_line_one():
+    assert edits_for("\nx = 1\n").import_edit("torch") == Edit(1, 1, 1, 1, "import torch\n")
+
+
+def test_a_comment_right_at_the_end_of_a_node_counts_as_after_it_and_not_after_the_call():
+    edits = edits_for("y = f(a# c\n  , b)\nz = g(a)# c\n")
+    call, other = edits.tree.body[0].value, edits.tree.body[1].value
+    assert edits.has_comment_after(call.args[0], call) is True  # the comment starts where `a` ends
+    assert edits.has_comment_after(other.func, other) is False  # it starts where the call ends
+
+
+def test_a_comma_on_the_line_after_the_last_argument_keeps_the_argument_on_its_line():
+    edits = edits_for("x = torch.zeros(\n    n\n    ,\n).to(d)\n")
+    factory = edits.tree.body[0].value.func.value
+    assert edits.call_with_keywords(factory, ["device=d"]) == "torch.zeros(\n    n, device=d\n    ,\n)"
+
+
+def test_reference_to_a_bare_module_adds_its_import_and_no_dot():
+    assert edits_for("x = 1\n").reference("torch") == ("torch", (Edit(1, 1, 1, 1, "import torch\n"),))
+
+
+def test_of_two_equally_short_spellings_the_first_import_wins():
+    assert edits_for("import torch as A\nimport torch as B\n").reference("torch.relu") == ("A.relu", ())
+
+
+def test_replace_groups_only_an_expression_replaced_alone():
+    loop = edits_for("for p in xs:\n    p.add_(1)\n")
+    assert loop.replace(loop.tree.body[0], "a, b").content == "a, b"  # a statement: never grouped
+    edits = edits_for("r = a * b\n")
+    b = edits.tree.body[0].value.right
+    assert edits.replace(b, "c + d", end_node=b).content == "c + d"  # a span through `end_node`: as given
+    assert edits.replace(b, "c + d").content == "(c + d)"
+
+
+def test_replace_grouped_keeps_parentheses_for_what_is_not_an_expression_and_drops_them_for_a_left_operand():
+    edits = edits_for("r = (a) * b\n")
+    made = edits.replace_grouped(edits.tree.body[0].value.left, "yield c")
+    assert applied(edits, made) == "r = (yield c) * b\n"
+    edits = edits_for("r = (a) - b\n")
+    made = edits.replace_grouped(edits.tree.body[0].value.left, "c - d")
+    assert applied(edits, made) == "r = c - d - b\n"

@@ -790,3 +790,110 @@ def test_a_registered_buffer_read_in_forward_of_a_trained_model(tmp_path, monkey
     assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
     (tmp_path / "train.py").unlink()
     assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
+
+
+# -- code nobody uses in a training program ---------------------------------------------------------
+USES_HELPERS = """
+    import torch
+    import helpers
+
+
+    def main():
+        model = helpers.Net().cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in [torch.randn(8, 4) for _ in range(10)]:
+            loss = model(batch.cuda()).sum()
+            loss.backward()
+            opt.step()
+            helpers.log_metrics(loss)
+
+
+    if __name__ == "__main__":
+        main()
+"""
+HELPERS = """
+    import torch
+
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+
+    def log_metrics(loss):
+        print(loss.item())  # expect: PTL101
+
+
+    def scale_params(model, factor):
+        for p in model.parameters():{scale}
+            p.data.mul_(factor)
+
+
+    class Pool(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attend = Attention()
+
+
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v):
+            return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v{attention}
+"""
+
+
+def test_defs_nothing_in_a_training_program_uses_are_silent(tmp_path, monkeypatch, capsys):
+    """`scale_params` is never called; `Attention` is used only by `Pool`, which nothing uses."""
+    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": HELPERS.format(scale="", attention="")})
+    select = "PTL101,PTL501,PTL308"
+    assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
+
+
+@pytest.mark.parametrize("user", [
+    # a function of a file nothing imports (a program of its own) calls it
+    {"other.py": "from helpers import scale_params, Pool\n\ndef tune(m):\n    scale_params(m, 2)\n    Pool()\n"},
+    # a config names it (a registry or `_target_` reads it at run time)
+    {"configs/run.yaml": "model:\n  _target_: helpers.Pool\nhook: scale_params\n"},
+    # a notebook calls it
+    {"explore.ipynb": json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                             "execution_count": None,
+                                             "source": ["helpers.scale_params(m, 0.5)\n", "helpers.Pool()"]}],
+                                  "metadata": {}, "nbformat": 4, "nbformat_minor": 5})},
+    # a file looks the module's names up by a computed name
+    {"other.py": "import helpers, sys\nmake = getattr(helpers, sys.argv[1])\n"},
+    {"other.py": "import helpers, sys\nmake = helpers.__dict__[sys.argv[1]]\n"},
+    {"other.py": "import sys\nmake = eval(sys.argv[1])\n"},
+])
+def test_a_def_a_file_config_or_lookup_may_use_is_reported(tmp_path, monkeypatch, capsys, user):
+    write(tmp_path, {"train.py": USES_HELPERS, **user,
+                     "helpers.py": HELPERS.format(scale="  # expect: PTL501", attention="  # expect: PTL308")})
+    select = "PTL101,PTL501,PTL308"
+    assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select)
+
+
+def test_decorated_and_own_lookups_keep_defs(tmp_path, monkeypatch, capsys):
+    """A decorator may register a def; a module that reads its own `globals()` may call any of them."""
+    helpers = HELPERS.format(scale="  # expect: PTL501", attention="  # expect: PTL308")
+    helpers = helpers.replace("    def scale_params", "    @register\n    def scale_params")
+    helpers += "\n\n    def register(f):\n        return f\n\n\n    def build(name):\n        return globals()[name]()\n"
+    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": helpers})
+    select = "PTL101,PTL501,PTL308"
+    assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select)
+
+
+@pytest.mark.parametrize("layout", ["library", "not imported", "trains nothing"])
+def test_unused_defs_of_a_library_or_a_standalone_module_are_reported(tmp_path, monkeypatch, capsys, layout):
+    """Without a program (no `__main__`, no loop at top level) the users are unknown; a module no
+    file imports is a program or a library of its own; a project that trains nothing is not asked."""
+    helpers = HELPERS.format(scale="  # expect: PTL501", attention="  # expect: PTL308")
+    train = USES_HELPERS
+    if layout == "library":
+        train = train.replace('if __name__ == "__main__":\n        main()', "")
+    elif layout == "not imported":
+        train = train.replace("import helpers\n", "").replace("helpers.Net()", "torch.nn.Linear(4, 4)") \
+            .replace("helpers.log_metrics(loss)", "pass")
+        helpers += "\n\n    log_metrics(torch.ones(1))\n"
+    else:
+        train = train.replace("loss.backward()", "pass").replace("opt.step()", "pass")
+    write(tmp_path, {"train.py": train, "helpers.py": helpers})
+    select = "PTL501,PTL308"
+    assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()

@@ -71,6 +71,10 @@ class UsesDataParallel(Rule):
     help = "Use `torch.nn.parallel.DistributedDataParallel`, one process per GPU (launched with `torchrun`)."
     triggers = ("DataParallel",)
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._inference: bool | None = None  # the file runs its model only for inference (_inference_only)
+
     def _is_data_parallel(self, node: ast.AST) -> bool:
         return isinstance(node, (ast.Name, ast.Attribute)) and self.ctx.qualname(node) in DATA_PARALLEL \
             and not self._offered_as_an_option()
@@ -114,7 +118,7 @@ class UsesDataParallel(Rule):
         return where.context != ONCE or not self._inference_only()
 
     def _inference_only(self) -> bool:
-        known = getattr(self, "_inference", None)
+        known = self._inference
         if known is None:
             project = self.ctx.project
             calls = self.ctx.calls()

@@ -95,6 +95,7 @@ class BlockingTransfer(Rule):
         super().__init__(ctx)
         self.loaders: set[int] = set()  # DataLoader(...) calls
         self.moves: list[tuple[ast.Call, ast.AST | None]] = []  # (transfer, its function)
+        self.host_copies: dict[int, bool] = {}  # id(loop) -> _copies_host_tensor, asked per transfer
 
     def visit_Call(self, node: ast.Call) -> None:
         name = _last_name(node.func)
@@ -116,7 +117,7 @@ class BlockingTransfer(Rule):
         `non_blocking` (`torch.IntTensor([length] * n).to(device)`): that copy of pageable memory
         waits for the device's queue every iteration, so the batch's copy has nothing to overlap
         with until it goes (a fix this rule does not offer)."""
-        known = getattr(loop, "_ptlint_host_copy", None)
+        known = self.host_copies.get(id(loop))
         if known is None:
             known = False
             pending = list(getattr(loop, "body", []))
@@ -128,7 +129,7 @@ class BlockingTransfer(Rule):
                         and not has_non_blocking(node) and _built_on_host(node.func.value):
                     known = True
                 pending.extend(ast.iter_child_nodes(node))
-            loop._ptlint_host_copy = known
+            self.host_copies[id(loop)] = known
         return known
 
     def end_file(self) -> None:
