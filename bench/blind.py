@@ -62,12 +62,14 @@ def load_sources(path: Path | None = None) -> dict[str, dict]:
 
 
 def findings_of(folder: Path) -> list[dict]:
-    """The default rules' findings in `folder`, run from inside it."""
+    """The default rules' findings in `folder`, run from inside it (not the PTL0xx reports of a
+    file that could not be read or parsed)."""
     result = subprocess.run([sys.executable, "-m", "ptlint", "check", "--no-cache", "--output-format", "json",
                              "--exit-zero", "."], cwd=folder, capture_output=True, text=True)
     if result.returncode != 0:
         raise BlindError(f"ptlint failed in {folder}: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
-    findings = json.loads(result.stdout)
+    # PTL0xx say a file (or a notebook cell) could not be read or parsed: not a rule's finding
+    findings = [f for f in json.loads(result.stdout) if not f["code"].startswith("PTL0")]
     for finding in findings:
         finding["path"] = os.path.normpath(finding["path"]).replace(os.sep, "/")
     findings.sort(key=lambda f: (f["path"], f["line"], f["column"], f["code"]))

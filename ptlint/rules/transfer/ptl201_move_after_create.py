@@ -62,6 +62,14 @@ EXPRESSION_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "uns
                       "outer", "type", "t"}
 # Constructors from host data: `torch.from_numpy(table)`, `torch.tensor(table)`.
 HOST_DATA = {"torch.from_numpy", "torch.tensor", "torch.as_tensor"}
+# NumPy arrays drawn or filled on the host, and the torch factory that makes them on the device.
+NUMPY_BUILDERS = {"numpy.random.normal": "randn", "numpy.random.randn": "randn", "numpy.random.standard_normal": "randn",
+                  "numpy.random.rand": "rand", "numpy.random.random": "rand", "numpy.random.uniform": "rand",
+                  "numpy.random.random_sample": "rand", "numpy.random.randint": "randint",
+                  "numpy.ones": "ones", "numpy.zeros": "zeros", "numpy.full": "full"}
+# Legacy constructors that copy host data to the GPU: `torch.cuda.FloatTensor(np_array)`.
+CUDA_TENSOR_TYPES = {f"torch.cuda.{kind}Tensor" for kind in (
+    "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Byte", "Bool", "Char")}
 
 
 def _literal_int(node: ast.AST) -> bool:
@@ -198,6 +206,9 @@ class MoveAfterCreate(Rule):
         if self.ctx.qualname(func) == "torch.tensor":
             self._repeated_list(node)
             return
+        if len(node.args) == 1 and not node.keywords and self._is_cuda_tensor_type(func):
+            self._numpy_copied(node, node.args[0])
+            return
         if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to"):
             return
         factory = factory_name(func.value, self.ctx)
@@ -246,6 +257,8 @@ class MoveAfterCreate(Rule):
             return
         if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA and len(inner.args) == 1 \
                 and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
+            if self._numpy_copied(move, inner.args[0]):
+                return
             if self.ctx.qualname(inner.func) == "torch.tensor" and _repeated_list(inner.args[0]):
                 self._report_repeated(move, inner.args[0])
                 return
@@ -267,6 +280,38 @@ class MoveAfterCreate(Rule):
                         help="Pass `device=` to the factory inside the expression (`torch.arange(n, device=device)`) "
                              "and drop the `.to(device)` / `.cuda()` after it: the whole expression then runs on the "
                              "device.")
+
+    def _numpy_copied(self, node: ast.Call, data: ast.AST) -> bool:
+        """`torch.from_numpy(np.random.normal(0, 1, shape)).to(device)`, `Tensor(np.ones(shape))`
+        with `Tensor = torch.cuda.FloatTensor`: drawn or filled by NumPy on the host (in float64),
+        then copied to the device. Reported without a fix: the device's generator draws other
+        numbers."""
+        if not (isinstance(data, ast.Call) and isinstance(data.func, (ast.Name, ast.Attribute))):
+            return False
+        builder = self.ctx.qualname(data.func)
+        factory = NUMPY_BUILDERS.get(builder or "")
+        if factory is None or _has_star(data):
+            return False
+        self._random[id(node)] = factory.startswith("rand")
+        name = "np." + builder.partition(".")[2]
+        self.report(node, f"`{name}(...)` is made on the host by NumPy and copied to the device: create it there "
+                          f"with `torch.{factory}(..., device=...)`",
+                    help=f"Create the tensor on the device (`torch.{factory}(shape, device=device)`), not with NumPy "
+                         "on the host and a copy after it; the device's generator draws other numbers than NumPy's.")
+        return True
+
+    def _is_cuda_tensor_type(self, func: ast.AST) -> bool:
+        """`torch.cuda.FloatTensor`, or a name every assignment of which may be one (`Tensor =
+        torch.cuda.FloatTensor if cuda else torch.FloatTensor`)."""
+        if self.ctx.qualname(func) in CUDA_TENSOR_TYPES:
+            return True
+        if not isinstance(func, ast.Name):
+            return False
+        values = self.ctx.assignments(func.id) or self.ctx.assignments(func.id, self.ctx.tree)
+        return bool(values) and all(
+            any(self.ctx.qualname(part) in CUDA_TENSOR_TYPES for part in (
+                (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)))
+            for value in values)
 
     def _factories_in(self, expression: ast.AST) -> list[str]:
         """The torch factories an expression is computed from, when it is made of nothing else:
@@ -425,7 +470,13 @@ call:
   device=device)` (or `t.expand(n)` of a tensor `t`) fills it on the device. This one is
   reported where it visibly runs per step (a loop that runs a model or walks data, `forward`,
   a helper per-step code calls), not in code whose callers the file does not show (a
-  generation call's set-up: once per call).
+  generation call's set-up: once per call);
+- an array NumPy draws or fills on the host (`np.random.normal`, `np.random.randint`,
+  `np.ones`, ...) turned into a device tensor: `torch.from_numpy(np.random.rand(n)).to(device)`,
+  `torch.cuda.FloatTensor(np.random.normal(0, 1, shape))`, also through a name every assignment
+  of which may be a CUDA tensor type (`Tensor = torch.cuda.FloatTensor if cuda else
+  torch.FloatTensor`, then `Tensor(np.ones(shape))`); the remedy is the torch factory with
+  `device=` (no fix: the device's generator draws other numbers).
 
 ## Why is this bad?
 The factory builds the tensor in host memory, then the move allocates it again on the device
@@ -511,6 +562,22 @@ gives float32.
 """
 
     bad_examples = [
+        # NumPy noise and targets copied to the GPU every step (an old GAN script's spelling)
+        """
+import numpy as np
+import torch
+
+cuda = torch.cuda.is_available()
+Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+
+for i, (imgs, _) in enumerate(dataloader):
+    z = Tensor(np.random.normal(0, 1, (imgs.shape[0], 100)))  # expect: PTL201
+    valid = Tensor(np.ones((imgs.size(0), 1)))  # expect: PTL201
+    labels = torch.from_numpy(np.random.randint(0, 10, imgs.shape[0])).cuda()  # expect: PTL201
+    loss = criterion(discriminator(generator(z), labels), valid)
+    loss.backward()
+    optimizer.step()
+""",
         # an inference pipeline's denoising loop runs per step
         """
 import torch
@@ -563,6 +630,20 @@ def grid(steps):
     ]
 
     good_examples = [
+        # fixed noise drawn once; host data of another kind; a CPU tensor type; no move
+        """
+import numpy as np
+import torch
+from torch import FloatTensor
+
+fixed_z = torch.cuda.FloatTensor(np.random.normal(0, 1, (64, 100)))
+for i, (imgs, _) in enumerate(dataloader):
+    targets = torch.cuda.FloatTensor(batch_targets(imgs))
+    z = FloatTensor(np.random.normal(0, 1, (imgs.shape[0], 100)))
+    weights = torch.from_numpy(np.ones(10))
+    loss = criterion(model(imgs, z, weights), targets)
+    loss.backward()
+""",
         # a batch from NumPy moved every step (it must be), a table indexed only to add
         # dimensions, a list of rows repeated, literal data, an expression that holds a tensor,
         # a factory reshaped before the move
