@@ -89,11 +89,15 @@ def headers_above(tree: ast.AST, line: int) -> list[int]:
             out.append(node.lineno)
 
 
-def excerpt(folder: Path, path: str, line: int, window: int = WINDOW) -> str:
+def excerpt(folder: Path, path: str, line: int, window: int = WINDOW, cell: int | None = None) -> str:
+    """The lines around `line` of the file, or of a notebook's `cell` (where a notebook finding's
+    line counts)."""
     try:
         text = (folder / path).read_text(encoding="utf-8", errors="replace")
     except OSError as error:
         return f"    (cannot read: {error.strerror})"
+    if cell is not None:
+        text = cell_text(text, cell)
     lines = text.splitlines()
     first, last = max(1, line - window), min(len(lines), line + window)
     try:
@@ -125,14 +129,20 @@ def chain_text(finding: dict, folder: Path | None = None) -> str:
     return "\n".join(out)
 
 
-def notebook_line(folder: Path, path: str, cell: int, line: int) -> str:
-    """A line of a notebook's cell (both 1-based), as the judge reads it in Jupyter."""
+def cell_text(notebook: str, cell: int) -> str:
+    """The source of a notebook's cell (1-based), as the judge reads it in Jupyter ("" when there is none)."""
     try:
-        cells = json.loads((folder / path).read_text(encoding="utf-8", errors="replace"))["cells"]
-        source = cells[cell - 1]["source"]
-        text = "".join(source) if isinstance(source, list) else source
-        return text.splitlines()[line - 1].strip()
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        source = json.loads(notebook)["cells"][cell - 1]["source"]
+        return "".join(source) if isinstance(source, list) else source
+    except (ValueError, KeyError, IndexError, TypeError):
+        return ""
+
+
+def notebook_line(folder: Path, path: str, cell: int, line: int) -> str:
+    """A line of a notebook's cell (both 1-based)."""
+    try:
+        return cell_text((folder / path).read_text(encoding="utf-8", errors="replace"), cell).splitlines()[line - 1].strip()
+    except (OSError, IndexError):
         return ""
 
 
@@ -163,9 +173,11 @@ def command_export(args) -> int:
             for number, finding in enumerate(findings, 1):
                 ident = f"{name}-{number}"
                 writer.writerow([ident, name, finding["path"], finding["line"], finding["code"], "", ""])
-                lines += [f"## {ident}: `{finding['path']}:{finding['line']}` {finding['code']}", "",
+                cell = finding.get("cell")
+                where = f"{finding['path']}:" + (f"cell {cell}:" if cell else "") + f"{finding['line']}"
+                lines += [f"## {ident}: `{where}` {finding['code']}", "",
                           finding["message"], "", chain_text(finding, folder_path), "", "```",
-                          excerpt(folder_path, finding["path"], finding["line"]), "```", ""]
+                          excerpt(folder_path, finding["path"], finding["line"], cell=cell), "```", ""]
         (out / f"{name}.md").write_text("\n".join(lines), encoding="utf-8")
         print(f"{name}: {len(findings)} findings -> {out / (name + '.md')}")
     return 0

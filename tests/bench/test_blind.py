@@ -155,3 +155,15 @@ def test_a_chain_link_in_a_notebook_shows_its_cell_and_line(tmp_path):
                "context": {"where": "per-step", "via": [{"path": "demo.ipynb", "line": 2, "why": "for x in loader"}]}}
     assert blind.chain_text(finding, tmp_path) == ("runs: per-step, because:\n"
                                                    "- `demo.ipynb:cell 2:2` for x in loader: `for x in loader:`")
+
+
+def test_a_finding_in_a_notebook_shows_the_lines_of_its_cell(tmp_path):
+    """The line of a notebook finding counts within its cell: the excerpt is the cell's code, not
+    the lines of the notebook's JSON."""
+    notebook = {"cells": [{"cell_type": "markdown", "source": ["# title\n"]},
+                          {"cell_type": "code", "source": ["import torch\n", "for x in loader:\n", "    y = x.item()\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "demo.ipynb").write_text(json.dumps(notebook, indent=1))
+    assert blind.excerpt(tmp_path, "demo.ipynb", 3, window=1, cell=2) == \
+        "     2  for x in loader:\n     3>>    y = x.item()"
+    assert blind.excerpt(tmp_path, "demo.ipynb", 3, window=0, cell=9) == ""
