@@ -677,7 +677,7 @@ class ProjectModel:
         pending: list[str] = list(self.other_names)
         for path, summary in self.summaries.items():
             names = summary["names"]
-            pending += names["roots"]
+            pending += names["roots"].split()
             for name, entry in names["tops"].items():
                 by_name.setdefault(name, []).append(entry)
                 if entry[2] or path in all_live:
@@ -689,7 +689,7 @@ class ProjectModel:
                 continue
             live.add(name)
             for entry in by_name.get(name, ()):
-                pending += entry[3]
+                pending += entry[3].split()
         out: dict[str, set[str]] = {}
         for path, summary in self.summaries.items():
             if path in all_live:

@@ -21,9 +21,9 @@ does — never a finding:
 - `imports`: the modules the file imports (for the programs it belongs to), and `exports`, the
   names its imports bind at module level (a package's `__init__` re-exporting `train`);
 - `names`: what code that never runs can be told by: `roots`, the names the file's module-level
-  code uses (a name, an attribute, an imported name, a word of a string), `tops`, each top-level
-  def and class with its lines, whether it is decorated (a decorator may register it) and the
-  names its body uses, and `lookups`, what the file looks up by a computed name (`getattr(models,
+  code uses (a name, an attribute, an imported name, a word of a string; space-separated), `tops`,
+  each top-level def and class with its lines, whether it is decorated (a decorator may register
+  it) and the names its body uses (space-separated), and `lookups`, what the file looks up by a computed name (`getattr(models,
   args.arch)`, `globals()[name]`, `eval`): ["m", ...] a module of the project, "." this file, "*"
   anything; and `entry`, whether the file is a program's entry (`if __name__ == "__main__":`, or
   a loop at its top level);
@@ -66,7 +66,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 6
+SUMMARY_VERSION = 7
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -140,18 +140,18 @@ def _names(ctx: "FileFacts", bindings: dict) -> dict:
         kind = type(statement)
         if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if kind is ast.ClassDef:
-                used = _used_names([*statement.body, *statement.bases, *statement.keywords])
+                used = _used_names([*statement.body, *statement.bases, *statement.keywords], in_def=True)
             else:  # the defaults and annotations too
-                used = _used_names([*statement.body, statement.args, *filter(None, [statement.returns])])
+                used = _used_names([*statement.body, statement.args, *filter(None, [statement.returns])], in_def=True)
             decorated = bool(statement.decorator_list)
             if decorated:
                 roots.update(_used_names(statement.decorator_list))
             if statement.name not in tops:
-                tops[statement.name] = [statement.lineno, statement.end_lineno, decorated, sorted(used)]
+                tops[statement.name] = [statement.lineno, statement.end_lineno, decorated, " ".join(sorted(used))]
             else:  # two defs of one name (`if ...: class A` / `else: class A`): both live or dead together
                 entry = tops[statement.name]
                 entry[:] = [min(entry[0], statement.lineno), max(entry[1], statement.end_lineno),
-                            entry[2] or decorated, sorted(set(entry[3]) | used)]
+                            entry[2] or decorated, " ".join(sorted(set(entry[3].split()) | used))]
         elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While, getattr(ast, "TryStar", ast.Try)):
             entry = entry or kind in (ast.For, ast.While) or (kind is ast.If and _is_main_test(statement.test))
             for field in ("body", "orelse", "finalbody"):
@@ -179,7 +179,9 @@ def _names(ctx: "FileFacts", bindings: dict) -> dict:
             ref = _reference(node.value, node, ctx, bindings)
             if ref is not None:
                 lookups.append(ref)
-    return {"roots": sorted(roots), "tops": tops, "lookups": lookups, "entry": entry}
+    # names as one string each (split where the solve follows them): a large project's summaries
+    # hold a million of them
+    return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry}
 
 
 def _is_main_test(test: ast.AST) -> bool:
@@ -187,9 +189,14 @@ def _is_main_test(test: ast.AST) -> bool:
         isinstance(side, ast.Name) and side.id == "__name__" for side in (test.left, *test.comparators))
 
 
-def _used_names(nodes: list) -> set[str]:
-    """The names, attributes, imported names, keywords and words of strings (up to 200 characters:
-    a registry's key, a `_target_` path, `__all__`; not docstrings) under `nodes`."""
+def _used_names(nodes: list, in_def: bool = False) -> set[str]:
+    """The names, attributes, imported names and words of strings (up to 200 characters: a
+    registry's key, a `_target_` path, `__all__`; not docstrings) under `nodes`. `in_def`: the
+    body of one def or class, whose own locals (its parameters and the names it assigns), and the
+    attributes of those and of `self`, name nothing at module level."""
+    loads: set[str] = set()
+    stored: set[str] = {"self", "cls"}
+    attributes: list[ast.Attribute] = []
     out: set[str] = set()
     pending = list(nodes)
     while pending:
@@ -202,18 +209,21 @@ def _used_names(nodes: list) -> set[str]:
             kind = type(node)
             if kind is ast.Expr:
                 pending.append(node)
-                continue
-            if kind is ast.Name:
-                out.add(node.id)
+            elif kind is ast.Name:
+                (loads if type(node.ctx) is ast.Load else stored).add(node.id)
             elif kind is ast.Attribute:
-                out.add(node.attr)
+                attributes.append(node)
+            elif kind is ast.arg:
+                stored.add(node.arg)
             elif kind is ast.Import or kind is ast.ImportFrom:  # (nodes.walk does not enter `names`)
                 for alias in node.names:
                     out.update(alias.name.split("."))
             elif kind is ast.Constant and type(node.value) is str and len(node.value) <= 200:
                 out.update(WORD.findall(node.value))
-            elif kind is ast.keyword and node.arg:
-                out.add(node.arg)
+    if not in_def:
+        return out | loads | {node.attr for node in attributes}
+    out |= loads - stored
+    out.update(node.attr for node in attributes if not (type(node.value) is ast.Name and node.value.id in stored))
     return out
 
 

@@ -425,3 +425,266 @@ def test_carried_names_keep_the_meaning_they_had_in_the_code_replaced():
     text = "import torch\n\ndef f(x):\n    y = x\n    return y + 1\n"
     message = rejected(text, replacing(text, "y + 1", "z + 1"))
     assert message == "`z` at line 5 is not defined there"
+
+
+# -- cases the mutation run of issue 24 found untested ----------------------------------------------
+
+def test_a_node_that_changes_into_another_of_no_operator_is_rejected():
+    text = "y = f(a)\n"
+    assert rejected(text, replacing(text, "(a)", "[a]")) == "it would change a call at line 1 into a subscript"
+    text = "x += a\n"
+    assert rejected(text, replacing(text, "+=", "+")) == \
+        "it would change an augmented assignment at line 1 into an expression statement"
+
+
+def test_a_node_whose_place_holds_no_node_after_the_fix_is_said_so():
+    text = "x = f(a)\n"
+    assert rejected(text, replacing(text, ")", "); z = 1")) == \
+        "it would change an assignment at line 1 into something else"
+
+
+def test_a_node_that_begins_inside_another_edit_is_not_compared():
+    text = "a = b = c = f = g = h = 0\ny = f(a) + g(b)\n"
+    assert check(text, replacing(text, "= f(", "= h("), replacing(text, "b)", "c)")) == \
+        "a = b = c = f = g = h = 0\ny = h(a) + g(c)\n"
+
+
+def test_text_added_at_the_end_of_a_statement_extends_it():
+    text = "y = f(x)\n"
+    assert check(text, inserting(text, "f(x)", ".cpu()")) == "y = f(x).cpu()\n"
+
+
+@pytest.mark.parametrize("text,edit,expected", [
+    # a replacement padded after: the call it ends stays where it was
+    ("a = b = c = d = f = 0\ny = f(a)if c else d\n", ("(a)", "(b) "), "a = b = c = d = f = 0\ny = f(b) if c else d\n"),
+])
+def test_padding_around_a_replacement_is_not_part_of_the_node_beside_it(text, edit, expected):
+    assert check(text, replacing(text, *edit)) == expected
+
+
+def test_insertions_padded_with_spaces_keep_the_names_beside_them():
+    text = "y = a + b\n"
+    assert check(text, inserting(text, "a", " * 2 ")) == "y = a * 2  + b\n"
+    assert check(text, inserting(text, "b", " 2 * ", after=False)) == "y = a +  2 * b\n"
+
+
+def test_edits_that_touch_without_overlapping_are_both_applied():
+    text = "x = 1 + 2\n"
+    assert check(text, replacing(text, "1", "3"), replacing(text, " + 2", " + 4")) == "x = 3 + 4\n"
+
+
+@pytest.mark.parametrize("text,comment,name", [
+    ("f(a  # , k=b\n)\n", "# ", "k="),  # a keyword argument
+    ("f(a  # , **b\n)\n", "# ", "**="),  # keyword arguments unpacked
+    ("x = 1  # ; import numpy as np\n", "# ", "numpy as np"),
+    ("x = 1  # ; import numpy\n", "# ", "numpy"),
+])
+def test_a_new_keyword_or_imported_name_out_of_a_comment_is_named(text, comment, name):
+    assert rejected(text, replacing(text, comment, "")) == \
+        f"it would make a new `{name}` at line 1 out of the code around the edit"
+
+
+def test_names_are_named_whole_in_messages():
+    assert rejected("f(a)\nXg(b)\n", Edit(2, 1, 2, 1, "#")) == "it would lose `Xg` near line 2"
+    text = "x = 1  # ; Xh = 2\n"
+    assert rejected(text, replacing(text, "# ", "")) == "it would make a new `Xh` at line 1 out of the code around the edit"
+
+
+def test_a_rejection_on_the_last_line_of_a_file_without_a_final_newline_gives_that_line():
+    text = "def f(a, b, c, d):\n    return a * b"
+    assert rejected(text, replacing(text, "b", "c + d", 1)) == "it would change a `*` expression at line 2 into a `+` expression"
+
+
+def test_a_glued_token_spanning_lines_is_placed_at_its_first_line():
+    text = "x = 1\ny = r + '''s\nt'''\n"
+    with pytest.raises(FixRejected) as caught:
+        check(text, replacing(text, " + ", ""))
+    message = str(caught.value)
+    assert message.startswith("it would glue two tokens into `r'''s") and message.endswith("` at line 2")
+
+
+def test_a_result_with_a_null_byte_does_not_parse():
+    text = "x = 1\n"
+    assert rejected(text, replacing(text, "1", "1\0")).startswith("the result would not parse")
+
+
+def test_parse_errors_count_the_lines_every_region_before_added():
+    text = "import os\n\n\ndef f(x):\n    return x\n\n\ndef g(y):\n    return y\n"
+    edits = [Edit(2, 1, 2, 1, "import torch\n"), replacing(text, "return x", "return (x,\n        x)"),
+             replacing(text, "return y", "return y +")]
+    assert rejected(text, *edits).endswith("at line 11)")
+
+
+# bindings made by the fix, or around it --------------------------------------------------------------
+
+OWN_BINDINGS = {
+    "def": "def torch(v):\n        return v\n    torch(a)",
+    "class": "class torch:\n        pass\n    torch()",
+    "walrus": "if (torch := a.go()):\n        torch.stop()",
+    "except": "try:\n        a.go()\n    except Exception as torch:\n        print(torch)",
+    "capture": "match a:\n        case [torch]:\n            print(torch)",
+    "star": "match a:\n        case [*torch]:\n            print(torch)",
+    "rest": "match a:\n        case {**torch}:\n            print(torch)",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OWN_BINDINGS))
+def test_a_name_the_fix_binds_itself_is_its_own_even_where_a_module_of_that_name_is_imported(kind):
+    text = "import torch\n\ndef f(a):\n    a.go()\n    return a\n"
+    fixed = check(text, replacing(text, "a.go()", OWN_BINDINGS[kind]))
+    assert OWN_BINDINGS[kind] in fixed
+
+
+def test_a_parameter_the_fix_adds_is_its_own():
+    text = "import torch\n\ndef f(a):\n    a.go()\n    return a\n"
+    fixed = check(text, inserting(text, "def f(a", ", torch=None"), replacing(text, "a.go()", "torch.go(a)"))
+    assert fixed == "import torch\n\ndef f(a, torch=None):\n    torch.go(a)\n    return a\n"
+
+
+def test_a_function_the_fix_defines_may_import_another_module_under_the_name():
+    text = "import torch\n\ndef f(a):\n    a.go()\n    return a\n"
+    body = "def g():\n        import numpy as torch\n        return torch\n    g()"
+    assert body in check(text, replacing(text, "a.go()", body))
+
+
+@pytest.mark.parametrize("header", ["def g(torch):", "def g(*torch):", "def g(**torch):",
+                                    "def g(a, *, torch):", "def g(torch=1):"])
+def test_a_parameter_of_an_inner_function_hides_the_module_imported_two_scopes_out(header):
+    text = f"import torch\n\ndef f():\n    {header}\n        return 1\n    return g\n"
+    assert "hides the module" in rejected(text, replacing(text, "return 1", "return torch.relu(1)"))
+
+
+def test_a_match_mapping_rest_binds_its_name():
+    text = "import torch\n\ndef f(a):\n    match a:\n        case {**torch}:\n            pass\n    return a\n"
+    assert "hides the module" in rejected(text, replacing(text, "return a", "return torch.relu(a)"))
+
+
+def test_an_import_of_a_submodule_under_the_modules_name_is_another_module():
+    text = "import torch\n\ndef f(x):\n    import torch.nn as torch\n    return x\n"
+    assert "hides the module" in rejected(text, replacing(text, "return x", "return torch.relu(x)"))
+
+
+@pytest.mark.parametrize("where", ["def f(a=torch.float32):", "def f(*, a=torch.float32):",
+                                   "@torch.no_grad()\ndef f(a):", "def f(a: torch.Tensor):",
+                                   "def f(a) -> torch.Tensor:"])
+def test_reads_in_a_defs_header_are_checked_in_the_scope_around_it(where):
+    """`torch` in a default, decorator or annotation is read at module level: a fix that binds
+    `torch` there changes it."""
+    text = f"import torch\n\n{where}\n    return a\n"
+    line = text.count("\n", 0, text.index("torch.")) + 2
+    assert rejected(text, Edit(3, 1, 3, 1, "torch = None\n")) == \
+        f"`torch` at line {line} would no longer mean what it meant (the fix adds or removes a binding of that name)"
+    # the same header with a keyword-only parameter without default, checked for what it is
+    assert "torch = 1" in check(text, Edit(3, 1, 3, 1, "def g(*, k): pass\n"), replacing(text, "return a", "torch = 1"))
+
+
+def test_a_class_body_reading_its_own_names_is_checked():
+    text = "class A:\n    x = 1\n    y = x\n"
+    assert check(text, replacing(text, "1", "2")) == "class A:\n    x = 2\n    y = x\n"
+
+
+def test_a_binding_removed_from_another_region_changes_a_read_there():
+    text = "x = 1\n\n\ndef f(a):\n    a.go()\n    return x\n"
+    message = rejected(text, replacing(text, "x = 1", "y = 1"), replacing(text, "a.go()", "a.stop()"))
+    assert message.startswith("`x` at line 6 would no longer mean what it meant")
+
+
+@pytest.mark.parametrize("text,old,new", [
+    ("a = 1; x = 2; y = x\n", "1", "1000000000"),  # the edit grows over where `x` was
+    ("a = 1000000000; x = 2; y = x\n", "1000000000", "1"),  # it shrinks: `x` moves where it was
+])
+def test_module_bindings_beside_an_edit_that_changes_length_stay_outside_it(text, old, new):
+    assert check(text, replacing(text, old, new)) == text.replace(old, new)
+
+
+def test_module_bindings_on_a_line_after_an_edit_that_adds_lines_stay_outside_it():
+    text = "a = 1000000; b = 2\nx = 3; y = x\n"
+    assert check(text, replacing(text, "1000000", "(\n1)"), replacing(text, "3", "4")) == \
+        "a = (\n1); b = 2\nx = 4; y = x\n"
+
+
+@pytest.mark.parametrize("text,old,new", [
+    ("def f():\n    x = 1\n    return x\n", "x = 1", "x = 2"),  # the target where the edit starts
+    ("def f(a):\n    with a as x:\n        pass\n    return x\n", "a as x", "a.open() as x"),  # where it ends
+])
+def test_a_binding_the_fix_rewrites_keeps_its_meaning_for_reads_after_it(text, old, new):
+    assert check(text, replacing(text, old, new)) == text.replace(old, new)
+
+
+def test_a_function_after_an_insertion_at_its_line_is_the_same_scope():
+    text = "import os\ndef f(a):\n    b = a\n    return b\n"
+    assert check(text, Edit(2, 1, 2, 1, "import torch\n")) == "import os\nimport torch\ndef f(a):\n    b = a\n    return b\n"
+
+
+def test_a_binding_inserted_right_before_a_read_changes_it():
+    text = "def f(a):\n    x\n    return a\n"
+    message = rejected(text, inserting(text, "    ", "x = 0; ", 1))
+    assert message.startswith("`x` at line 2 would no longer mean what it meant")
+
+
+def test_a_module_the_fix_imports_over_one_the_code_reads_is_rejected():
+    text = "import torch\n\nx = torch.ones(1)\n"
+    message = rejected(text, Edit(3, 1, 3, 1, "import numpy as torch\n"))
+    assert message.startswith("`torch` at line 4 would no longer mean what it meant")
+
+
+@pytest.mark.parametrize("binding", ["y = 1", "list = None"])
+def test_a_fix_that_defines_a_name_the_code_read_as_undefined_or_builtin_is_rejected(binding):
+    text = "def f(a):\n    return list(a), y\n"
+    name = binding.split()[0]
+    message = rejected(text, Edit(1, 1, 1, 1, binding + "\n"))
+    assert message.startswith(f"`{name}` at line 3 would no longer mean what it meant")
+
+
+def test_every_read_is_checked_after_one_the_fixs_import_defines():
+    text = "y = 1\n\ndef f(a):\n    torch.zeros(a)\n    a.go()\n    return y\n"
+    message = rejected(text, Edit(1, 1, 1, 1, "import torch\n"), replacing(text, "a.go()", "y = a.go()"))
+    assert message.startswith("`y` at line 7 would no longer mean what it meant")
+
+
+@pytest.mark.parametrize("code,meaning", [
+    ("x = 1\ndef f():\n    x = 2\n    def g():\n        global x\n        return x\n    return g\n", "module"),
+    ("x = 1\ny = [x for x in range(2) for _ in range(1)]\n", "comprehension"),
+    ("x = 1\ny = {x: x for x in range(2) for _ in range(1)}\n", "comprehension"),
+])
+def test_more_scopes_follow_python(code, meaning):
+    test_scopes_follow_python(code, meaning)
+
+
+# regions: the statements an edit touches -------------------------------------------------------------
+
+def _regions(text: str, *edits: Edit):
+    from ptlint.engine.source import SourceFile as Source
+    from ptlint.engine.structure import _Check, _Region
+
+    source = Source("a.py", text)
+    spans = sorted((source.offset(e.line, e.column - 1), source.offset(e.end_line, e.end_column - 1), e.content)
+                   for e in edits)
+    return _Check(text, parse_text(text), spans).regions(), _Region
+
+
+REGIONS = "a = 1\n\n# note\n\nb = 2\nc = 3\n"
+
+
+def test_a_region_is_the_statement_an_edit_is_in():
+    regions, Region = _regions(REGIONS, replacing(REGIONS, "2", "4"))
+    assert regions == [Region(15, 21, [1], [(4, 5, "4")])]
+
+
+def test_an_insertion_right_after_a_statement_touches_it():
+    regions, Region = _regions(REGIONS, Edit(2, 1, 2, 1, "x = 0\n"))
+    assert regions == [Region(0, 6, [0], [(6, 6, "x = 0\n")])]
+
+
+def test_an_edit_among_comments_only_is_a_region_of_its_own_lines():
+    regions, Region = _regions(REGIONS, replacing(REGIONS, "note", "memo"))
+    assert regions == [Region(7, 14, [], [(2, 6, "memo")])]
+    text = "a = 1\n\n# note"
+    regions, Region = _regions(text, replacing(text, "note", "memo"))
+    assert regions == [Region(7, 13, [], [(2, 6, "memo")])]
+    assert check(text, replacing(text, "note", "memo")) == "a = 1\n\n# memo"
+
+
+def test_edits_in_adjacent_statements_are_one_region():
+    regions, Region = _regions(REGIONS, replacing(REGIONS, "2", "4"), replacing(REGIONS, "3", "5"))
+    assert regions == [Region(15, 27, [1, 2], [(4, 5, "4"), (10, 11, "5")])]

@@ -322,7 +322,6 @@ class MoveAfterCreate(Rule):
                 or factory_name(expression, self.ctx) is not None:
             return []
         found: list[str] = []
-        computes = False  # arithmetic or a torch function: not only casts and reshapes of a factory
         pending = [expression]
         while pending:
             node = pending.pop()
@@ -339,15 +338,12 @@ class MoveAfterCreate(Rule):
                 if not (head in ("torch", "math") and (function in EXPRESSION_FUNCTIONS or head == "math")
                         or method in EXPRESSION_METHODS) or _has_star(node):
                     return []
-                computes = computes or head == "torch" and self._holds_factory(node)
                 pending += [*node.args, *(k.value for k in node.keywords)]
                 if method is not None:
                     pending.append(node.func.value)
             elif isinstance(node, ast.BinOp):
-                computes = computes or self._holds_factory(node)
                 pending += [node.left, node.right]
             elif isinstance(node, ast.UnaryOp):
-                computes = computes or self._holds_factory(node)
                 pending.append(node.operand)
             elif isinstance(node, ast.Subscript):  # `freqs[None]`, `[:, None]`
                 pending.append(node.value)
@@ -360,12 +356,7 @@ class MoveAfterCreate(Rule):
                     return []
             elif not isinstance(node, ast.Constant):
                 return []
-        return found if computes else []
-
-    def _holds_factory(self, node: ast.AST) -> bool:
-        """A torch factory sits in this part of the expression: the arithmetic works on it, not
-        on the shape arguments of a reshape (`.view(-1, 1)`)."""
-        return any(factory_name(n, self.ctx) is not None for n in ast.walk(node))
+        return found
 
     def _repeated_list(self, call: ast.Call) -> None:
         """`torch.tensor([i] * n, device=device)`: a Python list built and copied to the device on
@@ -455,13 +446,14 @@ Finds a tensor made by a torch factory (`zeros`, `ones`, `empty`, `full`, `arang
 `linspace`, `logspace`, `eye`, the window functions, `rand`, `randn`, `randint`, `randperm`,
 `normal` with a size) and immediately moved with `.cuda()` or `.to(device)`.
 
-Also, reported without a fix, three ways of building on the host what the device needs on every
+Also, reported without a fix, four ways of building on the host what the device needs on every
 call:
 - an expression computed on the CPU from a factory, then moved: a timestep embedding's
   `torch.exp(-math.log(max_period) * torch.arange(0, half) / half).to(device=t.device)`, ViLT's
-  `torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(device)` (arithmetic or
-  elementwise torch functions over factories, numbers and names that are not visibly tensors);
-  the remedy is `device=` on the factory, and no move;
+  `torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(device)`, a reshaped or cast
+  factory (`torch.arange(n).view(-1, 1).to(device)`) (arithmetic, elementwise torch functions,
+  reshapes and casts over factories, numbers and names that are not visibly tensors); the
+  remedy is `device=` on the factory, and no move;
 - a whole host table copied to the device to read a few entries of it:
   `torch.from_numpy(schedule).to(device)[t]` (also `torch.tensor` / `torch.as_tensor` of a
   name); the remedy is to move the table once, at set-up;
@@ -562,6 +554,16 @@ gives float32.
 """
 
     bad_examples = [
+        # a factory cast or reshaped on the CPU before the move: built and copied all the same
+        """
+import torch
+
+def contrast_mask(features, device):
+    n = features.shape[0]
+    index = torch.arange(n).view(-1, 1).to(device)  # expect: PTL201
+    weights = torch.ones(n).float().cuda()  # expect: PTL201
+    return torch.scatter(torch.ones(n, n, device=device), 1, index, 0) * weights
+""",
         # NumPy noise and targets copied to the GPU every step (an old GAN script's spelling)
         """
 import numpy as np
@@ -645,8 +647,7 @@ for i, (imgs, _) in enumerate(dataloader):
     loss.backward()
 """,
         # a batch from NumPy moved every step (it must be), a table indexed only to add
-        # dimensions, a list of rows repeated, literal data, an expression that holds a tensor,
-        # a factory reshaped before the move
+        # dimensions, a list of rows repeated, literal data, an expression that holds a tensor
         """
 import numpy as np
 import torch
@@ -661,8 +662,7 @@ def train(model, loader, opt, device, sigmas):
         prompt = torch.tensor([prefix] * 4, device=device)
         fixed = torch.tensor([1, 2, 3], device=device)
         table = torch.cat([sigmas, torch.zeros(1)]).to(device)
-        index = torch.arange(x.shape[0]).view(-1, 1).to(device)
-        loss = model((x - mean) / 2, prompt, fixed, table, index).mean()
+        loss = model((x - mean) / 2, prompt, fixed, table).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -728,8 +728,7 @@ def zeros(n):
 def f(device):
     a = zeros(3).to(device)
     b = np.zeros(3).to(device)
-    c = torch.zeros(3).float().to(device)
-    return a, b, c
+    return a, b
 """,
         # data copied from the host either way (`torch.tensor`), and a move to the host
         """
