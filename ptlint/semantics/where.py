@@ -853,18 +853,36 @@ class ExecutionModel:
             parent = self.ctx.parent(parent)
         return parent is not None and self._training_function(parent, set())
 
-    def in_trained_forward(self, node: ast.AST) -> bool:
+    def in_trained_forward(self, node: ast.AST, helpers: bool = False) -> bool:
         """`node` is in the `forward` of a module (not compiled: traced code is the compile rules')
-        of a project that trains models: each training step runs it (`int(self.queue_ptr)` in a
-        momentum encoder's forward)."""
+        of a project that trains models (`helpers`: or in a method that forward calls): each
+        training step runs it (`int(self.queue_ptr)` in a momentum encoder's forward or its
+        enqueue helper)."""
         project = self.project
         if project is None or not project.program_trains:
             return False
         where = self.where(node)
         function = where.function
-        if where.cold or function is None or function.name != "forward":
+        if where.cold or function is None or self.base.get(id(function)) != PER_STEP:
             return False
-        return self.base.get(id(function)) == PER_STEP and id(function) in self.intrinsic_why
+        if not helpers:
+            return function.name == "forward" and id(function) in self.intrinsic_why
+        return self._forward_runs(function, set())
+
+    def _forward_runs(self, function: ast.AST, seen: set) -> bool:
+        """`function` is a module's `forward`, or a method of its class that it calls (through
+        other such methods): `self._dequeue_and_enqueue(k)` in a momentum encoder's forward. Not a
+        function nested in forward (post-processing that reads its own host values)."""
+        if function.name == "forward":
+            return id(function) in self.intrinsic_why
+        if self.ctx.owner_class(function) is None:
+            return False
+        seen.add(id(function))
+        for call in self.callers(function):
+            caller = self.placement(call).function
+            if caller is not None and id(caller) not in seen and len(seen) < 8 and self._forward_runs(caller, seen):
+                return True
+        return False
 
     def loop_trains(self, loop: ast.AST) -> bool:
         """The loop runs a training step every iteration: in its own body (`runs_training_step`),

@@ -503,9 +503,10 @@ def test_a_glued_token_spanning_lines_is_placed_at_its_first_line():
     assert message.startswith("it would glue two tokens into `r'''s") and message.endswith("` at line 2")
 
 
-def test_a_result_with_a_null_byte_does_not_parse():
+@pytest.mark.parametrize("content", ["1\0", "-" * 100000 + "1"])
+def test_a_result_with_a_null_byte_or_nested_too_deep_does_not_parse(content):
     text = "x = 1\n"
-    assert rejected(text, replacing(text, "1", "1\0")).startswith("the result would not parse")
+    assert rejected(text, replacing(text, "1", content)).startswith("the result would not parse")
 
 
 def test_parse_errors_count_the_lines_every_region_before_added():
@@ -618,7 +619,7 @@ def test_a_function_after_an_insertion_at_its_line_is_the_same_scope():
 
 def test_a_binding_inserted_right_before_a_read_changes_it():
     text = "def f(a):\n    x\n    return a\n"
-    message = rejected(text, inserting(text, "    ", "x = 0; ", 1))
+    message = rejected(text, inserting(text, "    ", "x = 0; "))  # right where `x` is read
     assert message.startswith("`x` at line 2 would no longer mean what it meant")
 
 

@@ -792,6 +792,54 @@ def test_a_registered_buffer_read_in_forward_of_a_trained_model(tmp_path, monkey
     assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
 
 
+def test_a_registered_buffer_read_in_a_helper_forward_calls(tmp_path, monkeypatch, capsys):
+    """The same read in the enqueue helper that forward calls (a no_grad method) waits each step
+    too; a helper nothing in forward's way calls (a method of set-up) stays silent."""
+    model = """
+        import torch
+        from torch import nn
+
+
+        class MoCo(nn.Module):
+            def __init__(self, dim=128, k=4096):
+                super().__init__()
+                self.k = k
+                self.register_buffer("queue", torch.randn(dim, k))
+                self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))
+
+            @torch.no_grad()
+            def _enqueue(self, keys):
+                ptr = int(self.queue_ptr)  # expect: PTL101
+                self.queue[:, ptr:ptr + keys.shape[0]] = keys.T
+                self.queue_ptr[0] = (ptr + keys.shape[0]) % self.k
+
+            def resize(self, k):
+                start = int(self.queue_ptr)
+                self.queue = self.queue[:, start:start + k]
+
+            def forward(self, q, keys):
+                self._enqueue(keys)
+                return q @ self.queue
+    """
+    train = """
+        import torch
+        from model import MoCo
+
+
+        def main(loader, device):
+            model = MoCo().to(device)
+            model.resize(1024)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for q, k in loader:
+                loss = model(q.to(device), k.to(device)).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """
+    write(tmp_path, {"model.py": model, "train.py": train})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101") != set()
+
+
 # -- code nobody uses in a training program ---------------------------------------------------------
 USES_HELPERS = """
     import torch

@@ -75,6 +75,16 @@ def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
             return expr
 
 
+
+def _reads_module_state(node: ast.AST) -> bool:
+    """`int(self.queue_ptr)`, `self.count.item()`: a read of an attribute of `self`."""
+    if not isinstance(node, ast.Call):
+        return False
+    target = node.args[0] if isinstance(node.func, ast.Name) and node.args else \
+        node.func.value if isinstance(node.func, ast.Attribute) else None
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in SELF_NAMES
+
+
 class SyncInLoop(Rule):
     code = "PTL101"
     needs_accelerator = True
@@ -286,9 +296,12 @@ class SyncInLoop(Rule):
         optimizer), or in a training step (a step hook such as `training_step` or
         `compute_loss`, a function that backpropagates, or what those call in this module).
         A loop that only reads results back (post-processing rows) waits once, at its first
-        read; a helper that inference code calls per step needs its host values."""
+        read; a helper that inference code calls per step needs its host values. In a project
+        that trains, a read in a module's `forward` waits every step, and so does a read of the
+        module's own state (a buffer: `int(self.queue_ptr)`) in a method forward calls."""
         model = self.ctx.model
-        return self._stalls.get(id(node), False) or model.in_training_step(node) or model.in_trained_forward(node)
+        return self._stalls.get(id(node), False) or model.in_training_step(node) \
+            or model.in_trained_forward(node, helpers=_reads_module_state(node))
 
     def _read_again(self, statement: ast.stmt | None = None) -> bool:
         """Another read in a statement that already has a finding (`t, h, w = g[0].item(),
@@ -1474,3 +1487,4 @@ class Typed(Dataset[int]):
             yield self.model(x).argmax().item()
 """,
     ]
+
