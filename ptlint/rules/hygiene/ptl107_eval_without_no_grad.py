@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.engine.rule import CALLED, PER_OUTER, PER_STEP, Rule
+from ptlint.engine.rule import CALLED, PER_STEP, Rule
 from ptlint.semantics.autograd import GradRegions, graph_wanted
 from ptlint.semantics.nodes import DEFINITIONS, dotted, is_constant
+from ptlint.semantics.where import iterable_is_data
 
 
 def _mode_switch(call: ast.AST) -> tuple[str, str] | None:
@@ -28,6 +29,17 @@ def _mode_switch(call: ast.AST) -> tuple[str, str] | None:
 
 
 CHAIN_METHODS = ("eval", "train", "to", "cuda", "cpu", "float", "half", "bfloat16", "requires_grad_")
+
+
+def _counts(loop: ast.AST) -> bool:
+    """`for i in range(n_classes):`: a loop that counts something other than data or steps (a
+    few latent samples for an image grid), not an evaluation over batches."""
+    source = getattr(loop, "iter", None)
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "enumerate" \
+            and source.args:
+        source = source.args[0]
+    return isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range" \
+        and not iterable_is_data(loop)
 
 
 def _receiver(node: ast.AST) -> str | None:
@@ -52,7 +64,8 @@ class EvalWithoutNoGrad(Rule):
               "gradients: every call records an autograd graph; wrap the loop in `torch.no_grad()` " \
               "or `torch.inference_mode()`"
     help = "Wrap the evaluation loop in `with torch.no_grad():` or `with torch.inference_mode():`."
-    contexts = frozenset({PER_STEP, PER_OUTER, CALLED})
+    # not once per epoch (a sample grid, a test batch in the epoch loop): a graph of one batch
+    contexts = frozenset({PER_STEP, CALLED})
     cold = False
     triggers = (".eval()", ".train(False)", ".train(mode=False)")
 
@@ -79,7 +92,7 @@ class EvalWithoutNoGrad(Rule):
             return  # one finding per loop, at its first model call
         if self._mode_before(model, node) != "eval":
             return
-        if graph_wanted(loop, self.ctx) or self._frozen(model):
+        if _counts(loop) or graph_wanted(loop, self.ctx) or self._frozen(model):
             return
         if GradRegions.of(self.ctx).off(node):
             return
@@ -168,9 +181,12 @@ Not reported, because gradients are already off or wanted:
 
 ## Where it reports
 - **Reports** at an evaluation loop over data wherever it runs: in a function (whose callers
-  the file may not show), in `main()` or at a script's top level, once per epoch.
-- **Silent** in once-code (set-up such as `__init__`, loops over settings or sizes there), error
-  paths (an `except` body, a branch that raises, or only warns or logs), and test code.
+  the file may not show), in `main()` or at a script's top level, and inside an epoch loop (a
+  validation loop over its loader).
+- **Silent** in once-code (set-up such as `__init__`, loops over settings or sizes there), code
+  that runs once per epoch outside such a loop (a test batch run in the epoch loop itself), a
+  loop that counts something else (`for i in range(n_classes):` for an image grid), error paths
+  (an `except` body, a branch that raises, or only warns or logs), and test code.
 
 ## Example
 ```python
@@ -294,6 +310,21 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # once per epoch in the epoch loop: a test batch, and a grid of a few samples per class
+        """
+import torch
+
+for epoch in range(n_epochs):
+    for imgs in dataloader:
+        loss = generator(imgs).mean()
+        loss.backward()
+        optimizer.step()
+    generator.eval()
+    recon = generator(test_imgs)
+    for i in range(n_classes):
+        grid = generator(latents[i])
+    generator.train()
+""",
         """
 import copy
 import torch
