@@ -317,6 +317,20 @@ class _Edge:
         self.local = local
 
 
+def live_names(pending: list[str], by_name: dict[str, list[list]]) -> set[str]:
+    """The names `pending` uses, and those the defs of used names use, transitively (`by_name`:
+    a name -> the module_names entries of the top-level defs and classes so named)."""
+    live: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in live:
+            continue
+        live.add(name)
+        for entry in by_name.get(name, ()):
+            pending += entry[3].split()
+    return live
+
+
 class ProjectModel:
     """The project's files (absolute path -> summary) joined; see the section comment above. Paths
     in evidence are absolute here (ProjectFacts.callers_of spells them for the user)."""
@@ -682,14 +696,7 @@ class ProjectModel:
                 by_name.setdefault(name, []).append(entry)
                 if entry[2] or path in all_live:
                     pending.append(name)
-        live: set[str] = set()
-        while pending:
-            name = pending.pop()
-            if name in live:
-                continue
-            live.add(name)
-            for entry in by_name.get(name, ()):
-                pending += entry[3].split()
+        live = live_names(pending, by_name)
         out: dict[str, set[str]] = {}
         for path, summary in self.summaries.items():
             if path in all_live:

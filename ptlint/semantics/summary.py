@@ -66,7 +66,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -126,44 +126,15 @@ def summarize(ctx: "FileFacts") -> dict:
 
 # -- what uses a def (ptlint.semantics.project finds the defs nothing uses) --------------------------
 WORD = re.compile(r"[A-Za-z_]\w*")
+# A string that may name a def: an identifier, a dotted path, `module:attr` (`"resnet50"`,
+# `"models.vit.ViT"`, `"train:main"`), not free text.
+NAME_STRING = re.compile(r"[A-Za-z_][\w.:]*")
 LOOKUP_BUILTINS = {"globals": ".", "vars": ".", "locals": ".", "eval": "*", "exec": "*"}
 
 
 def _names(ctx: "FileFacts", bindings: dict) -> dict:
-    roots: set[str] = set()
-    tops: dict[str, list] = {}
+    roots, tops, entry, dict_reads = module_names(ctx.tree)
     lookups: list = ["*"] if _imports_by_name(ctx) else []
-    entry = False  # the file is a program's entry: `if __name__ == "__main__":`, or a loop at top level
-    pending = list(ctx.tree.body)
-    while pending:
-        statement = pending.pop()
-        kind = type(statement)
-        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            if kind is ast.ClassDef:
-                used = _used_names([*statement.body, *statement.bases, *statement.keywords], in_def=True)
-            else:  # the defaults and annotations too
-                used = _used_names([*statement.body, statement.args, *filter(None, [statement.returns])], in_def=True)
-            decorated = bool(statement.decorator_list)
-            if decorated:
-                roots.update(_used_names(statement.decorator_list))
-            if statement.name not in tops:
-                tops[statement.name] = [statement.lineno, statement.end_lineno, decorated, " ".join(sorted(used))]
-            else:  # two defs of one name (`if ...: class A` / `else: class A`): both live or dead together
-                entry = tops[statement.name]
-                entry[:] = [min(entry[0], statement.lineno), max(entry[1], statement.end_lineno),
-                            entry[2] or decorated, " ".join(sorted(set(entry[3].split()) | used))]
-        elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While, getattr(ast, "TryStar", ast.Try)):
-            entry = entry or kind in (ast.For, ast.While) or (kind is ast.If and _is_main_test(statement.test))
-            for field in ("body", "orelse", "finalbody"):
-                pending.extend(getattr(statement, field, ()))
-            for handler in getattr(statement, "handlers", ()):
-                pending.extend(handler.body)
-                roots.update(_used_names([handler.type] if handler.type else []))
-            roots.update(_used_names([getattr(statement, name) for name in ("test", "iter", "target")
-                                      if getattr(statement, name, None) is not None]))
-            roots.update(_used_names(list(getattr(statement, "items", ()))))
-        else:
-            roots.update(_used_names([statement]))
     for call in ctx.calls():
         func = call.func
         if isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and ctx.names.qualname(func, at=call) in (
@@ -174,14 +145,55 @@ def _names(ctx: "FileFacts", bindings: dict) -> dict:
             ref = _reference(call.args[0], call, ctx, bindings)
             if ref is not None:
                 lookups.append(ref)
-    for node in walk(ctx.tree):
-        if type(node) is ast.Attribute and node.attr == "__dict__":
-            ref = _reference(node.value, node, ctx, bindings)
-            if ref is not None:
-                lookups.append(ref)
+    for node in dict_reads:
+        ref = _reference(node.value, node, ctx, bindings)
+        if ref is not None:
+            lookups.append(ref)
     # names as one string each (split where the solve follows them): a large project's summaries
     # hold a million of them
     return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry}
+
+
+def module_names(tree: ast.Module) -> tuple[set[str], dict[str, list], bool, list[ast.Attribute]]:
+    """(the names the module-level code uses; each top-level def and class: [first line, last
+    line, decorated, the names its body uses]; whether the module is a program's entry; its
+    `x.__dict__` reads)."""
+    roots: set[str] = set()
+    tops: dict[str, list] = {}
+    dict_reads: list[ast.Attribute] = []
+    entry = False  # the file is a program's entry: `if __name__ == "__main__":`, or a loop at top level
+    pending = list(tree.body)
+    while pending:
+        statement = pending.pop()
+        kind = type(statement)
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if kind is ast.ClassDef:
+                parts = [*statement.body, *statement.bases, *statement.keywords]
+            else:  # the defaults and annotations too
+                parts = [*statement.body, statement.args, *filter(None, [statement.returns])]
+            used = _used_names(parts, dict_reads, in_def=True)
+            decorated = bool(statement.decorator_list)
+            if decorated:
+                roots.update(_used_names(statement.decorator_list, dict_reads))
+            known = tops.get(statement.name)
+            if known is None:
+                tops[statement.name] = [statement.lineno, statement.end_lineno, decorated, " ".join(sorted(used))]
+            else:  # two defs of one name (`if ...: class A` / `else: class A`): both live or dead together
+                known[:] = [min(known[0], statement.lineno), max(known[1], statement.end_lineno),
+                            known[2] or decorated, " ".join(sorted(set(known[3].split()) | used))]
+        elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While, getattr(ast, "TryStar", ast.Try)):
+            entry = entry or kind in (ast.For, ast.While) or (kind is ast.If and _is_main_test(statement.test))
+            for field in ("body", "orelse", "finalbody"):
+                pending.extend(getattr(statement, field, ()))
+            for handler in getattr(statement, "handlers", ()):
+                pending.extend(handler.body)
+                roots.update(_used_names([handler.type] if handler.type else [], dict_reads))
+            roots.update(_used_names([getattr(statement, name) for name in ("test", "iter", "target")
+                                      if getattr(statement, name, None) is not None], dict_reads))
+            roots.update(_used_names(list(getattr(statement, "items", ())), dict_reads))
+        else:
+            roots.update(_used_names([statement], dict_reads))
+    return roots, tops, entry, dict_reads
 
 
 def _is_main_test(test: ast.AST) -> bool:
@@ -189,11 +201,13 @@ def _is_main_test(test: ast.AST) -> bool:
         isinstance(side, ast.Name) and side.id == "__name__" for side in (test.left, *test.comparators))
 
 
-def _used_names(nodes: list, in_def: bool = False) -> set[str]:
-    """The names, attributes, imported names and words of strings (up to 200 characters: a
-    registry's key, a `_target_` path, `__all__`; not docstrings) under `nodes`. `in_def`: the
+def _used_names(nodes: list, dict_reads: list, in_def: bool = False) -> set[str]:
+    """The names, attributes, imported names and the parts of strings that may name one (an
+    identifier or a dotted path: a registry's key, a `_target_` path, `__all__`; not free text or
+    docstrings) under `nodes`. `in_def`: the
     body of one def or class, whose own locals (its parameters and the names it assigns), and the
-    attributes of those and of `self`, name nothing at module level."""
+    attributes of those and of `self`, name nothing at module level. `x.__dict__` reads go to
+    `dict_reads`."""
     loads: set[str] = set()
     stored: set[str] = {"self", "cls"}
     attributes: list[ast.Attribute] = []
@@ -213,12 +227,15 @@ def _used_names(nodes: list, in_def: bool = False) -> set[str]:
                 (loads if type(node.ctx) is ast.Load else stored).add(node.id)
             elif kind is ast.Attribute:
                 attributes.append(node)
+                if node.attr == "__dict__":
+                    dict_reads.append(node)
             elif kind is ast.arg:
                 stored.add(node.arg)
             elif kind is ast.Import or kind is ast.ImportFrom:  # (nodes.walk does not enter `names`)
                 for alias in node.names:
                     out.update(alias.name.split("."))
-            elif kind is ast.Constant and type(node.value) is str and len(node.value) <= 200:
+            elif kind is ast.Constant and type(node.value) is str and len(node.value) <= 200 \
+                    and NAME_STRING.fullmatch(node.value):
                 out.update(WORD.findall(node.value))
     if not in_def:
         return out | loads | {node.attr for node in attributes}
