@@ -919,3 +919,344 @@ def test_test_code_fixes_read_the_checks_findings_from_the_cache_too(tmp_path, m
     monkeypatch.setattr(fixer, "lint_source", lambda source, *args, **kw: calls.append(1) or real(source, *args, **kw))
     outcome = fix_jobs([job], findings, write=True, caches=caches)
     assert outcome.fixed == 1 and len(calls) == 1  # only the fixed text was linted
+
+
+# -- cases the mutation run of issue 24 found untested ----------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_as_root_a_users_file_is_still_replaced_by_a_rename_once_given_back(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    os.chown(target, 4321, 4321)
+    inode = os.stat(target).st_ino
+    fixer.write_atomic(str(target), b"new\n", expected=b"old\n")
+    info = os.stat(target)
+    assert info.st_ino != inode and (info.st_uid, info.st_gid) == (4321, 4321)
+
+
+def test_a_file_modified_meanwhile_is_changed_on_disk_with_its_name(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    before = os.stat(target)
+    target.write_bytes(b"longer now\n")
+    with pytest.raises(fixer.ChangedOnDisk) as caught:
+        fixer._unchanged(str(target), before, None)
+    assert caught.value.args == (str(target),)
+
+
+def test_a_file_that_no_longer_holds_the_expected_bytes_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old\n")
+    made = []
+    real = fixer.tempfile.mkstemp
+    monkeypatch.setattr(fixer.tempfile, "mkstemp", lambda *a, **k: made.append(a) or real(*a, **k))
+    with pytest.raises(fixer.ChangedOnDisk):
+        fixer.write_atomic(str(target), b"new\n", expected=b"odd\n")  # same size and time: the bytes differ
+    assert made == [] and target.read_bytes() == b"old\n"
+
+
+def _parses_of(monkeypatch, text: str) -> list:
+    """Every parse of the whole of `text` by the structural check."""
+    from ptlint.engine import structure
+
+    seen = []
+    real = structure.parse_text
+    monkeypatch.setattr(structure, "parse_text", lambda t: seen.append(t == text) or real(t))
+    return seen
+
+
+def test_the_structural_check_is_given_the_tree_of_the_pass(test_rules, monkeypatch):
+    """Each pass parses the file once: the check of every fix (together, alone, the good ones
+    again) reuses that tree rather than parsing the whole file again."""
+    text = "target = 1\n" + KEPT_LOSS
+    seen = _parses_of(monkeypatch, text)
+    result = fixer.fix_source(SourceFile("a.py", text), ("PTL101", "PTL103"), unsafe=True)
+    assert [f.code for f in result.applied] == ["PTL103"]
+    assert seen and not any(seen)  # regions were parsed, never the whole file
+    plain = fixer.fix_source(SourceFile("a.py", KEPT_LOSS), ("PTL103",), unsafe=True)
+    assert plain.fixed == FIXED_LOSS and not any(seen)
+
+
+def test_fixes_fine_alone_but_not_together_are_applied_one_at_a_time_with_the_passes_tree(monkeypatch):
+    text = "import torch\n\ndef f(x, y):\n    a = torch.log(torch.softmax(x, -1))\n    b = torch.log(torch.softmax(y, 0))\n"
+    real = fixer.checked_text
+
+    def refuse_two(source, edits, tree=None):
+        edits = list(edits)
+        if len({(e.line, e.column) for e in edits}) > 1:
+            raise fixer.FixRejected("not together")
+        return real(source, edits, tree)
+
+    monkeypatch.setattr(fixer, "checked_text", refuse_two)
+    seen = _parses_of(monkeypatch, text)
+    result = fixer.fix_source(SourceFile("a.py", text), ("PTL302",), unsafe=False)
+    assert [(f.code, f.line) for f in result.applied] == [("PTL302", 4), ("PTL302", 5)]
+    assert seen and not any(seen)
+
+
+def test_per_file_ignores_hold_when_fixing(tmp_path):
+    settings = Settings(enabled=("PTL103",), unsafe_fixes=True, root=str(tmp_path),
+                        per_file_ignores=(("a.py", ("PTL103",)),))
+    data = UNSAFE_TEXT.encode()
+    ignored = fixer.fix_file(Job(str(tmp_path / "a.py"), settings), data)
+    assert ignored.fixed == data and ignored.applied == [] and ignored.diff == ""
+    assert fixer.fix_file(Job(str(tmp_path / "b.py"), settings), data).fixed == FIXED_LOSS.encode()
+
+
+def test_a_file_with_nothing_to_fix_has_no_diff(tmp_path):
+    data = UNSAFE_TEXT.encode()
+    outcome = fixer.fix_file(Job(str(tmp_path / "a.py"), Settings(enabled=("PTL103",))), data)  # unsafe: not offered
+    assert outcome.fixed == data and outcome.diff == "" and [f.code for f in outcome.remaining] == ["PTL103"]
+
+
+def test_fix_file_of_a_notebook_in_test_code_leaves_its_performance_findings(tmp_path):
+    cells = ["import torch\nfor x in xs:\n    zs.append(torch.zeros(3).cuda())"]
+    (tmp_path / "tests").mkdir()
+    _, data = _notebook(tmp_path, cells, "tests/nb.ipynb")
+    settings = Settings(enabled=("PTL201",), unsafe_fixes=True, root=str(tmp_path), test_code=("tests/**",))
+    assert not fixer.fix_file(Job(str(tmp_path / "tests" / "nb.ipynb"), settings), data).changed
+    _, data = _notebook(tmp_path, cells, "nb.ipynb")
+    assert fixer.fix_file(Job(str(tmp_path / "nb.ipynb"), settings), data).changed
+
+
+def test_the_diff_of_a_notebook_is_each_changed_cells_diff_in_turn(tmp_path):
+    _, data = _notebook(tmp_path, ["import torch", "y = torch.log(torch.softmax(x, -1))",
+                                   "z = torch.log(torch.softmax(x, 0))"])
+    path = str(tmp_path / "nb.ipynb")
+    outcome = fixer.fix_file(Job(path, Settings(enabled=("PTL302",))), data)
+    assert outcome.diff == (unified_diff(f"{path}:cell 2", "y = torch.log(torch.softmax(x, -1))\n",
+                                         "y = torch.log_softmax(x, -1)\n")
+                            + unified_diff(f"{path}:cell 3", "z = torch.log(torch.softmax(x, 0))\n",
+                                           "z = torch.log_softmax(x, 0)\n"))
+
+
+def test_fix_notebook_keeps_what_remains_in_every_cell_in_order(tmp_path):
+    notebook, _ = _notebook(tmp_path, ["def broken(:\n    pass",
+                                       "import torch\nfor x in loader:\n    loss = model(x).mean()\n"
+                                       "    loss.backward()\n    print(loss.item())",
+                                       "y = torch.log(torch.softmax(x, -1))"])
+    outcome = fixer.fix_notebook(notebook, ("PTL302", "PTL101"), False, False)
+    assert outcome.changed_cells == {3: ("y = torch.log(torch.softmax(x, -1))", "y = torch.log_softmax(x, -1)")}
+    assert [(f.code, f.cell, f.line, f.path) for f in outcome.remaining] == \
+        [("PTL001", 1, 1, notebook.path), ("PTL101", 2, 5, notebook.path)]
+
+
+def test_fix_notebook_fixes_an_unused_noqa_when_that_code_is_enabled(tmp_path):
+    notebook, _ = _notebook(tmp_path, ["x = 1  # noqa: PTL102"])
+    assert fixer.fix_notebook(notebook, ("PTL002", "PTL102"), False, False).changed_cells == \
+        {1: ("x = 1  # noqa: PTL102", "x = 1")}
+
+
+def test_fix_notebook_as_test_code_neither_reports_nor_fixes_the_performance_rules(tmp_path):
+    loop = "import torch\nfor x in loader:\n    loss = model(x).mean()\n    loss.backward()\n    print(loss.item())"
+    notebook, _ = _notebook(tmp_path, [loop])
+    assert [f.code for f in fixer.fix_notebook(notebook, ("PTL101",), False, True).remaining] == []
+    assert [f.code for f in fixer.fix_notebook(notebook, ("PTL101",), False, False).remaining] == ["PTL101"]
+    cell = "import torch\nfor x in xs:\n    zs.append(torch.zeros(3).cuda())\n    y = torch.log(torch.softmax(x, -1))"
+    notebook, _ = _notebook(tmp_path, [cell], "mixed.ipynb")
+    outcome = fixer.fix_notebook(notebook, ("PTL201", "PTL302"), True, True)  # PTL302 reports in tests
+    assert outcome.changed_cells == {1: (cell, cell.replace("torch.log(torch.softmax(x, -1))", "torch.log_softmax(x, -1)"))}
+
+
+def _two_files(tmp_path):
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text(UNSAFE_TEXT)
+    second.write_text(UNSAFE_TEXT)
+    return first, second, *jobs_and_findings([first, second], WITH_UNSAFE)
+
+
+def test_a_file_the_fix_cannot_encode_does_not_stop_the_next(tmp_path, monkeypatch):
+    first, second, jobs, findings = _two_files(tmp_path)
+    first.write_bytes(b"# -*- coding: latin-1 -*-\n" + UNSAFE_TEXT.encode())
+    real = fixer.fix_source
+
+    def with_snowman_in_the_first(source, *args, **kwargs):
+        result = real(source, *args, **kwargs)
+        if source.path == str(first):
+            result.fixed += "# \u2603\n"
+        return result
+
+    monkeypatch.setattr(fixer, "fix_source", with_snowman_in_the_first)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert len(outcome.errors) == 1 and outcome.errors[0].startswith(f"{first}: cannot write: ")
+    assert second.read_text() == FIXED_LOSS and outcome.changed == [str(second)]
+
+
+def test_a_file_changed_on_disk_does_not_stop_the_next(tmp_path, monkeypatch):
+    first, second, jobs, findings = _two_files(tmp_path)
+    real = fixer.write_atomic
+
+    def first_changed(path, data, expected=None):
+        if path == str(first):
+            raise fixer.ChangedOnDisk(path)
+        return real(path, data, expected)
+
+    monkeypatch.setattr(fixer, "write_atomic", first_changed)
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert outcome.errors == [f"{first}: changed on disk while fixing; not written"]
+    assert second.read_text() == FIXED_LOSS and outcome.changed == [str(second)]
+    assert [(os.path.basename(f.path), f.code) for f in outcome.remaining] == [("a.py", "PTL103")]
+
+
+def test_a_file_whose_fixes_are_all_dropped_does_not_stop_the_next(tmp_path, test_rules):
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text("target = 1\n")
+    second.write_text("target = 1\n" + UNSAFE_TEXT)
+    settings = Settings(enabled=("PTL101", "PTL103"), unsafe_fixes=True)
+    jobs = [Job(str(first), settings), Job(str(second), settings)]
+    findings = [f for job in jobs
+                for f in fixer.fix_source(SourceFile(job.path, open(job.path).read()), ("PTL101", "PTL103"),
+                                          unsafe=False).remaining]
+    outcome = fix_jobs(jobs, findings, write=True)
+    assert first.read_text() == "target = 1\n" and second.read_text() == "target = 1\n" + FIXED_LOSS
+    assert outcome.changed == [str(second)]
+    assert [(os.path.basename(f.path), f.code) for f in outcome.remaining] == [("a.py", "PTL101"), ("b.py", "PTL101")]
+    assert len(outcome.messages) == 2 and all("dropped the PTL101 fix" in m for m in outcome.messages)
+
+
+class _GrowsNineTimes(_Breaks):
+    """A test rule whose fix wraps `target` until the pass cap, then reports it without a fix."""
+
+    code = "PTL102"
+
+    def visit_Name(self, node):
+        if node.id == "target":
+            if self.ctx.edits.source.text.count("f(") < fixer.MAX_PASSES:
+                self.report(node, fix=Fix(SAFE, "grow", (self.ctx.edits.replace(node, "f(target)"),)))
+            else:
+                self.report(node)
+
+
+class _GrowsUnsafely(_Breaks):
+    """A test rule whose unsafe fix never converges."""
+
+    code = "PTL102"
+
+    def visit_Name(self, node):
+        if node.id == "target":
+            self.report(node, fix=Fix("unsafe", "grow", (self.ctx.edits.replace(node, "f(target)"),)))
+
+
+class _Unchanging(_Breaks):
+    """A test rule whose fix writes the very text it replaces."""
+
+    code = "PTL102"
+
+    def visit_Name(self, node):
+        if node.id == "target":
+            self.report(node, fix=Fix(SAFE, "same", (self.ctx.edits.replace(node, "target"),)))
+
+
+def test_no_convergence_is_said_only_while_an_applicable_fix_remains(test_rules):
+    source = SourceFile("a.py", "f = print\ntarget\n")
+    test_rules["PTL102"] = _GrowsNineTimes
+    done = fixer.fix_source(source, ("PTL102",), unsafe=False)
+    assert done.messages == [] and done.fixed.count("f(") == fixer.MAX_PASSES
+    assert [(f.code, f.fix) for f in done.remaining] == [("PTL102", None)]
+    test_rules["PTL102"] = _GrowsUnsafely
+    unsafe = fixer.fix_source(source, ("PTL102",), unsafe=True)
+    assert unsafe.messages == [f"a.py: fixes did not converge after {fixer.MAX_PASSES} passes; "
+                               "the last parsing result is kept"]
+
+
+def test_a_fix_that_changes_nothing_ends_the_passes(test_rules):
+    test_rules["PTL102"] = _Unchanging
+    result = fixer.fix_source(SourceFile("a.py", "target = 1\n"), ("PTL102",), unsafe=False)
+    assert result.path == "a.py" and not result.changed
+    assert result.applied == [] and result.passes == [] and result.messages == []
+    assert [f.code for f in result.remaining] == ["PTL102"]
+
+
+def test_fix_source_lints_with_the_enabled_codes_and_the_projects_facts():
+    """PTL002 (an unused noqa) runs only when enabled; PTL101 sees a value in a module whose
+    functions training steps elsewhere call as a tensor: the project's facts count in every pass."""
+    from ptlint.semantics.project import ProjectFacts
+
+    text = "for batch in loader:\n    out = model(batch)\n    print(out.item())\nx = 1  # noqa: PTL102\n"
+    fixed = text.replace("  # noqa: PTL102", "")
+    alone = fixer.fix_source(SourceFile("a.py", text), ("PTL002", "PTL101", "PTL102"), False)
+    assert alone.fixed == fixed and [f.code for f in alone.applied] == ["PTL002"] and alone.remaining == []
+    facts = ProjectFacts(training=frozenset({"a.train"}))
+    trained = fixer.fix_source(SourceFile("a.py", text), ("PTL002", "PTL101", "PTL102"), False, project=facts)
+    assert trained.fixed == fixed and [(f.code, f.line) for f in trained.remaining] == [("PTL101", 3)]
+
+
+def test_fix_source_as_test_code_leaves_the_performance_fixes():
+    text = "import torch\nfor x in xs:\n    zs.append(torch.zeros(3).cuda())\n"
+    assert not fixer.fix_source(SourceFile("a.py", text), ("PTL201",), True, test_code=True).changed
+    assert fixer.fix_source(SourceFile("a.py", text), ("PTL201",), True, test_code=False).changed
+
+
+HINTED = "for x in loader:\n    loss = model(x.cuda())\n    loss.backward()\nx = 1  # noqa: PTL102\n"
+
+
+def _script_importing_helpers(tmp_path, text):
+    """scripts/train.py importing helpers.py of the project root, which enables TF32."""
+    (tmp_path / "helpers.py").write_text("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text("import helpers\nimport torch\n" + text)
+    return script
+
+
+def test_fix_source_resolves_project_imports_from_the_project_root(tmp_path):
+    """PTL603 (no TF32) stays silent when a module the script imports from the project root
+    enables it: found through `project_root`."""
+    script = _script_importing_helpers(tmp_path, HINTED)
+    codes = ("PTL002", "PTL102", "PTL603")
+    result = fixer.fix_source(SourceFile(str(script), script.read_text()), codes, False, project_root=str(tmp_path))
+    assert [f.code for f in result.applied] == ["PTL002"] and result.remaining == []
+    alone = fixer.fix_source(SourceFile(str(script), script.read_text()), codes, False)
+    assert [f.code for f in alone.remaining] == ["PTL603"]
+
+
+def test_the_first_pass_reads_the_checks_findings_from_the_cache_with_project_imports_and_facts(tmp_path, monkeypatch):
+    """The fix's cache key is the check's: the project modules the rules read (from the root)
+    and the project's facts are in both."""
+    from ptlint.semantics.project import ProjectFacts
+
+    script = _script_importing_helpers(tmp_path, KEPT_LOSS)
+    caches = Caches(str(tmp_path / "cache"))
+    settings = Settings(enabled=("PTL103", "PTL603"), unsafe_fixes=True, root=str(tmp_path))
+    job = Job(str(script), settings, facts=ProjectFacts(training=frozenset({"x"})))
+    findings = check_file(job, caches).findings
+    assert [f.code for f in findings] == ["PTL103"]
+    calls = []
+    real = fixer.lint_source
+    monkeypatch.setattr(fixer, "lint_source", lambda s, *a, **k: calls.append(s.text) or real(s, *a, **k))
+    outcome = fix_jobs([job], findings, write=True, caches=caches)
+    fixed = "import helpers\nimport torch\n" + FIXED_LOSS
+    assert outcome.fixed == 1 and script.read_text() == fixed and calls == [fixed]
+
+
+def test_findings_read_back_from_the_cache_belong_to_the_file_being_fixed(tmp_path):
+    """Two files with the same bytes share a cache entry: the fixed findings name the one fixed."""
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text(UNSAFE_TEXT)
+    second.write_text(UNSAFE_TEXT)
+    caches = Caches(str(tmp_path / "cache"))
+    settings = Settings(enabled=("PTL103",), unsafe_fixes=True, root=str(tmp_path))
+    check_file(Job(str(first), settings), caches)
+    job = Job(str(second), settings)
+    outcome = fix_jobs([job], check_file(job, caches).findings, write=True, caches=caches)
+    assert [f.path for f in outcome.applied] == [str(second)]
+
+
+def test_a_file_with_a_bom_is_found_in_the_cache_after_its_fix(tmp_path, monkeypatch):
+    """The passes after the first keep the file's BOM, so a later fix (or check) of the fixed
+    file finds what they stored."""
+    from ptlint.engine.source import decode_source
+
+    a = tmp_path / "a.py"
+    a.write_bytes(b"\xef\xbb\xbf" + UNSAFE_TEXT.encode())
+    caches = Caches(str(tmp_path / "cache"))
+    settings = Settings(enabled=("PTL103",), unsafe_fixes=True, root=str(tmp_path))
+    job = Job(str(a), settings)
+    fix_jobs([job], check_file(job, caches).findings, write=True, caches=caches)
+    assert a.read_bytes() == b"\xef\xbb\xbf" + FIXED_LOSS.encode()
+    calls = []
+    real = fixer.lint_source
+    monkeypatch.setattr(fixer, "lint_source", lambda s, *args, **kw: calls.append(1) or real(s, *args, **kw))
+    again = fixer.fix_source(decode_source(a.read_bytes(), str(a)), ("PTL103",), True,
+                             cache=caches.for_settings(settings), project_root=str(tmp_path))
+    assert calls == [] and not again.applied
