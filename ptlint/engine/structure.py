@@ -494,8 +494,10 @@ class _Compare:
                 continue
             if not self.new_outside(*span) and isinstance(node, (ast.Name, ast.Constant)):
                 # one token across an edit's edge: the edit's text and the code beside it run together
-                raise FixRejected(f"it would glue two tokens into `{ast.get_source_segment(self.new.text, node)}` "
-                                  f"at line {self.new_line(span[0])}")
+                token = ast.get_source_segment(self.new.text, node) or ""
+                if "\n" in token:  # a string over several lines: the message stays one line
+                    token = token.splitlines()[0] + " ..."
+                raise FixRejected(f"it would glue two tokens into `{token}` at line {self.new_line(span[0])}")
             name = _name_of(node)
             if name is not None and self.new_outside(*span):
                 new_names.append((span, name, node))
