@@ -499,8 +499,7 @@ def test_a_glued_token_spanning_lines_is_placed_at_its_first_line():
     text = "x = 1\ny = r + '''s\nt'''\n"
     with pytest.raises(FixRejected) as caught:
         check(text, replacing(text, " + ", ""))
-    message = str(caught.value)
-    assert message.startswith("it would glue two tokens into `r'''s") and message.endswith("` at line 2")
+    assert str(caught.value) == "it would glue two tokens into `r'''s ...` at line 2"  # one line
 
 
 @pytest.mark.parametrize("content", ["1\0", "-" * 100000 + "1"])
