@@ -143,10 +143,17 @@ class Placement(NamedTuple):
     literal: bool  # every loop walks a literal display of constants
     structure: bool  # every loop walks a literal, a model's parts or a mapping
     after_model_loop: bool = False  # no loop around it, after a loop of its function that runs a model
+    # under a lazy set-up guard: `if self.norm < 0: self.norm = ...` runs until the attribute is set
+    first_only: bool = False
+    # every loop around it is a comprehension that builds a collection, over no data and running no
+    # model (`[torch.randn(1, 3, 640, 640).to(device) for i in range(100)]`)
+    builds: bool = False
 
 
 def context_for(placement: Placement, base: str) -> str:
     """Where a node placed so runs when its function runs at `base`."""
+    if placement.first_only:
+        return ONCE  # the first call sets what the guard tests
     if not placement.loops:
         # `if self.control.should_log:` in a per-step function runs on some steps only, and so
         # does what follows a loop of many model calls (a sampling loop) in one call of it
@@ -154,7 +161,7 @@ def context_for(placement: Placement, base: str) -> str:
     if base == PER_STEP:
         # the loops below a periodic test are small (over a dict of losses): on some steps only
         return PER_OUTER if placement.gated else PER_STEP
-    if (base == ONCE and placement.set_up) or placement.literal \
+    if (base == ONCE and (placement.set_up or placement.builds)) or placement.literal \
             or (base in (ONCE, PER_OUTER) and placement.structure):
         return base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
     if placement.periodic or placement.per_outer:
@@ -238,6 +245,44 @@ def iterable_is_data(loop: ast.AST) -> bool:
 
 def _set_up_name(name: str) -> bool:
     return name in ONCE_NAMES and name != "main" or bool(ONCE_NAME.search(name))
+
+
+def _lazy_set_up(branch: ast.If) -> bool:
+    """`if self.z < 0: self.z = ...`, `if self.cache is None: self.cache = ...`, `if not self.ready:`:
+    the branch sets an attribute of `self` (or `cls`) that its test compares with a sentinel
+    constant, so it runs until the first time it has (not a running best, `if loss < self.best:`)."""
+    tested = {_own_attribute(part) for part in _sentinel_tests(branch.test)} - {None}
+    if not tested:
+        return False
+    for statement in branch.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else \
+            [statement.target] if isinstance(statement, ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id in ("self", "cls") and target.attr in tested:
+                return True
+    return False
+
+
+def _sentinel_tests(test: ast.AST) -> list[ast.AST]:
+    """The operands a test compares with a constant (`x is None`, `x < 0`, `x == -1`) or negates
+    (`not x`), through `and` / `or`."""
+    if isinstance(test, ast.BoolOp):
+        return [part for value in test.values for part in _sentinel_tests(value)]
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return [test.operand]
+    if isinstance(test, ast.Compare) and len(test.comparators) == 1:
+        other = test.comparators[0]
+        if isinstance(other, ast.UnaryOp):  # `-1`
+            other = other.operand
+        if isinstance(other, ast.Constant):
+            return [test.left]
+    return []
+
+
+def _own_attribute(node: ast.AST) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id in ("self", "cls") else None
 
 
 def _over_literal(loop: ast.AST) -> bool:
@@ -719,6 +764,7 @@ class ExecutionModel:
         loops: list[ast.AST] = []
         periodic = False
         gated = False  # under a periodic test, loop or not
+        first_only = False
         child, parent = node, self.ctx.parent(node)
         first_iter_of: ast.AST | None = None  # a comprehension whose first iterable holds the node
         function = None
@@ -741,6 +787,7 @@ class ExecutionModel:
                     parent.orelse if _contains(parent.orelse, child) else None
                 if branch is not None:
                     cold = cold or is_cold_branch(branch)
+                    first_only = first_only or (branch is parent.body and _lazy_set_up(parent))
                     if small and is_periodic_test(self._test_of(parent), self._innermost_loop(parent)) \
                             and not steps_optimizer(branch):
                         periodic = True
@@ -768,7 +815,10 @@ class ExecutionModel:
             per_outer=bool(loops) and self._per_outer(loops[0]),
             set_up=function is not None and _set_up_name(function.name),
             literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops),
-            after_model_loop=not loops and function is not None and self._after_model_loop(node, function))
+            after_model_loop=not loops and function is not None and self._after_model_loop(node, function),
+            first_only=first_only,
+            builds=bool(loops) and all(isinstance(loop, COMPREHENSIONS) and not iterable_is_data(loop)
+                                       and not runs_model(loop, self.ctx) for loop in loops))
 
     def _test_of(self, branch: ast.If) -> ast.AST:
         """An `if`'s test, or what its one name was assigned (`is_metric_step = i % every == 0`

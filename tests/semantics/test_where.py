@@ -222,6 +222,22 @@ class Tool(object):
     def forward(self, x):
         return x  # ctx: called
 """,
+    "a lazy set-up guard on an attribute runs once; a running best does not": """
+import torch
+
+class Memory(torch.nn.Module):
+    def forward(self, x):
+        out = x * 2  # ctx: per-step
+        if self.norm < 0:
+            self.norm = out.mean().item()  # ctx: once
+        if self.cache is None or not self.ready:
+            self.cache = out.detach()  # ctx: once
+        if out.sum() < self.best:
+            self.best = out.sum()  # ctx: per-step
+        if self.count == 0:
+            self.total = out  # ctx: per-step
+        return out / self.norm
+""",
     "after an early exit on the steps a periodic test leaves out": """
 def train_step(self, batch, should_log):
     loss = self.model(batch).sum()

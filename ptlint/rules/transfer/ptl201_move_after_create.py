@@ -554,6 +554,18 @@ gives float32.
 """
 
     bad_examples = [
+        # the same comprehension where it repeats: in a training loop, and in a helper
+        """
+import torch
+
+def noise(n, device):
+    return [torch.randn(4).to(device) for _ in range(n)]  # expect: PTL201
+
+for batch in loader:
+    extra = [torch.zeros(8).cuda() for _ in range(4)]  # expect: PTL201
+    loss = model(batch, extra, noise(2, "cuda")).sum()
+    loss.backward()
+""",
         # a factory cast or reshaped on the CPU before the move: built and copied all the same
         """
 import torch
@@ -632,6 +644,15 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a list of inputs built once, in a script's set-up (a comprehension over no data)
+        """
+import torch
+
+device = torch.device("cuda")
+model = load().to(device)
+dummy_inputs = [(torch.randn(1, 3, 640, 640).to(device),) for _ in range(100)]
+optimized = optimize(model, dummy_inputs)
+""",
         # fixed noise drawn once; host data of another kind; a CPU tensor type; no move
         """
 import numpy as np
