@@ -67,10 +67,10 @@ def disables_grad(expr: ast.AST, ctx: "FileFacts") -> bool:
     call = expr if isinstance(expr, ast.Call) else None
     qual = ctx.qualname(call.func if call else expr)
     if qual is None or not qual.startswith("torch."):
-        # a project's own wrapper: ultralytics' `@smart_inference_mode()`, `maybe_no_grad()`
+        # a project's own wrapper: ultralytics' `@smart_inference_mode()`, `maybe_no_grad()`, `@nograd`
         name = dotted(call.func if call else expr) or ""
-        last = name.rsplit(".", 1)[-1].lower()
-        if "no_grad" in last or "inference_mode" in last:
+        last = name.rsplit(".", 1)[-1].lower().replace("_", "")
+        if "nograd" in last or "inferencemode" in last:
             qual = "torch.no_grad"
     if qual in NO_GRAD:
         # inference_mode(False) / no_grad has no argument; inference_mode(mode=False) re-enables

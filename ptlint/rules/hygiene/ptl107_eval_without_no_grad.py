@@ -310,6 +310,27 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # a project's own decorators that turn gradients off
+        """
+import torch
+
+def nograd(f):
+    def wrapped(*args, **kwargs):
+        with torch.no_grad():
+            return f(*args, **kwargs)
+    return wrapped
+
+@nograd
+def predict(model, loader):
+    model.eval()
+    return [model(x) for x in loader]
+
+@utils.smart_inference_mode()
+def evaluate(model, loader):
+    model.eval()
+    for x in loader:
+        model(x)
+""",
         # once per epoch in the epoch loop: a test batch, and a grid of a few samples per class
         """
 import torch
