@@ -283,7 +283,10 @@ class Project:
 
     def other_names(self) -> set[str] | None:
         """The words of the project's other text files (read once); None where there are too many
-        or one cannot be read."""
+        or one cannot be read, or where a Python file of the project has no summary (it does not
+        parse: what it uses is unknown, so nothing is known unused)."""
+        if self.files is None or any(path not in self.summaries for path in self.files):
+            return None
         if self._other_names is None and len(self.others) <= MAX_OTHER_FILES:
             words: set[bytes] = set()
             try:

@@ -918,6 +918,16 @@ def test_a_def_a_file_config_or_lookup_may_use_is_reported(tmp_path, monkeypatch
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select)
 
 
+def test_a_file_that_does_not_parse_leaves_nothing_unused(tmp_path, monkeypatch, capsys):
+    """The one file that uses `scale_params` and `Pool` is being edited and does not parse: what
+    it uses is unknown, so nothing is taken for code that never runs."""
+    write(tmp_path, {"train.py": USES_HELPERS, "other.py": "from helpers import scale_params, Pool\nPool(\n",
+                     "helpers.py": HELPERS.format(scale="  # expect: PTL501", attention="  # expect: PTL308")})
+    select = "PTL101,PTL501,PTL308"
+    assert found([f for f in check(tmp_path, monkeypatch, capsys, select) if f["path"] != "other.py"]) \
+        == markers(tmp_path, select)
+
+
 def test_decorated_and_own_lookups_keep_defs(tmp_path, monkeypatch, capsys):
     """A decorator may register a def; a module that reads its own `globals()` may call any of them."""
     helpers = HELPERS.format(scale="  # expect: PTL501", attention="  # expect: PTL308")
