@@ -759,3 +759,73 @@ def type_guarded(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> b
                 if any((ctx.qualname(t) or "").startswith(tuple(m + "." for m in modules)) for t in types):
                     return True
     return False
+
+
+# -- module state ---------------------------------------------------------------------------------
+def reads_module_state(node: ast.AST) -> bool:
+    """`int(self.queue_ptr)`, `self.count.item()`: a read of an attribute of `self`."""
+    if not isinstance(node, ast.Call):
+        return False
+    target = node.args[0] if isinstance(node.func, ast.Name) and node.args else \
+        node.func.value if isinstance(node.func, ast.Attribute) else None
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in SELF_NAMES
+
+
+# Constructors of a counter's first value: `torch.tensor([0])`, `torch.zeros(1, dtype=torch.long)`.
+COUNTER_STARTS = {"torch.tensor", "torch.zeros", "torch.LongTensor", "torch.IntTensor", "torch.as_tensor"}
+INTEGER_DTYPES = {"long", "int", "int64", "int32"}
+
+
+def _counter_start(value: ast.AST, ctx: "FileFacts") -> bool:
+    """A fresh integer tensor of one element: `torch.tensor([0])`, `torch.tensor(0)`,
+    `torch.zeros(1, dtype=torch.long)`, `torch.LongTensor([0])`."""
+    if not (isinstance(value, ast.Call) and ctx.qualname(value.func) in COUNTER_STARTS and len(value.args) == 1):
+        return False
+    arg = value.args[0]
+    if isinstance(arg, ast.List) and len(arg.elts) == 1:
+        arg = arg.elts[0]
+    if not (isinstance(arg, ast.Constant) and type(arg.value) is int):
+        return False
+    dtype = next((k.value for k in value.keywords if k.arg == "dtype"), None)
+    if dtype is None:  # `zeros(1)` is a float tensor
+        return ctx.qualname(value.func) != "torch.zeros"
+    return ast.unparse(dtype).split(".")[-1] in INTEGER_DTYPES
+
+
+def step_counter(node: ast.AST, ctx: "FileFacts") -> str | None:
+    """`self.update_count` where the class of the function being checked keeps a step counter in
+    a tensor: registered or assigned as a one-element integer tensor and only ever increased by a
+    number (`self.update_count += 1`). The attribute's name, else None."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in SELF_NAMES):
+        return None
+    function = ctx.function
+    owner = ctx.owner_class(function) if function is not None else None
+    if owner is None:
+        return None
+    key = ("step-counters", id(owner))
+    counters = ctx.memo.get(key)
+    if counters is None:
+        counters = ctx.memo[key] = _step_counters(owner, ctx)
+    return node.attr if node.attr in counters else None
+
+
+def _step_counters(owner: ast.ClassDef, ctx: "FileFacts") -> set[str]:
+    started: set[str] = set()
+    increased: set[str] = set()
+    other: set[str] = set()  # written some other way: a tensor the device computes
+    for node in ast.walk(owner):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer" \
+                and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            (started if _counter_start(node.args[1], ctx) else other).add(node.args[0].value)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id in SELF_NAMES):
+                    continue
+                if isinstance(node, ast.AugAssign):
+                    counts = isinstance(node.op, ast.Add) and isinstance(node.value, ast.Constant) \
+                        and type(node.value.value) is int
+                    (increased if counts else other).add(target.attr)
+                else:
+                    (started if _counter_start(node.value, ctx) else other).add(target.attr)
+    return (started & increased) - other

@@ -26,6 +26,8 @@ from ptlint.semantics.values import (
     is_module_call,
     is_scalar_tensor,
     is_torch_op,
+    reads_module_state,
+    step_counter,
     tensor_kind,
     value_test,
 )
@@ -38,8 +40,8 @@ ELEMENTWISE_HELP = "Read the whole tensor once with `.tolist()` (one sync) inste
 MASKED_HELP = "Drop the `if`: a write through an empty mask changes nothing, and the test waits for the GPU."
 WARN_HELP = ("Test it every N steps or once after the loop (keep a device flag such as `bad |= y.min() < -1`): "
              "a warning does not need a wait every step.")
-
-
+COUNTER_HELP = ("Count in a Python int (`self.update_count = 0` ... `+= 1`): the host knows the count without "
+                "asking the GPU; keep a tensor copy only where it must be saved with the model.")
 def _is_number(node: ast.AST) -> bool:
     if isinstance(node, ast.UnaryOp):
         node = node.operand
@@ -76,15 +78,6 @@ def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
 
 
 
-def _reads_module_state(node: ast.AST) -> bool:
-    """`int(self.queue_ptr)`, `self.count.item()`: a read of an attribute of `self`."""
-    if not isinstance(node, ast.Call):
-        return False
-    target = node.args[0] if isinstance(node.func, ast.Name) and node.args else \
-        node.func.value if isinstance(node.func, ast.Attribute) else None
-    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in SELF_NAMES
-
-
 class SyncInLoop(Rule):
     code = "PTL101"
     needs_accelerator = True
@@ -107,11 +100,15 @@ class SyncInLoop(Rule):
 
     # -- explicit reads: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, GradScaler's ----------------
     def visit_Call(self, node: ast.Call) -> None:
+        func = node.func  # `.item()`, `int()` or `float()` of a step counter kept in a tensor first
+        if isinstance(func, ast.Attribute) and func.attr == "item" and self._counter_read(node, func.value, "`.item()` of") \
+                or isinstance(func, ast.Name) and func.id in NUMBER_CONVERSIONS and node.args \
+                and self._counter_read(node, node.args[0], f"`{func.id}()` of"):
+            return
         if is_read_call(node) or hidden_read(node, self.ctx):
             if self.ctx.loops or may_be_step(self.ctx):
                 self._method_read(node)
             return
-        func = node.func
         if not (isinstance(func, ast.Name) and (func.id in NUMBER_CONVERSIONS or func.id == "print")
                 or isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)):
             return
@@ -151,6 +148,16 @@ class SyncInLoop(Rule):
             # aim for; a copy of one element (`loss.detach().cpu()`) is an `.item()`
             self._read(node, value, what, scalar=scalar, each=method == "item")
 
+    # -- a step counter kept in a tensor -----------------------------------------------------------
+    def _counter_read(self, node: ast.AST, value: ast.AST, what: str) -> bool:
+        """A read of a step counter kept in a tensor (`value`), whatever it is for: the host could
+        count itself. Whether `value` is one."""
+        counter = step_counter(value, self.ctx)
+        if counter is not None and self._worth_asking(node) and not in_host_code(self.ctx) and not self._read_again():
+            self._report_read(node, f"{what} `self.{counter}`, a step counter kept in a tensor,",
+                              in_model_loop(self.ctx), COUNTER_HELP)
+        return counter is not None
+
     # -- implicit reads: conversions, conditions, formatting ---------------------------------------
     def visit_If(self, node: ast.If | ast.IfExp) -> None:
         """`if loss < best: best = loss`, `a if t > 0 else b`: the test calls `bool()` on a
@@ -158,6 +165,9 @@ class SyncInLoop(Rule):
         branches of tensor assignments are reported (`_tensor_work_only`), and `if m.any():`
         before writes through the mask `m` (`masked_write_only`); a `while` test decides
         whether the loop goes on and is never reported."""
+        tested = node.test.left if isinstance(node.test, ast.Compare) else node.test
+        if self._counter_read(tested, tested, "a test of"):
+            return
         # cheap first: only a branch of tensor assignments, or tensor or number arms, are reported
         arms = (node.body, node.orelse) if isinstance(node, ast.IfExp) else ()
         masked = isinstance(node, ast.If) and masked_write_only(node, self.ctx)
@@ -301,7 +311,7 @@ class SyncInLoop(Rule):
         module's own state (a buffer: `int(self.queue_ptr)`) in a method forward calls."""
         model = self.ctx.model
         return self._stalls.get(id(node), False) or model.in_training_step(node) \
-            or model.in_trained_forward(node, helpers=_reads_module_state(node))
+            or model.in_trained_forward(node, helpers=reads_module_state(node))
 
     def _read_again(self, statement: ast.stmt | None = None) -> bool:
         """Another read in a statement that already has a finding (`t, h, w = g[0].item(),
@@ -352,6 +362,10 @@ The reads it finds:
   `float(t)`, `int(t)`, formatting it (`f"{loss:.3f}"`, `"%g" % loss`, `"{}".format(loss)`)
   and `print(t)` — `Tensor.__format__` calls `.item()` on a 0-dim tensor, and `print` / `str`
   format every value of any other;
+- a step counter kept in a tensor (`self.register_buffer("update_count", torch.tensor([0]))`
+  only ever increased by a number, `self.update_count += 1`): every test of it (`if
+  self.update_count >= warmup:`), `.item()`, `int()` or `float()` of it in a training step waits
+  for the GPU, whatever the value is for, since the host can count itself;
 - an `if` or conditional expression whose test reads a tensor's value and whose branches only
   choose between tensor values (`if loss < best: best = loss`, `x = a if t > 0 else b`), which
   `torch.where`, `torch.minimum` or `torch.clamp` do on the device; and `if m.any():` in a loop
@@ -504,6 +518,28 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a step counter kept in a tensor, tested and read in a training step
+        """
+import torch
+from torch import nn
+
+class IRM(nn.Module):
+    def __init__(self, network, hparams):
+        super().__init__()
+        self.network, self.hparams = network, hparams
+        self.optimizer = torch.optim.Adam(network.parameters())
+        self.register_buffer("update_count", torch.tensor([0]))
+
+    def update(self, x):
+        weight = 10.0 if self.update_count >= self.hparams["anneal"] else 1.0  # expect: PTL101
+        loss = self.network(x).mean() * weight
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.update_count += 1
+        if int(self.update_count) % 2 == 0:  # expect: PTL101
+            self.optimizer.param_groups[0]["lr"] *= 0.99
+""",
         """
 import logging
 import torch
@@ -880,6 +916,35 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # a counter in a Python int; a buffer the device computes (not a counter); a read at set-up
+        """
+import torch
+from torch import nn
+
+class Trainer(nn.Module):
+    def __init__(self, network):
+        super().__init__()
+        self.network = network
+        self.optimizer = torch.optim.Adam(network.parameters())
+        self.step = 0
+        self.register_buffer("seen", torch.tensor([0]))
+        self.register_buffer("ema", torch.zeros(1))
+
+    def load(self, state):
+        self.load_state_dict(state)
+        self.step = int(self.seen)
+
+    def update(self, x):
+        loss = self.network(x).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.step += 1
+        self.seen += x.shape[0] if self.step > 10 else 0
+        self.ema += 0.1 * (loss.detach() - self.ema)
+        if self.step >= 100:
+            self.optimizer.param_groups[0]["lr"] *= 0.5
+""",
         # a sampled token the host needs every step: decoded and written out, or kept to decode
         """
 import sys
