@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
-from ptlint.semantics.nodes import FUNCTION_DEFS, parameter_names
+from ptlint.semantics.nodes import FUNCTION_DEFS, name_words, parameter_names
 
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
           "time.monotonic_ns", "timeit.default_timer"}
@@ -15,6 +15,16 @@ SYNC_FUNCTIONS = {
     for backend in ("cuda", "mps", "xpu", "accelerator")
     for function in ("synchronize", "empty_cache")
 }
+
+
+# Words of a condition that makes `empty_cache()` a choice: a memory setting or measure, a size
+# check, a user's option (`if args.empty_cache_every_step:`, `if x.numel() > limit:`); not a branch
+# of the step's own data (`if num_gt == 0: ... else: ... empty_cache()`).
+MEMORY_CONDITION_WORDS = {"memory", "mem", "cache", "oom", "empty", "free", "allocated", "reserved", "clear",
+                          "release", "limit", "budget", "numel", "size", "large", "args", "opt", "opts", "config",
+                          "cfg", "conf", "hparams", "settings", "flags", "options",
+                          # which device's cache to empty (`if is_xpu_available(): torch.xpu.empty_cache()`)
+                          "device", "available", "backend", "cuda", "mps", "xpu", "npu", "mlu", "hpu"}
 
 
 class SyncCallInLoop(Rule):
@@ -76,7 +86,8 @@ class SyncCallInLoop(Rule):
 
     def _deliberate(self, node: ast.Call, qualname: str) -> bool:
         """An `empty_cache()` placed on purpose: after `del` or `gc.collect()` (freeing memory
-        for what comes next), or under a condition (a memory setting, a size check)."""
+        for what comes next), or under a condition that makes it a choice (a memory setting, a
+        size check, which device's cache)."""
         if qualname.endswith("synchronize"):
             return False
         statement, block = self._statement(node)
@@ -91,7 +102,7 @@ class SyncCallInLoop(Rule):
         for ancestor in reversed(self.ctx.stack):
             if ancestor is loop or isinstance(ancestor, FUNCTION_DEFS):
                 break
-            if isinstance(ancestor, ast.If):
+            if isinstance(ancestor, ast.If) and name_words(ancestor.test) & MEMORY_CONDITION_WORDS:
                 return True
         return False
 
@@ -121,8 +132,10 @@ and fragments memory. Either one per iteration costs throughput for no benefit.
 
 Not reported: calls placed on purpose: `synchronize()` next to a timer read (how GPU work is
 timed, see PTL108) in a loop that does not train (a benchmark), and `empty_cache()` right after
-`del` or `gc.collect()` (handing memory back before a big allocation) or under a condition (a
-memory setting, a size check). A timer's `synchronize()` in a training step is reported: a
+`del` or `gc.collect()` (handing memory back before a big allocation) or under a condition that
+makes it a choice (a memory setting or measure, a size check, a user's option: `if
+args.empty_cache_every_step:`, or which device's cache: `if is_xpu_available():`). Under a branch of the step's own data (`if num_gt == 0: ...
+else: ... torch.cuda.empty_cache()`) it runs every step all the same, and is reported. A timer's `synchronize()` in a training step is reported: a
 helper such as `def timed(): torch.cuda.synchronize(); return time.time()` called around every
 step stalls every step of training to measure it, where `torch.cuda.Event(enable_timing=True)`
 pairs measure it without a stall.
@@ -173,6 +186,21 @@ No automatic fix: benchmark code may need the sync where it is.
 """
 
     bad_examples = [
+        # in a branch of the step's own data: it runs on every image of every step
+        """
+import torch
+
+class Head(torch.nn.Module):
+    def forward(self, outputs, labels, num_targets):
+        losses = []
+        for i in range(outputs.shape[0]):
+            if num_targets[i] == 0:
+                losses.append(outputs.new_zeros(()))
+            else:
+                losses.append(assign(outputs[i], labels[i]))
+                torch.cuda.empty_cache()  # expect: PTL102
+        return torch.stack(losses).sum()
+""",
         """
 import torch
 
