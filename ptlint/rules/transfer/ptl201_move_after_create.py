@@ -57,9 +57,10 @@ def factory_name(call: ast.AST, ctx) -> str | None:
 EXPRESSION_FUNCTIONS = {"exp", "log", "sin", "cos", "sqrt", "rsqrt", "pow", "cat", "stack", "outer", "exp2", "log2",
                         "reciprocal", "neg", "abs", "sigmoid", "tanh", "floor", "ceil", "round", "meshgrid"}
 # Methods on such an expression (a cast, a change of shape) that keep it where it is.
-EXPRESSION_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "unsqueeze", "view", "reshape", "exp",
-                      "log", "sin", "cos", "sqrt", "pow", "neg", "reciprocal", "repeat", "expand", "flatten",
-                      "outer", "type", "t"}
+EXPRESSION_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "bool", "byte", "short", "unsqueeze",
+                      "squeeze", "view", "reshape", "transpose", "permute", "contiguous", "exp", "log", "sin", "cos",
+                      "sqrt", "pow", "neg", "abs", "reciprocal", "mul", "add", "sub", "div", "triu", "tril", "repeat",
+                      "expand", "flatten", "outer", "type", "t"}
 # Constructors from host data: `torch.from_numpy(table)`, `torch.tensor(table)`.
 HOST_DATA = {"torch.from_numpy", "torch.tensor", "torch.as_tensor"}
 # NumPy arrays drawn or filled on the host, and the torch factory that makes them on the device.
@@ -573,8 +574,9 @@ import torch
 def contrast_mask(features, device):
     n = features.shape[0]
     index = torch.arange(n).view(-1, 1).to(device)  # expect: PTL201
+    keep = ~torch.eye(n).bool().to(device)  # expect: PTL201
     weights = torch.ones(n).float().cuda()  # expect: PTL201
-    return torch.scatter(torch.ones(n, n, device=device), 1, index, 0) * weights
+    return torch.scatter(torch.ones(n, n, device=device), 1, index, 0) * weights * keep
 """,
         # NumPy noise and targets copied to the GPU every step (an old GAN script's spelling)
         """
