@@ -248,9 +248,11 @@ def _set_up_name(name: str) -> bool:
 
 
 def _lazy_set_up(branch: ast.If) -> bool:
-    """`if self.z < 0: self.z = ...`, `if self.cache is None: self.cache = ...`, `if not self.ready:`:
-    the branch sets an attribute of `self` (or `cls`) that its test compares with a sentinel
-    constant, so it runs until the first time it has (not a running best, `if loss < self.best:`)."""
+    """`if self.z < 0: self.z = ...`, `if self.cache is None: self.cache = ...`, `if not self.ready:`,
+    `if not isinstance(self.net, Wrapper): self.net = Wrapper(self.net)`: the branch sets an
+    attribute of `self` (or `cls`) that its test compares with a sentinel constant or asks the
+    type or presence of, so it runs until the first time it has (not a running best, `if loss <
+    self.best:`)."""
     tested = {_own_attribute(part) for part in _sentinel_tests(branch.test)} - {None}
     if not tested:
         return False
@@ -281,6 +283,14 @@ def _sentinel_tests(test: ast.AST) -> list[ast.AST]:
 
 
 def _own_attribute(node: ast.AST) -> str | None:
+    """`self.x` -> "x"; also what `isinstance(self.x, ...)` and `hasattr(self, "x")` ask about
+    (`if not isinstance(self.net, nn.DataParallel): self.net = nn.DataParallel(self.net)`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
+        if node.func.id == "isinstance":
+            node = node.args[0]
+        elif node.func.id == "hasattr" and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"):
+            return node.args[1].value if isinstance(node.args[1].value, str) else None
     return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
         and node.value.id in ("self", "cls") else None
 

@@ -236,6 +236,12 @@ class Memory(torch.nn.Module):
             self.best = out.sum()  # ctx: per-step
         if self.count == 0:
             self.total = out  # ctx: per-step
+        if not isinstance(self.head, torch.nn.DataParallel):
+            self.head = torch.nn.DataParallel(self.head)  # ctx: once
+        if not hasattr(self, "mask"):
+            self.mask = torch.ones_like(out)  # ctx: once
+        if isinstance(self.head, torch.nn.Linear):
+            self.head = self.head.half()  # ctx: per-step
         return out / self.norm
 """,
     "after an early exit on the steps a periodic test leaves out": """
