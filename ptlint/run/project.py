@@ -190,7 +190,7 @@ class Project:
         """The project's Python files, test code left out; None when there are too many. Its other
         text files go to `others`."""
         found: list[str] = []
-        self.others: list[str] = []
+        self.others = []
         settings = self.settings
         folders = 0
         for folder, subfolders, names in os.walk(os.path.realpath(self.root)):
@@ -291,7 +291,9 @@ class Project:
             words: set[bytes] = set()
             try:
                 for path in self.others:
-                    if os.path.getsize(path) <= MAX_OTHER_SIZE:
+                    info = os.stat(path)
+                    # a FIFO or a device named *.json could wait for ever: not a text file
+                    if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_OTHER_SIZE:
                         with open(path, "rb") as handle:
                             words.update(WORD.findall(handle.read()))
             except OSError:

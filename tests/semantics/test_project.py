@@ -928,6 +928,15 @@ def test_a_file_that_does_not_parse_leaves_nothing_unused(tmp_path, monkeypatch,
         == markers(tmp_path, select)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_among_the_other_text_files_is_not_read(tmp_path, monkeypatch, capsys):
+    """A FIFO named like a config would block a read for ever: it is left out, and the rest holds."""
+    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": HELPERS.format(scale="", attention="")})
+    os.mkfifo(tmp_path / "configs.yaml")
+    select = "PTL101,PTL501,PTL308"
+    assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
+
+
 def test_decorated_and_own_lookups_keep_defs(tmp_path, monkeypatch, capsys):
     """A decorator may register a def; a module that reads its own `globals()` may call any of them."""
     helpers = HELPERS.format(scale="  # expect: PTL501", attention="  # expect: PTL308")
