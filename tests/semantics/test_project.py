@@ -964,3 +964,36 @@ def test_unused_defs_of_a_library_or_a_standalone_module_are_reported(tmp_path, 
     write(tmp_path, {"train.py": train, "helpers.py": helpers})
     select = "PTL501,PTL308"
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
+
+
+def test_data_parallel_in_a_script_whose_loop_runs_another_files_training_step(tmp_path, monkeypatch, capsys):
+    """The script evaluates (`model.eval()`, `no_grad`) and also runs `engine.step` every batch,
+    a training step of another file: it trains, so its DataParallel is reported. Seen alone
+    (`project = false`) it looks like an evaluation script and is silent."""
+    write(tmp_path, {"run.py": """
+        import torch
+        from torch import nn
+        from engine import step
+
+
+        def main(loader, val_loader, opt):
+            model = nn.DataParallel(make()).cuda()  # expect: PTL202
+            for batch in loader:
+                step(model, batch, opt)
+            model.eval()
+            with torch.no_grad():
+                for batch in val_loader:
+                    model(batch)
+
+
+        if __name__ == "__main__":
+            main([], [], None)
+    """, "engine.py": """
+        def step(model, batch, opt):
+            loss = model(batch).sum()
+            loss.backward()
+            opt.step()
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202") != set()
+    (tmp_path / "pyproject.toml").write_text("[tool.ptlint]\nproject = false\n")
+    assert check(tmp_path, monkeypatch, capsys, "PTL202") == []

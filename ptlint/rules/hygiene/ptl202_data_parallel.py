@@ -47,7 +47,8 @@ def _starts_training(call: ast.Call, ctx) -> bool:
     `trainer.fit()`, an optimizer built (`torch.optim.SGD(...)`)."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if name in TRAINING_CALLS or (name == "step" and name_words(func.value) & OPTIMIZER_NAMES):
+    if name in TRAINING_CALLS or (name == "step" and isinstance(func, ast.Attribute)
+                                  and name_words(func.value) & OPTIMIZER_NAMES):
         return True
     if set(name.lower().split("_")) & TRAINING_WORDS:
         return True
@@ -56,9 +57,9 @@ def _starts_training(call: ast.Call, ctx) -> bool:
 
 def _runs_inference(call: ast.Call, ctx) -> bool:
     """`model.eval()`, `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
-    qual = ctx.qualname(call.func) or ""
-    if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.enable_grad"):
-        return qual != "torch.enable_grad"
+    qual = ctx.qualname(call.func)
+    if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
+        return True
     if qual == "torch.set_grad_enabled":
         return bool(call.args) and isinstance(call.args[0], ast.Constant) and call.args[0].value is False
     return isinstance(call.func, ast.Attribute) and call.func.attr == "eval" and not call.args
