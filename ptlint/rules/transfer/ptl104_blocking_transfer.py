@@ -72,11 +72,14 @@ HOST_BUILDERS = {"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "
 
 
 def _built_on_host(node: ast.AST) -> bool:
-    """`torch.IntTensor(...)`, `torch.tensor(x).long()`: a torch constructor's fresh CPU tensor."""
-    node = _root(node) if not isinstance(node, ast.Call) or _last_name(node.func) not in HOST_BUILDERS else node
-    return isinstance(node, ast.Call) and _last_name(node.func) in HOST_BUILDERS and not any(
-        k.arg == "device" for k in node.keywords) and isinstance(node.func, ast.Attribute) \
-        and isinstance(node.func.value, ast.Name) and node.func.value.id in ("torch", "th")
+    """`torch.IntTensor(...)`, `torch.tensor(x).long()`: a torch constructor's fresh CPU tensor,
+    through the methods called on it."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        func = node.func
+        if func.attr in HOST_BUILDERS and isinstance(func.value, ast.Name) and func.value.id in ("torch", "th"):
+            return not any(k.arg == "device" for k in node.keywords)
+        node = func.value
+    return False
 
 
 class BlockingTransfer(Rule):
@@ -125,8 +128,9 @@ class BlockingTransfer(Rule):
                 node = pending.pop()
                 if isinstance(node, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
                     continue
-                if isinstance(node, ast.Call) and transfer_device(node, self.ctx) is not None \
-                        and not has_non_blocking(node) and _built_on_host(node.func.value):
+                device = transfer_device(node, self.ctx) if isinstance(node, ast.Call) else None
+                if device is not None and not has_non_blocking(node) and _built_on_host(node.func.value) \
+                        and (device is node or not is_cpu_device(device, self.ctx)):
                     known = True
                 pending.extend(ast.iter_child_nodes(node))
             self.host_copies[id(loop)] = known
