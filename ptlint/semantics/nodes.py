@@ -97,6 +97,12 @@ def calls_in(statements: list[ast.AST], stop_at: tuple[type, ...] = DEFINITIONS)
                 yield node
 
 
+def own_attribute(node: ast.AST) -> str | None:
+    """`self.x` (or `cls.x`) -> "x"; None for anything else."""
+    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id in SELF_NAMES else None
+
+
 def chain_head(node: ast.AST) -> ast.Name | None:
     """The name at the head of a chain of calls, attributes and subscripts: `x` of `x.a[0].f()`."""
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):

@@ -34,6 +34,7 @@ from ptlint.semantics.nodes import (
     dotted,
     is_plain_python_value,
     method_name,
+    own_attribute,
     root_name,
 )
 
@@ -768,7 +769,7 @@ def reads_module_state(node: ast.AST) -> bool:
         return False
     target = node.args[0] if isinstance(node.func, ast.Name) and node.args else \
         node.func.value if isinstance(node.func, ast.Attribute) else None
-    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in SELF_NAMES
+    return own_attribute(target) is not None
 
 
 # Constructors of a counter's first value: `torch.tensor([0])`, `torch.zeros(1, dtype=torch.long)`.
@@ -796,7 +797,8 @@ def step_counter(node: ast.AST, ctx: "FileFacts") -> str | None:
     """`self.update_count` where the class of the function being checked keeps a step counter in
     a tensor: registered or assigned as a one-element integer tensor and only ever increased by a
     number (`self.update_count += 1`). The attribute's name, else None."""
-    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in SELF_NAMES):
+    attribute = own_attribute(node)
+    if attribute is None:
         return None
     function = ctx.function
     owner = ctx.owner_class(function) if function is not None else None
@@ -806,7 +808,7 @@ def step_counter(node: ast.AST, ctx: "FileFacts") -> str | None:
     counters = ctx.memo.get(key)
     if counters is None:
         counters = ctx.memo[key] = _step_counters(owner, ctx)
-    return node.attr if node.attr in counters else None
+    return attribute if attribute in counters else None
 
 
 def _step_counters(owner: ast.ClassDef, ctx: "FileFacts") -> set[str]:
@@ -819,13 +821,13 @@ def _step_counters(owner: ast.ClassDef, ctx: "FileFacts") -> set[str]:
             (started if _counter_start(node.args[1], ctx) else other).add(node.args[0].value)
         elif isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                        and target.value.id in SELF_NAMES):
+                attribute = own_attribute(target)
+                if attribute is None:
                     continue
                 if isinstance(node, ast.AugAssign):
                     counts = isinstance(node.op, ast.Add) and isinstance(node.value, ast.Constant) \
                         and type(node.value.value) is int
-                    (increased if counts else other).add(target.attr)
+                    (increased if counts else other).add(attribute)
                 else:
-                    (started if _counter_start(node.value, ctx) else other).add(target.attr)
+                    (started if _counter_start(node.value, ctx) else other).add(attribute)
     return (started & increased) - other

@@ -56,9 +56,11 @@ from ptlint.semantics.nodes import (  # noqa: F401 - def_key: where code runs na
     DEFINITIONS,
     FUNCTION_DEFS,
     STATEMENT_LOOPS,
+    SELF_NAMES,
     callee_name,
     calls_in,
     name_words,
+    own_attribute,
 )
 from ptlint.semantics.values import (
     BACKWARD_METHODS,
@@ -253,16 +255,14 @@ def _lazy_set_up(branch: ast.If) -> bool:
     attribute of `self` (or `cls`) that its test compares with a sentinel constant or asks the
     type or presence of, so it runs until the first time it has (not a running best, `if loss <
     self.best:`)."""
-    tested = {_own_attribute(part) for part in _sentinel_tests(branch.test)} - {None}
+    tested = {_tested_attribute(part) for part in _sentinel_tests(branch.test)} - {None}
     if not tested:
         return False
     for statement in branch.body:
         targets = statement.targets if isinstance(statement, ast.Assign) else \
             [statement.target] if isinstance(statement, ast.AnnAssign) else []
-        for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                    and target.value.id in ("self", "cls") and target.attr in tested:
-                return True
+        if any(own_attribute(target) in tested for target in targets):
+            return True
     return False
 
 
@@ -282,17 +282,16 @@ def _sentinel_tests(test: ast.AST) -> list[ast.AST]:
     return []
 
 
-def _own_attribute(node: ast.AST) -> str | None:
+def _tested_attribute(node: ast.AST) -> str | None:
     """`self.x` -> "x"; also what `isinstance(self.x, ...)` and `hasattr(self, "x")` ask about
     (`if not isinstance(self.net, nn.DataParallel): self.net = nn.DataParallel(self.net)`)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
         if node.func.id == "isinstance":
             node = node.args[0]
         elif node.func.id == "hasattr" and isinstance(node.args[1], ast.Constant) \
-                and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"):
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in SELF_NAMES:
             return node.args[1].value if isinstance(node.args[1].value, str) else None
-    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-        and node.value.id in ("self", "cls") else None
+    return own_attribute(node)
 
 
 def _over_literal(loop: ast.AST) -> bool:
