@@ -428,7 +428,7 @@ def _shape(summary: dict) -> tuple:
     defs = tuple((key, entry[1], entry[3], entry[4]) for key, entry in summary["defs"].items())
     classes = tuple((key, repr(entry[1])) for key, entry in summary["classes"].items())
     names = summary["names"]
-    tops = tuple((name, entry[2], entry[3]) for name, entry in names["tops"].items())
+    tops = tuple((name, *entry) for name, entry in names["tops"].items())
     return (defs, edges, classes, repr(summary["imports"]), repr(summary["exports"]),
             summary["accelerator"], summary["compiles"], summary["dynamic"], names["roots"], tops,
             repr(names["lookups"]))

@@ -327,7 +327,7 @@ def live_names(pending: list[str], by_name: dict[str, list[list]]) -> set[str]:
             continue
         live.add(name)
         for entry in by_name.get(name, ()):
-            pending += entry[3].split()
+            pending += entry[1].split()
     return live
 
 
@@ -664,7 +664,7 @@ class ProjectModel:
         level), and only of modules another file imports (one nothing imports is a program of its
         own, or a library's). Nothing is dead where a file looks names up in a way that cannot be
         followed."""
-        if self.other_names is None or not any(s.get("names", {}).get("entry") for s in self.summaries.values()):
+        if self.other_names is None or not any(s["names"]["entry"] for s in self.summaries.values()):
             return {}  # no program here, only a library: its users are unknown
         imported: set[str] = set()  # the modules some file imports: parts of a program
         for path, summary in self.summaries.items():
@@ -694,7 +694,7 @@ class ProjectModel:
             pending += names["roots"].split()
             for name, entry in names["tops"].items():
                 by_name.setdefault(name, []).append(entry)
-                if entry[2] or path in all_live:
+                if entry[0] or path in all_live:  # decorated (a decorator may register it), or kept whole
                     pending.append(name)
         live = live_names(pending, by_name)
         out: dict[str, set[str]] = {}

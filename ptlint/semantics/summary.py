@@ -21,12 +21,12 @@ does — never a finding:
 - `imports`: the modules the file imports (for the programs it belongs to), and `exports`, the
   names its imports bind at module level (a package's `__init__` re-exporting `train`);
 - `names`: what code that never runs can be told by: `roots`, the names the file's module-level
-  code uses (a name, an attribute, an imported name, a word of a string; space-separated), `tops`,
-  each top-level def and class with its lines, whether it is decorated (a decorator may register
-  it) and the names its body uses (space-separated), and `lookups`, what the file looks up by a computed name (`getattr(models,
-  args.arch)`, `globals()[name]`, `eval`): ["m", ...] a module of the project, "." this file, "*"
-  anything; and `entry`, whether the file is a program's entry (`if __name__ == "__main__":`, or
-  a loop at its top level);
+  code uses (a name, an attribute, an imported name, a string that may name a def;
+  space-separated); `tops`, each top-level def and class with whether it is decorated (a
+  decorator may register it) and the names its body uses (space-separated); `lookups`, what the
+  file looks up by a computed name (`getattr(models, args.arch)`, `globals()[name]`, `eval`):
+  ["m", ...] a module of the project, "." this file, "*" anything; and `entry`, whether the file
+  is a program's entry (`if __name__ == "__main__":`, or a loop at its top level);
 - `accelerator`, `compiles`, `dynamic`, `trains`: whether the file places tensors on an
   accelerator (or could: a device that arrives from elsewhere), compiles code with
   `torch.compile`, imports modules by name at run time (then what it imports is unknown), or
@@ -66,7 +66,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 10
+SUMMARY_VERSION = 11
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -108,6 +108,7 @@ def summarize(ctx: "FileFacts") -> dict:
         target = _foreign_callee(call, ctx, bindings)
         if target is not None:
             edges.append(_edge(model, call, target, target[-1] if target[0] != "m" else target[3][-1]))
+    by_name = _imports_by_name(ctx)
     return {
         "v": SUMMARY_VERSION,
         "defs": defs,
@@ -119,8 +120,8 @@ def summarize(ctx: "FileFacts") -> dict:
         "compiles": _compiles(ctx, scan),
         # the file trains a model: a loop that runs a training step, or a training step of its own
         "trains": any(entry[4] for entry in defs.values()) or any(runs_training_step(loop) for loop in scan.loops),
-        "dynamic": scan.star or _imports_by_name(ctx) or bool(scan.used - scan.bound - _BUILTINS),
-        "names": _names(ctx, bindings),
+        "dynamic": scan.star or by_name or bool(scan.used - scan.bound - _BUILTINS),
+        "names": _names(ctx, bindings, by_name),
     }
 
 
@@ -132,9 +133,9 @@ NAME_STRING = re.compile(r"[A-Za-z_][\w.:]*")
 LOOKUP_BUILTINS = {"globals": ".", "vars": ".", "locals": ".", "eval": "*", "exec": "*"}
 
 
-def _names(ctx: "FileFacts", bindings: dict) -> dict:
+def _names(ctx: "FileFacts", bindings: dict, imports_by_name: bool) -> dict:
     roots, tops, entry, dict_reads = module_names(ctx.tree)
-    lookups: list = ["*"] if _imports_by_name(ctx) else []
+    lookups: list = ["*"] if imports_by_name else []  # what it loads is unknown, and may use any def
     for call in ctx.calls():
         func = call.func
         if isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and ctx.names.qualname(func, at=call) in (
@@ -155,9 +156,8 @@ def _names(ctx: "FileFacts", bindings: dict) -> dict:
 
 
 def module_names(tree: ast.Module) -> tuple[set[str], dict[str, list], bool, list[ast.Attribute]]:
-    """(the names the module-level code uses; each top-level def and class: [first line, last
-    line, decorated, the names its body uses]; whether the module is a program's entry; its
-    `x.__dict__` reads)."""
+    """(the names the module-level code uses; each top-level def and class: [decorated, the
+    names its body uses]; whether the module is a program's entry; its `x.__dict__` reads)."""
     roots: set[str] = set()
     tops: dict[str, list] = {}
     dict_reads: list[ast.Attribute] = []
@@ -177,10 +177,9 @@ def module_names(tree: ast.Module) -> tuple[set[str], dict[str, list], bool, lis
                 roots.update(_used_names(statement.decorator_list, dict_reads))
             known = tops.get(statement.name)
             if known is None:
-                tops[statement.name] = [statement.lineno, statement.end_lineno, decorated, " ".join(sorted(used))]
+                tops[statement.name] = [decorated, " ".join(sorted(used))]
             else:  # two defs of one name (`if ...: class A` / `else: class A`): both live or dead together
-                known[:] = [min(known[0], statement.lineno), max(known[1], statement.end_lineno),
-                            known[2] or decorated, " ".join(sorted(set(known[3].split()) | used))]
+                known[:] = [known[0] or decorated, " ".join(sorted(set(known[1].split()) | used))]
         elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While, getattr(ast, "TryStar", ast.Try)):
             entry = entry or kind in (ast.For, ast.While) or (kind is ast.If and _is_main_test(statement.test))
             for field in ("body", "orelse", "finalbody"):
@@ -204,10 +203,9 @@ def _is_main_test(test: ast.AST) -> bool:
 def _used_names(nodes: list, dict_reads: list, in_def: bool = False) -> set[str]:
     """The names, attributes, imported names and the parts of strings that may name one (an
     identifier or a dotted path: a registry's key, a `_target_` path, `__all__`; not free text or
-    docstrings) under `nodes`. `in_def`: the
-    body of one def or class, whose own locals (its parameters and the names it assigns), and the
-    attributes of those and of `self`, name nothing at module level. `x.__dict__` reads go to
-    `dict_reads`."""
+    docstrings) under `nodes`. `in_def`: the body of one def or class, whose own locals (its
+    parameters and the names it assigns), and the attributes of those and of `self`, name
+    nothing at module level. `x.__dict__` reads go to `dict_reads`."""
     loads: set[str] = set()
     stored: set[str] = {"self", "cls"}
     attributes: list[ast.Attribute] = []
