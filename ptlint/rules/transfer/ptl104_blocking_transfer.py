@@ -49,18 +49,22 @@ result = (losses, model)
 """
 
 
-def _drains_every_iteration(loop: ast.AST) -> bool:
-    """The loop's own statements (not a branch, not a nested loop or function) read a tensor
-    back: every iteration ends with the device's queue empty."""
+def _own_nodes(loop: ast.AST):
+    """The nodes of the loop's own statements: what runs on every iteration (not in a branch, a
+    nested loop or a function defined there)."""
     pending = list(getattr(loop, "body", []))
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
             continue
-        if is_read_call(node):
-            return True
+        yield node
         pending.extend(ast.iter_child_nodes(node))
-    return False
+
+
+def _drains_every_iteration(loop: ast.AST) -> bool:
+    """The loop's own statements read a tensor back: every iteration ends with the device's queue
+    empty."""
+    return any(is_read_call(node) for node in _own_nodes(loop))
 
 
 # Host tensors built in the step (`torch.IntTensor([n] * b)`, `torch.from_numpy(a)`,
@@ -122,19 +126,13 @@ class BlockingTransfer(Rule):
         with until it goes (a fix this rule does not offer)."""
         known = self.host_copies.get(id(loop))
         if known is None:
-            known = False
-            pending = list(getattr(loop, "body", []))
-            while pending and not known:
-                node = pending.pop()
-                if isinstance(node, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
-                    continue
-                device = transfer_device(node, self.ctx) if isinstance(node, ast.Call) else None
-                if device is not None and not has_non_blocking(node) and _built_on_host(node.func.value) \
-                        and (device is node or not is_cpu_device(device, self.ctx)):
-                    known = True
-                pending.extend(ast.iter_child_nodes(node))
-            self.host_copies[id(loop)] = known
+            known = self.host_copies[id(loop)] = any(self._host_copy(node) for node in _own_nodes(loop))
         return known
+
+    def _host_copy(self, node: ast.AST) -> bool:
+        device = transfer_device(node, self.ctx) if isinstance(node, ast.Call) else None
+        return device is not None and not has_non_blocking(node) and _built_on_host(node.func.value) \
+            and (device is node or not is_cpu_device(device, self.ctx))
 
     def end_file(self) -> None:
         if not self.loaders or not self.moves:
