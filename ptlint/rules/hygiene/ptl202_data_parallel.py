@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import ONCE, Rule
+from ptlint.semantics.autograd import NO_GRAD, SET_GRAD
 from ptlint.semantics.nodes import name_words
 from ptlint.semantics.values import TRAINING_CALLS
 from ptlint.semantics.where import OPTIMIZER_NAMES
@@ -58,9 +59,9 @@ def _starts_training(call: ast.Call, ctx) -> bool:
 def _runs_inference(call: ast.Call, ctx) -> bool:
     """`model.eval()`, `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
     qual = ctx.qualname(call.func)
-    if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
+    if qual in NO_GRAD:
         return True
-    if qual == "torch.set_grad_enabled":
+    if qual in SET_GRAD:  # only a literal False: `set_grad_enabled(is_train)` also trains
         return bool(call.args) and isinstance(call.args[0], ast.Constant) and call.args[0].value is False
     return isinstance(call.func, ast.Attribute) and call.func.attr == "eval" and not call.args
 
