@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 SAFE = "safe"
 SAME_FILE = ""  # the path of an evidence link in the finding's own file, in the cache
 UNSAFE = "unsafe"
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(NamedTuple):
     """Replace the text from (line, column) up to (end_line, end_column) with `content`.
     Lines are 1-based; columns are 1-based characters, the end one past the span (like findings).
     An insertion has an empty span."""
@@ -32,8 +30,7 @@ class Edit:
                    data["end_location"]["column"], data["content"])
 
 
-@dataclass
-class Fix:
+class Fix(NamedTuple):
     applicability: str  # SAFE or UNSAFE
     message: str
     edits: tuple[Edit, ...] = ()  # applied together or not at all
@@ -47,25 +44,41 @@ class Fix:
         return cls(data["applicability"], data["message"], tuple(Edit.from_json(e) for e in data.get("edits", [])))
 
 
-@dataclass
 class Finding:
-    code: str
-    name: str
-    message: str
-    path: str
-    line: int  # 1-based
-    column: int  # 1-based, in characters
-    end_line: int
-    end_column: int  # 1-based, one past the last character
-    severity: str = "warning"
-    fix: Fix | None = None
-    source: str = "static"
-    context: str | None = None  # where the reported code runs (static findings)
-    # The evidence for `context`, outermost first: (path, line, why) triples
-    # (ptlint.semantics.where.Via; read back from JSON as plain tuples).
-    via: tuple[tuple[str, int, str], ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the dynamic pass's "confirmed"
-    help: str | None = None  # what to change (the rule's `help`, or one for this finding)
+    """One reported span. A plain class, not a dataclass: the records on the path of every check
+    are written out, since `dataclasses` (with `inspect`) and the methods it generates cost a
+    one-file check about a fifth of its start-up."""
+
+    def __init__(self, code: str, name: str, message: str, path: str,
+                 line: int, column: int, end_line: int, end_column: int,
+                 severity: str = "warning", fix: Fix | None = None, source: str = "static",
+                 context: str | None = None, via: tuple[tuple[str, int, str], ...] = (),
+                 extra: dict[str, Any] | None = None, help: str | None = None) -> None:
+        self.code = code
+        self.name = name
+        self.message = message
+        self.path = path
+        self.line = line  # 1-based
+        self.column = column  # 1-based, in characters
+        self.end_line = end_line
+        self.end_column = end_column  # 1-based, one past the last character
+        self.severity = severity
+        self.fix = fix
+        self.source = source
+        self.context = context  # where the reported code runs (static findings)
+        # The evidence for `context`, outermost first: (path, line, why) triples
+        # (ptlint.semantics.where.Via; read back from JSON as plain tuples).
+        self.via = via
+        self.extra: dict[str, Any] = {} if extra is None else extra  # e.g. the dynamic pass's "confirmed"
+        self.help = help  # what to change (the rule's `help`, or one for this finding)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Finding and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment] - mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return f"Finding({', '.join(f'{key}={value!r}' for key, value in vars(self).items())})"
 
     @property
     def cell(self) -> int | None:

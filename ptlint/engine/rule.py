@@ -10,8 +10,7 @@ text edits computed from the same nodes (see `ptlint.engine.edits`), never re-de
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from ptlint.engine.finding import SAFE, UNSAFE, Edit, Finding, Fix  # noqa: F401 - the rule API in one import
 from ptlint.semantics.where import CALLED, EVERYWHERE, ONCE, PER_OUTER, PER_STEP  # noqa: F401
@@ -20,8 +19,7 @@ if TYPE_CHECKING:
     from ptlint.engine.file_context import FileContext
 
 
-@dataclass(frozen=True)
-class FixInput:
+class FixInput(NamedTuple):
     """One state a fix example runs in, the original (`before`) and the fixed code (`after`)
     side by side, with torch on the CPU (tests/rules/test_fix_examples_run.py).
 
@@ -51,8 +49,7 @@ class FixInput:
     device: str = "cpu"
 
 
-@dataclass
-class FixExample:
+class FixExample(NamedTuple):
     """`before` must become `after` when this rule's fixes are applied (unsafe ones too if `unsafe`),
     and, given `inputs`, both must behave alike in each of them (see FixInput)."""
 

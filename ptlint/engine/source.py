@@ -13,7 +13,6 @@ import os
 import re
 import stat
 import tokenize
-from dataclasses import dataclass, field
 
 # Python's tokenizer ends lines at \r\n, \r or \n only (str.splitlines also splits on \x0c etc.).
 LINE_END = re.compile(r"\r\n|\r|\n")
@@ -76,14 +75,17 @@ class SourceError(Exception):
     """A file that cannot be read as Python text; the message is one line for the user."""
 
 
-@dataclass
 class SourceFile:
-    path: str  # as the user gave it
-    text: str  # decoded, BOM removed
-    encoding: str = "utf-8"
-    bom: bool = False
-    _line_starts: list[int] | None = field(default=None, repr=False)
-    _comments: list[tuple[int, int, str]] | None = field(default=None, repr=False)
+    def __init__(self, path: str, text: str, encoding: str = "utf-8", bom: bool = False) -> None:
+        self.path = path  # as the user gave it
+        self.text = text  # decoded, BOM removed
+        self.encoding = encoding
+        self.bom = bom
+        self._line_starts: list[int] | None = None
+        self._comments: list[tuple[int, int, str]] | None = None
+
+    def __repr__(self) -> str:
+        return f"SourceFile(path={self.path!r}, encoding={self.encoding!r}, bom={self.bom!r})"
 
     @property
     def line_starts(self) -> list[int]:

@@ -18,7 +18,6 @@ there for flake8 or ruff, which ptlint cannot see.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Collection
 
 from ptlint.engine.finding import SAFE, Edit, Finding, Fix
@@ -84,16 +83,16 @@ directive when no code is left; other words of the comment stay (`# noqa: PTL101
 """
 
 
-@dataclass
 class Directive:
     """One `# noqa` comment: where it is, and which of its codes suppressed something."""
 
-    line: int
-    column: int  # 0-based character column of the comment
-    comment: str  # the whole comment, from its `#`
-    match: re.Match  # LINE_NOQA in `comment`
-    space_before: int = 0  # blanks between the code and the comment
-    used: set[str] = field(default_factory=set)  # its codes (upper case) that suppressed a finding
+    def __init__(self, line: int, column: int, comment: str, match: re.Match, space_before: int = 0) -> None:
+        self.line = line
+        self.column = column  # 0-based character column of the comment
+        self.comment = comment  # the whole comment, from its `#`
+        self.match = match  # LINE_NOQA in `comment`
+        self.space_before = space_before  # blanks between the code and the comment
+        self.used: set[str] = set()  # its codes (upper case) that suppressed a finding
 
     @property
     def codes(self) -> list[re.Match]:
@@ -103,11 +102,11 @@ class Directive:
         return list(_CODE.finditer(self.comment, self.match.start("codes"), self.match.end("codes")))
 
 
-@dataclass
 class Suppressions:
-    lines: dict[int, set[str] | None] = field(default_factory=dict)  # line -> codes, or ALL
-    file_codes: set[str] | None = field(default_factory=set)  # ALL for a bare `# ptlint: noqa`
-    directives: dict[int, Directive] = field(default_factory=dict)  # line -> its noqa comment
+    def __init__(self) -> None:
+        self.lines: dict[int, set[str] | None] = {}  # line -> codes, or ALL
+        self.file_codes: set[str] | None = set()  # ALL for a bare `# ptlint: noqa`
+        self.directives: dict[int, Directive] = {}  # line -> its noqa comment
 
     @classmethod
     def scan(cls, source: SourceFile | str) -> "Suppressions":

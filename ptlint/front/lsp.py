@@ -61,7 +61,7 @@ from ptlint.engine.structure import FixRejected, checked_text
 from ptlint.engine import suppress
 from ptlint.engine.traversal import lint_and_summarize, lint_source, parse
 from ptlint.front.api import default_codes
-from ptlint.report.sarif import via_links
+from ptlint.report.evidence import via_links
 from ptlint.run.config import ConfigError, Resolver, Settings
 from ptlint.run.fix import fix_source
 

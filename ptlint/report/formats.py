@@ -133,7 +133,7 @@ def _notes(finding: Finding, indent: str, style: Style) -> str:
     and `= fix: ... (Safe fix)` when the finding has a fix."""
     out = ""
     if finding.via:
-        from ptlint.report.sarif import via_chain, via_label  # imported only when needed
+        from ptlint.report.evidence import via_chain, via_label
 
         out += f"{indent}{style.gutter('=')} {style.help(via_label(finding))}: {via_chain(finding)}\n"
     help_text = help_for(finding)

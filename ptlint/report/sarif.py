@@ -1,12 +1,11 @@
-"""CI output: SARIF 2.1.0 (GitHub code scanning) and GitHub Actions workflow commands; and a
-finding's evidence chain (`Finding.via`) as every format shows it."""
+"""CI output: SARIF 2.1.0 (GitHub code scanning) and GitHub Actions workflow commands."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 from urllib.parse import quote
 
 from ptlint import __version__
@@ -14,6 +13,7 @@ from ptlint.engine.catalogue import DOCS_URL
 from ptlint.engine.finding import Finding, applicable
 from ptlint.engine.registry import BUILTIN_CODES, CODE_HELP, DYNAMIC_CODES, all_rules, help_for
 from ptlint.engine.rule import doc_section
+from ptlint.report.evidence import via_chain, via_label, via_links, via_location
 from ptlint.report.sources import Sources
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -48,52 +48,6 @@ def repo_relative(path: str, root: str) -> str | None:
     if relative == ".." or relative.startswith(".." + os.sep):
         return None
     return relative.replace(os.sep, "/")
-
-
-# -- the evidence chain ------------------------------------------------------------------------
-
-# What a chain shows, by where the finding's code runs (`Finding.context`).
-CONTEXT_WORDS = {"per-step": "runs per step", "per-outer-iteration": "runs once per outer iteration",
-                 "once": "runs once", "called": "runs as often as its callers"}
-
-
-class ViaLink(NamedTuple):
-    """One link of a finding's evidence chain; `cell` and a line counted in that cell for a link
-    in the finding's own notebook (ptlint.run.notebook.locate)."""
-
-    path: str
-    line: int
-    why: str
-    cell: int | None = None
-
-
-def via_links(finding: Finding) -> list[ViaLink]:
-    """The finding's evidence chain, outermost first, with the cell of each link in a notebook."""
-    cells = finding.extra.get("via_cells")
-    if not isinstance(cells, (list, tuple)) or len(cells) != len(finding.via):
-        cells = [None] * len(finding.via)
-    return [ViaLink(path, line, why, cell if isinstance(cell, int) else None)
-            for (path, line, why), cell in zip(finding.via, cells)]
-
-
-def via_label(finding: Finding) -> str:
-    """`runs per step`, ...: what the chain shows."""
-    if finding.context is None:
-        return "via"
-    return CONTEXT_WORDS.get(finding.context, f"runs {finding.context}")
-
-
-def via_location(link: ViaLink, path: str | None = None) -> str:
-    """`train.py:88`, or `nb.ipynb:cell 4:12` in a notebook; `path`: another spelling of its path."""
-    path = link.path if path is None else path
-    return f"{path}:cell {link.cell}:{link.line}" if link.cell is not None else f"{path}:{link.line}"
-
-
-def via_chain(finding: Finding, path: Callable[[str], str] = str) -> str:
-    """The chain on one line: `train.py:88 for batch in loader -> train.py:90 calls train_step`;
-    `path` spells each link's path (default: as the finding gives it)."""
-    return " -> ".join(f"{via_location(link, path(link.path))} {' '.join(link.why.split())}"
-                       for link in via_links(finding))
 
 
 # -- SARIF -------------------------------------------------------------------------------------

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ptlint.engine.finding import Finding
 from ptlint.engine.source import SourceError, decode_source, is_notebook, read_bytes
@@ -13,12 +12,11 @@ from ptlint.run.config import Settings
 from ptlint.run.discover import Job
 
 
-@dataclass
-class FileResult:
+class FileResult(NamedTuple):
     """Everything one file produced: findings, or a one-line error when it could not be checked."""
 
     path: str
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = []  # never changed in place: a result is made whole
     error: str | None = None
     summary: dict | None = None  # for the project model, when the job asked for it (Job.summarize)
 

@@ -12,7 +12,6 @@ import fnmatch
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 from ptlint.engine.registry import DYNAMIC_CODES, default_codes, known_codes
@@ -33,25 +32,41 @@ class ConfigError(Exception):
     """A bad configuration or selector; the CLI prints it and exits 2."""
 
 
-@dataclass
 class Settings:
-    """Everything that decides what a check reports. Picklable, hashable into the cache key."""
+    """Everything that decides what a check reports. Picklable, hashable into the cache key.
+    (A plain class, as ptlint.engine.finding.Finding says why; `Settings(**{**vars(settings),
+    ...})` is a changed copy.)"""
 
-    enabled: tuple[str, ...]  # rule codes that run
-    root: str = "."  # folder of the config file; exclude and per-file-ignores are relative to it
-    config_path: str | None = None
-    exclude: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    unsafe_fixes: bool = False
-    dynamic: dict[str, Any] = field(default_factory=dict)
-    cache_dir: str | None = None
-    test_code: tuple[str, ...] = DEFAULT_TEST_CODE
-    force_exclude: bool = False  # `exclude` also applies to paths named on the command line
-    respect_gitignore: bool = True  # folder walks skip what git ignores (ptlint.run.discover)
-    # `compile = true`: users compile this code (a library), so the torch.compile rules report without
-    # a `torch.compile` in the project; false: they never do; None: the project's own code decides
-    compile: bool | None = None
-    project: bool = True  # `project = false`: each file on its own, no whole-program facts
+    def __init__(self, enabled: tuple[str, ...], root: str = ".", config_path: str | None = None,
+                 exclude: tuple[str, ...] = (), per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (),
+                 unsafe_fixes: bool = False, dynamic: dict[str, Any] | None = None,
+                 cache_dir: str | None = None, test_code: tuple[str, ...] = DEFAULT_TEST_CODE,
+                 force_exclude: bool = False, respect_gitignore: bool = True, compile: bool | None = None,
+                 project: bool = True) -> None:
+        self.enabled = enabled  # rule codes that run
+        self.root = root  # folder of the config file; exclude and per-file-ignores are relative to it
+        self.config_path = config_path
+        self.exclude = exclude
+        self.per_file_ignores = per_file_ignores
+        self.unsafe_fixes = unsafe_fixes
+        self.dynamic: dict[str, Any] = {} if dynamic is None else dynamic
+        self.cache_dir = cache_dir
+        self.test_code = test_code
+        self.force_exclude = force_exclude  # `exclude` also applies to paths named on the command line
+        self.respect_gitignore = respect_gitignore  # folder walks skip what git ignores (ptlint.run.discover)
+        # `compile = true`: users compile this code (a library), so the torch.compile rules report
+        # without a `torch.compile` in the project; false: they never do; None: the project's own
+        # code decides
+        self.compile = compile
+        self.project = project  # `project = false`: each file on its own, no whole-program facts
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Settings and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment] - mutable
+
+    def __repr__(self) -> str:
+        return f"Settings({', '.join(f'{key}={value!r}' for key, value in vars(self).items())})"
 
     def cache_key(self) -> str:
         return repr((self.enabled, self.per_file_ignores, self.test_code))

@@ -13,7 +13,6 @@ what other patterns ignore there.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ptlint.run.config import DEFAULT_EXCLUDES, ConfigError, Resolver, Settings
@@ -23,24 +22,26 @@ from ptlint.run.config import DEFAULT_EXCLUDES, ConfigError, Resolver, Settings
 SUFFIXES = (".py", ".ipynb")
 
 
-@dataclass
 class Job:
-    """One file to check, with the settings of its nearest config."""
+    """One file to check, with the settings of its nearest config. (Plain classes, as
+    ptlint.engine.finding.Finding says why; `Job(**{**vars(job), ...})` is a changed copy.)"""
 
-    path: str  # as the user gave it (or --stdin-filename)
-    settings: Settings
-    data: bytes | None = None  # the content, when it comes from standard input
-    # what the rest of the project says of this file (ptlint.semantics.project.ProjectFacts), and
-    # whether its check also summarises it for the project model (ptlint.run.project)
-    facts: Any = None
-    summarize: bool = False
+    def __init__(self, path: str, settings: Settings, data: bytes | None = None, facts: Any = None,
+                 summarize: bool = False) -> None:
+        self.path = path  # as the user gave it (or --stdin-filename)
+        self.settings = settings
+        self.data = data  # the content, when it comes from standard input
+        # what the rest of the project says of this file (ptlint.semantics.project.ProjectFacts), and
+        # whether its check also summarises it for the project model (ptlint.run.project)
+        self.facts = facts
+        self.summarize = summarize
 
 
-@dataclass
 class Discovery:
-    jobs: list[Job] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # one-line: unlistable folders, symlink loops
-    failures: list[str] = field(default_factory=list)  # one-line, exit 2: missing paths, bad configs
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+        self.warnings: list[str] = []  # one-line: unlistable folders, symlink loops
+        self.failures: list[str] = []  # one-line, exit 2: missing paths, bad configs
 
 
 def discover(paths: list[str], resolver: Resolver) -> Discovery:

@@ -18,7 +18,6 @@ not touch outputs, metadata or other cells.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -256,8 +255,8 @@ def locate(module_text: str, path: str, findings: list[Finding]) -> list[Finding
             cells.append(cell)
         if any(cell is not None for cell in cells):
             extra["via_cells"] = cells
-        out.append(dataclasses.replace(finding, path=path, line=line, end_line=end_line, end_column=end_column,
-                                       via=tuple(via), extra=extra))
+        out.append(Finding(**{**vars(finding), "path": path, "line": line, "end_line": end_line,
+                              "end_column": end_column, "via": tuple(via), "extra": extra}))
     return out
 
 

@@ -17,14 +17,13 @@ stands alone, as with `project = false`); notebooks and standard input stand alo
 
 from __future__ import annotations
 
-import dataclasses
 import marshal
 import os
 import re
 import stat
 
 from ptlint.run.check import FileResult, check_files
-from ptlint.run.config import DEFAULT_EXCLUDES
+from ptlint.run.config import DEFAULT_EXCLUDES, Settings
 from ptlint.run.discover import Job
 from ptlint.semantics.project import ProjectFacts, ProjectModel, blake2b, find_root
 
@@ -96,7 +95,7 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
         facts = job.facts
         if position in results and (linted_with.get(position) == facts or results[position].error):
             continue
-        second.append(dataclasses.replace(job, facts=facts, summarize=False))
+        second.append(Job(**{**vars(job), "facts": facts, "summarize": False}))
         positions.append(position)
     done = len(jobs) - len(second)
     if progress and done:
@@ -108,7 +107,7 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
 
     for position, result in zip(positions, check_files(second, caches, workers, advance)):
         results[position] = result
-    return [dataclasses.replace(results[i], summary=None) for i in range(len(jobs))]
+    return [results[i]._replace(summary=None) for i in range(len(jobs))]
 
 
 class Project:
@@ -217,7 +216,7 @@ class Project:
         """(path, job) for every file whose summary the index does not hold: checked files are
         linted and summarised at once; the others only summarised."""
         out = []
-        bare = dataclasses.replace(self.settings, enabled=())
+        bare = Settings(**{**vars(self.settings), "enabled": ()})
         self.compile_guess = self.accelerator_guess = self.trains_guess = False
         for path in self.files:
             try:
@@ -248,7 +247,7 @@ class Project:
             self.trains_guess = self.trains_guess or TRAINS_TEXT.search(data) is not None
             job = self.jobs_by_path.get(path)
             if job is not None:
-                out.append((path, dataclasses.replace(job, summarize=True)))
+                out.append((path, Job(**{**vars(job), "summarize": True})))
             else:
                 out.append((path, Job(path, bare, summarize=True)))
         for path, job in out:  # the guesses read every changed file first

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS, parameter_names
 
@@ -48,8 +47,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BINDS_NOTHING = {ast.Expr, ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break, ast.Continue}
 
 
-@dataclass(frozen=True)
-class Meaning:
+class Meaning(NamedTuple):
     """What a name means at one place: `kind` is IMPORTED (then `target` is the qualified name the
     import binds: `import torch.nn.functional as F` -> "torch.nn.functional"), LOCAL, FREE or
     UNKNOWN."""

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ptlint.semantics.calls import CallSites
@@ -119,8 +118,7 @@ class Via(NamedTuple):
     why: str
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(NamedTuple):
     context: str  # PER_STEP, PER_OUTER, ONCE or CALLED
     cold: bool  # in a branch that only runs on misuse
     loop: ast.AST | None  # the innermost loop (or comprehension) around the node in its function

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import sys
@@ -16,7 +15,7 @@ from helpers import SYNC_LOSS_ITEM
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from ptlint.engine.finding import UNSAFE
+from ptlint.engine.finding import UNSAFE, Finding
 from ptlint.engine.registry import all_rules
 from ptlint.front.api import check_text, fix_text
 from ptlint.front.lsp import Positions, add_noqa, text_edits
@@ -365,8 +364,8 @@ async def test_a_quick_fix_that_fails_the_structural_check_is_not_offered_as_an_
     text = "import torch\n\ndef f(h):\n    return(torch.exp(h) - 1.0) / h\n"
     [finding] = check_text(text, ["PTL305"])
     assert lsp.fix_one(text, "a.py", finding) == "import torch\n\ndef f(h):\n    return torch.expm1(h) / h\n"
-    glued = dataclasses.replace(finding, fix=dataclasses.replace(
-        finding.fix, edits=tuple(dataclasses.replace(e, content=e.content.strip()) for e in finding.fix.edits)))
+    glued = Finding(**{**vars(finding), "fix": finding.fix._replace(
+        edits=tuple(e._replace(content=e.content.strip()) for e in finding.fix.edits))})
     assert lsp.fix_edits(text, "a.py", glued) is None and lsp.fix_one(text, "a.py", glued) is None
 
 
@@ -397,9 +396,10 @@ def test_text_edits_is_one_edit_over_the_changed_span(old, new, span):
 # VIA_CWD, where relative paths of other files start.
 VIA_CWD = Path(tempfile.mkdtemp(prefix="ptlint-lsp-cwd-")).resolve()
 VIA_SERVER = f"""
-import dataclasses, json, os, re
+import json, os, re
 import ptlint.engine.traversal as traversal
 import ptlint.front.lsp as lsp
+from ptlint.engine.finding import Finding
 
 real = traversal.lint_and_summarize
 
@@ -407,7 +407,7 @@ def lint_and_summarize(source, *args, **kwargs):
     chain = tuple((source.path if path == "<self>" else path, line, why)
                   for path, line, why in (json.loads(m) for m in re.findall(r"# via: (\\[.*\\])", source.text)))
     findings, summary = real(source, *args, **kwargs)
-    return [dataclasses.replace(f, via=chain) if chain else f for f in findings], summary
+    return [Finding(**{{**vars(f), "via": chain}}) if chain else f for f in findings], summary
 
 def lint_source(source, *args, **kwargs):
     return lint_and_summarize(source, *args, **kwargs)[0]

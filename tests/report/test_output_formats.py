@@ -3,7 +3,6 @@ users' tools run them: the real command in a child process."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -154,7 +153,7 @@ def chained(outside: str, **changes) -> Finding:
            (outside, 45, "calls reduce_metrics"))
     finding = Finding("PTL101", "sync-in-loop", MESSAGE, "pkg/metrics.py", 5, 12, 5, 23, context="per-step",
                       via=via, help=HELP)
-    return dataclasses.replace(finding, **changes)
+    return Finding(**{**vars(finding), **changes})
 
 
 def test_full_shows_the_chain_under_the_finding(chain_repo):

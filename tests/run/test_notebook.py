@@ -4,7 +4,6 @@ the cell and the line in it; fixes rewrite only the changed cells' source, every
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import textwrap
@@ -16,6 +15,7 @@ import pytest
 from helpers import FIXTURES, run_ptlint
 
 from ptlint.run.notebook import NotebookError, build_module, read_notebook, split_module
+from ptlint.engine.finding import Finding
 
 TRAIN = FIXTURES / "notebooks" / "train.ipynb"
 # What the fixture holds: (cell, line, column, end_line, end_column, code); cells 1 and 3 are
@@ -417,9 +417,9 @@ def test_links_in_the_notebook_are_mapped_to_their_cells_like_the_findings_line(
                            ("lib/data.py", 3, "calls load"))
     assert located.extra == {"cell": 2, "via_cells": [4, 4, None]}
     # no link in the notebook: the chain as it was, no via_cells; no chain: nothing new either
-    [other] = locate(module.text, "nb.ipynb", [dataclasses.replace(finding, via=via[2:])])
+    [other] = locate(module.text, "nb.ipynb", [Finding(**{**vars(finding), "via": via[2:]})])
     assert other.via == via[2:] and other.extra == {"cell": 2}
-    [plain] = locate(module.text, "nb.ipynb", [dataclasses.replace(finding, via=())])
+    [plain] = locate(module.text, "nb.ipynb", [Finding(**{**vars(finding), "via": ()})])
     assert plain.via == () and plain.extra == {"cell": 2}
 
 
@@ -433,7 +433,7 @@ def _lint_with_declared_chains(real):
         lint_source.calls += 1
         chain = tuple((source.path if path == "<self>" else path, line, why)
                       for path, line, why in (json.loads(m) for m in regex.findall(r"# via: (\[.*\])", source.text)))
-        return [dataclasses.replace(f, via=chain) for f in real(source, *args, **kwargs)]
+        return [Finding(**{**vars(f), "via": chain}) for f in real(source, *args, **kwargs)]
     lint_source.calls = 0
     return lint_source
 

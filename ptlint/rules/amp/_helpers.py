@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ptlint.engine.rule import Rule
 from ptlint.semantics.nodes import STATEMENT_LOOPS
@@ -13,8 +13,7 @@ from ptlint.semantics.project import imported_sources
 from ptlint.semantics.values import BACKWARD_METHODS
 
 
-@dataclass(frozen=True)
-class Deprecated:
+class Deprecated(NamedTuple):
     """A `torch.cuda.amp` / `torch.cpu.amp` API and what replaces it."""
 
     native: str  # "torch.amp.autocast"

@@ -6,8 +6,7 @@ their input. Not a rule module."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ptlint.engine.rule import FixInput, Rule
 from ptlint.semantics.nodes import (
@@ -26,8 +25,7 @@ SOFTMAX_FUNCTIONS = {"torch.softmax", "torch.nn.functional.softmax", "torch.spec
 BOUNDING_METHODS = {"clamp", "clip", "clamp_max", "sub", "neg", "log_softmax", "logsigmoid", "sigmoid", "tanh"}
 
 
-@dataclass
-class Call:
+class Call(NamedTuple):
     """A recognised call: `operand` is the tensor it works on; `method` when spelt `x.f(...)`."""
 
     node: ast.Call
@@ -69,8 +67,12 @@ def log_call(ctx, node) -> Call | None:
     return call
 
 
-@dataclass
-class SumCall(Call):
+class SumCall(NamedTuple):
+    """A `sum` call (a Call with its `dim` and `keepdim` arguments)."""
+
+    node: ast.Call
+    operand: ast.expr
+    method: bool
     dim: ast.expr | None
     keepdim: ast.expr | None
 
@@ -271,8 +273,7 @@ def sigmoid_call(ctx, node) -> Call | None:
 
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(NamedTuple):
     """Where a node sits: its enclosing functions (outermost first) and innermost class. Taken
     during the traversal, so that a rule can finish its check in `end_file`."""
 
@@ -623,8 +624,7 @@ def sigmoid_output(ctx, node: ast.AST, scope: Scope, depth: int = 0):
 
 # -- loss calls ----------------------------------------------------------------------------
 
-@dataclass
-class LossCall:
+class LossCall(NamedTuple):
     """A loss call and its input (the prediction). `form`: "function" (`F.cross_entropy(...)`),
     "inline" (`nn.CrossEntropyLoss()(...)`) or "module" (a loss module held by a name or on
     `self`)."""

@@ -4,7 +4,7 @@ operands of visibly different rank, e.g. `(pred.view(-1, 1) - target).pow(2).mea
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ptlint.rules.numerics._helpers import DeferredRule
 from ptlint.semantics.nodes import argument, keyword
@@ -20,8 +20,7 @@ ELEMENTWISE = {
 FACTORIES = {"zeros", "ones", "empty", "rand", "randn", "full"}
 
 
-@dataclass(frozen=True)
-class Rank:
+class Rank(NamedTuple):
     """A rank known absolutely (`base` None) or relative to the rank of the expression `base`."""
 
     base: str | None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ptlint.engine.rule import FixInput
 from ptlint.semantics.nodes import COMPREHENSIONS, body_nodes
@@ -284,23 +284,20 @@ class Unsupported(Exception):
     """A loop body the fix cannot translate exactly."""
 
 
-@dataclass
-class TensorList:
+class TensorList(NamedTuple):
     """A list of per-parameter tensors, e.g. `p.grad` over the loop's parameters."""
 
     expression: str  # the per-parameter expression, as the loop spells it
 
 
-@dataclass
-class Call:
+class Call(NamedTuple):
     """One `torch._foreach_*` call: its qualified name and arguments (lists, nested calls or the
     source of a loop-invariant scalar)."""
 
     function: str
-    args: list = field(default_factory=list)
+    args: list
 
 
-@dataclass
 class ForeachWriter:
     """Translates per-parameter statements into `torch._foreach_*` calls over lists, and renders
     the replacement of the whole loop.
@@ -308,17 +305,15 @@ class ForeachWriter:
     The loop's iterable is read once into a list of the elements the lists are built from; the
     calls then run under `if <that list>:`, since foreach functions refuse an empty list."""
 
-    loop: ast.For
-    ctx: object  # the FileContext: source segments, the module's spelling of torch
-    guarded: set[str]  # parameter names the loop already skips when their gradient is None
-    calls: list[Call] = field(default_factory=list)
-    lists: list[TensorList] = field(default_factory=list)
-    grad_names: set[str] = field(default_factory=set)  # parameters whose gradient the body reads
-    owners: set[str] = field(default_factory=set)  # the loop names the lists are built from
-
-    def __post_init__(self) -> None:
-        self.owners |= self.guarded
-        self.loop_names = target_names(self.loop.target)
+    def __init__(self, loop: ast.For, ctx: object, guarded: set[str]) -> None:
+        self.loop = loop
+        self.ctx = ctx  # the FileContext: source segments, the module's spelling of torch
+        self.guarded = guarded  # parameter names the loop already skips when their gradient is None
+        self.calls: list[Call] = []
+        self.lists: list[TensorList] = []
+        self.grad_names: set[str] = set()  # parameters whose gradient the body reads
+        self.owners: set[str] = set(guarded)  # the loop names the lists are built from
+        self.loop_names = target_names(loop.target)
 
     # -- the body's pieces --------------------------------------------------------------------
     def tensor(self, node: ast.AST, names: set[str]) -> TensorList:
