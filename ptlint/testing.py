@@ -116,10 +116,10 @@ class _Guard(contextlib.ContextDecorator):
     # -- what each guard watches --------------------------------------------------------------
 
     def _is_user(self) -> Callable[[str], bool]:
-        from ptlint.dynamic.paths import is_user_file, torch_dirs
-
-        in_scope, excluded = self._in_scope, torch_dirs()
-        return lambda path: bool(path) and (is_user_file(path, excluded) or (in_scope is not None and in_scope(path)))
+        in_scope = self._in_scope
+        if in_scope is None:
+            return _user_file
+        return lambda path: bool(path) and (_user_file(path) or in_scope(path))
 
     def _start(self, stack: contextlib.ExitStack) -> None:
         import torch
@@ -234,3 +234,13 @@ def _under(prefixes: tuple[str, ...], path: str) -> bool:
         elif real.startswith(prefix):  # a module's file, or a prefix of file names
             return True
     return False
+
+
+@functools.lru_cache(maxsize=8192)
+def _user_file(path: str) -> bool:
+    """A file of the user's (ptlint.dynamic.paths.is_user_file), asked once per file in the process:
+    every guard's first sync at a site walks the stack's files, which a fresh answer per guard
+    made cost a small block as much as its own steps."""
+    from ptlint.dynamic.paths import is_user_file, torch_dirs
+
+    return bool(path) and is_user_file(path, torch_dirs())

@@ -592,19 +592,15 @@ _state = _State()
 _active: list[Sanitizer] = []
 
 
-def _compiling() -> bool:
-    """True while Dynamo traces a hook (torch.compile inside a guarded block): the hook then hands
-    over to the original at once, so that Dynamo traces torch's own function, not ptlint's."""
-    return _is_compiling()
-
-
-_is_compiling: Callable[[], bool] = lambda: False  # noqa: E731 - torch.compiler.is_compiling once torch is in
+# torch.compiler.is_compiling once torch is in: True while Dynamo traces a hook (torch.compile
+# inside a guarded block); the hook then hands over to the original at once, so that Dynamo
+# traces torch's own function, not ptlint's.
+_is_compiling: Callable[[], bool] = lambda: False  # noqa: E731
 
 
 def _watching() -> list[Sanitizer]:
-    """The active sanitizers watching this thread, none while a hooked call is already running."""
-    if _state.busy or not _active or _compiling():
-        return []
+    """The active sanitizers watching this thread. Called by the hooks' bodies only, which `_hook`
+    enters only when no hooked call is running, some sanitizer is active and Dynamo is not tracing."""
     me = threading.get_ident()
     if len(_active) == 1:  # the usual case, without building a list
         return _active if _active[0].owner == me else []
@@ -615,6 +611,12 @@ def _run_counted(syncs: list[tuple[Sanitizer, str]], frame: Any, call: Callable,
     """Run a hooked call (what it calls inside, a subclass's __torch_function__ calling the hook
     again included, is that one call); record each (sanitizer, what) sync at `frame`, timed when
     asked."""
+    if not syncs:  # most hooked calls: nothing to record or time
+        _state.busy += 1
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _state.busy -= 1
     timed = any(s.timed for s, _ in syncs)
     _state.busy += 1
     started = time.perf_counter_ns() if timed else 0
@@ -634,16 +636,23 @@ def _syncs_on(sanitizers: list[Sanitizer], what: str, tensors: tuple) -> list[tu
 
 def _counter_read_code() -> Any:
     """torch.optim reads its step counter with `.item()` (`_get_value`); the counter lives on the
-    CPU on every device unless `capturable`/`fused`, so that read never waits for the device."""
-    optimizer = sys.modules.get("torch.optim.optimizer")
-    return getattr(getattr(optimizer, "_get_value", None), "__code__", None)
+    CPU on every device unless `capturable`/`fused`, so that read never waits for the device.
+    Looked up once it exists (every `.item()` asks)."""
+    global _counter_code
+    if _counter_code is None:
+        optimizer = sys.modules.get("torch.optim.optimizer")
+        _counter_code = getattr(getattr(optimizer, "_get_value", None), "__code__", None)
+    return _counter_code
+
+
+_counter_code: Any = None
 
 
 def _hook(original: Any, body: Callable, *bound: Any) -> Callable:
     """A function (so that it binds as a method) that runs `original` at once when no sanitizer
     watches, and otherwise hands the call, with its caller's frame, to `body`."""
     def hooked(*args: Any, **kwargs: Any) -> Any:
-        if _state.busy or not _active or _compiling():
+        if _state.busy or not _active or _is_compiling():
             return original(*args, **kwargs)
         return body(original, *bound, sys._getframe(1), args, kwargs)
     return functools.wraps(original)(hooked)
@@ -815,8 +824,8 @@ def _on_to(original: Any, torch: Any, frame: Any, args: tuple, kwargs: dict) -> 
     shadow, the result is where the source spells the target."""
     self, args = args[0], args[1:]
     sanitizers = _watching()
-    if _in_torch(frame) and _torch_relative(frame.f_code.co_filename) != _MODULE_FILE \
-            and all(s.shadow is not None for s in sanitizers):
+    relative = _torch_relative(frame.f_code.co_filename)
+    if relative is not None and relative != _MODULE_FILE and all(s.shadow is not None for s in sanitizers):
         # torch's own code (not `model.to(d)`) moving a tensor to a device it computed
         # (`.to(grads[0].device)`): in a GPU run it is already there, so it stays where it was
         return _keep_place(sanitizers, self, _run_counted([], frame, original, self, *args, **kwargs))
