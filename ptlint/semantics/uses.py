@@ -30,6 +30,9 @@ the queue was already drained. The questions, each answered here once:
   `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read,
   with no device work (a model call, backward, an optimizer step, a torch op, a call of code
   the file does not show) between it and the read;
+- `before_read(node, ctx)`: the drain at `node` adds no wait of its own — right after it in the
+  same block, before any device work, a read of the step's results waits for the same queue
+  (`torch.cuda.synchronize(); loss_value = loss.item()`);
 - `elementwise_read(value, ctx)`: the value is an element of a tensor a loop walks
   (`[x.item() for x in t]`, `for v in t: total += v.item()`): one `.tolist()` reads them all
   with one sync;
@@ -477,6 +480,35 @@ def after_drain(node: ast.AST, ctx: "FileFacts") -> bool:
                 or isinstance(holder, (ast.If, ast.While)) and device_work(holder.test, ctx):
             return False
         statement = holder
+    return False
+
+
+def before_read(node: ast.Call, ctx: "FileFacts") -> bool:
+    """The drain `node`, a statement of its own, is followed in its block by a read with no device
+    work between: the read would wait for the same queue without it. A
+    read inside an `if`, a loop or a `try` may not run, and does not count."""
+    statement = ctx.parent(node)
+    holder = ctx.parent(statement) if isinstance(statement, ast.Expr) and statement.value is node else None
+    block = next((b for b in (getattr(holder, f, None) for f in ("body", "orelse", "finalbody"))
+                  if isinstance(b, list) and any(s is statement for s in b)), None)
+    if block is None:
+        return False
+    index = next(i for i, s in enumerate(block) if s is statement)
+    for following in block[index + 1:]:
+        if isinstance(following, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
+            if device_work(following, ctx):
+                return False
+            continue
+        calls = list(calls_in([following]))
+        if any(is_drain(call, ctx) for call in calls):
+            return False  # another drain: each is its own finding
+        reads = [call for call in calls if _reads(call, ctx)]
+        read = {id(n) for call in reads for n in ast.walk(call)}
+        work = [call for call in calls if _queues_work(call, ctx)]
+        if reads and all(id(call) in read for call in work):
+            return True
+        if work:
+            return False
     return False
 
 

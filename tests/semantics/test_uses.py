@@ -17,6 +17,7 @@ from ptlint.semantics.uses import (
     NONE,
     after_drain,
     avoidable,
+    before_read,
     destination,
     elementwise_read,
     masked_write_only,
@@ -213,6 +214,53 @@ def h(model, x):
         probe(x)
 """
     assert probe(source, after_drain) == [True, False, True, False]
+
+
+def test_before_read():
+    """`probe()` stands where a drain (`torch.cuda.synchronize()`) is."""
+    source = """
+import time
+import torch
+
+def f(model, loader, opt, meter, log, flag):
+    for x in loader:
+        loss = model(x)
+        probe()
+        meter.update(loss.item())
+        probe()
+        t = time.time()
+        log.append(loss.tolist())
+        probe()
+        opt.step()
+        print(loss.item())
+        probe()
+        if flag:
+            print(loss.item())
+        probe()
+        torch.cuda.synchronize()
+        print(loss.item())
+        probe()
+        with open("f") as handle:
+            handle.write(str(loss.cpu()))
+        probe()
+        helper(model)
+        probe(); value = loss.item()
+        x = probe()
+        print(loss.item())
+        probe()
+"""
+    assert probe(source, before_read) == [
+        True,  # a read right after
+        True,  # host-only code between (a timer read), then a read
+        False,  # an optimizer step between
+        False,  # a read in a branch may not run, and nothing after it reads
+        False,  # another drain follows: each is its own finding
+        True,  # a `with` whose body reads
+        False,  # a call of the project's code
+        True,  # the read on the same line, as a statement of its own
+        False,  # not a statement of its own
+        False,  # nothing after it
+    ]
 
 
 def test_a_statement_drains_when_its_read_comes_after_its_work():

@@ -6,6 +6,7 @@ import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.nodes import FUNCTION_DEFS, name_words, parameter_names
+from ptlint.semantics.uses import before_read
 
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
           "time.monotonic_ns", "timeit.default_timer"}
@@ -46,6 +47,8 @@ class SyncCallInLoop(Rule):
         qualname = self._sync_function(node.func)
         if qualname is None:
             return
+        if qualname.endswith("synchronize") and before_read(node, self.ctx):
+            return  # `.item()` right after waits for the same queue: dropping this saves nothing
         if qualname.endswith("synchronize") and self._beside_timer(node):
             self._timing.add(id(node))
         elif self._deliberate(node, qualname):
@@ -130,7 +133,10 @@ queued while the current one runs. `empty_cache()` also synchronizes, and hands 
 back to the driver only for the allocator to request them again on the next step, which is slow
 and fragments memory. Either one per iteration costs throughput for no benefit.
 
-Not reported: calls placed on purpose: `synchronize()` next to a timer read (how GPU work is
+Not reported: a `synchronize()` that a read of the step's results follows before any new
+device work (`torch.cuda.synchronize()` then `loss_value = loss.item()`): the read waits for the
+same queue, so removing the call saves nothing (PTL101 reports the read, where it is avoidable).
+Nor calls placed on purpose: `synchronize()` next to a timer read (how GPU work is
 timed, see PTL108) in a loop that does not train (a benchmark), and `empty_cache()` right after
 `del` or `gc.collect()` (handing memory back before a big allocation) or under a condition that
 makes it a choice (a memory setting or measure, a size check, a user's option: `if
@@ -186,6 +192,24 @@ No automatic fix: benchmark code may need the sync where it is.
 """
 
     bad_examples = [
+        # device work between the drain and the read, or a read that may not run: the drain waits
+        # on its own
+        """
+import torch
+from torch.cuda import synchronize as sync
+
+def train(model, loader, optimizer, args):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        sync()  # expect: PTL102
+        optimizer.zero_grad()
+        value = loss.item()
+        torch.cuda.synchronize()  # expect: PTL102
+        if step % args.log_every == 0:
+            print(loss.item())
+""",
         # in a branch of the step's own data: it runs on every image of every step
         """
 import torch
@@ -277,6 +301,25 @@ def train(model, loader, opt, device):
     ]
 
     good_examples = [
+        # a read of the step's results right after: it waits for the same queue (also through an
+        # alias, with host-only code between, or a `with` that reads)
+        """
+import time
+import torch
+import torch.cuda as tc
+
+def train(model, loader, optimizer, meter):
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+        elapsed = time.time()
+        meter.update(loss.item(), x.size(0))
+        tc.synchronize()
+        with open("log.txt", "a") as f:
+            f.write(str(loss.cpu()))
+""",
         # a timing helper in a benchmark loop (no training step); names that only look like the
         # alias (a parameter, a name bound to something else)
         """
