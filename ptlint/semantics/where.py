@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ptlint.semantics.calls import CallSites
 from ptlint.semantics.compiled import (
@@ -56,6 +56,7 @@ from ptlint.semantics.nodes import (  # noqa: F401 - def_key: where code runs na
     FUNCTION_DEFS,
     STATEMENT_LOOPS,
     SELF_NAMES,
+    body_nodes,
     callee_name,
     calls_in,
     name_words,
@@ -247,19 +248,21 @@ def _set_up_name(name: str) -> bool:
     return name in ONCE_NAMES and name != "main" or bool(ONCE_NAME.search(name))
 
 
-def _lazy_set_up(branch: ast.If) -> bool:
+def _lazy_set_up(branch: ast.If, values: Callable[[str], list] | None = None) -> bool:
     """`if self.z < 0: self.z = ...`, `if self.cache is None: self.cache = ...`, `if not self.ready:`,
-    `if not isinstance(self.net, Wrapper): self.net = Wrapper(self.net)`: the branch sets an
-    attribute of `self` (or `cls`) that its test compares with a sentinel constant or asks the
-    type or presence of, so it runs until the first time it has (not a running best, `if loss <
-    self.best:`)."""
-    tested = {_tested_attribute(part) for part in _sentinel_tests(branch.test)} - {None}
+    `if not len(self.queue): self.queue = ...`, `z = self.params[2].item(); if z < 0:
+    self.params[2] = ...`, `if not isinstance(self.net, Wrapper): self.net = Wrapper(self.net)`:
+    the branch sets an attribute of `self` (or `cls`), or an element of one, that its test compares
+    with a sentinel constant or asks the type, length or presence of, so it runs until the first
+    time it has (not a running best, `if loss < self.best:`). `values(name)`: what a local name
+    of the function was assigned."""
+    tested = {_tested_attribute(part, values) for part in _sentinel_tests(branch.test)} - {None}
     if not tested:
         return False
     for statement in branch.body:
         targets = statement.targets if isinstance(statement, ast.Assign) else \
             [statement.target] if isinstance(statement, ast.AnnAssign) else []
-        if any(own_attribute(target) in tested for target in targets):
+        if any(_held_attribute(target) in tested for target in targets):
             return True
     return False
 
@@ -276,19 +279,55 @@ def _sentinel_tests(test: ast.AST) -> list[ast.AST]:
         if isinstance(other, ast.UnaryOp):  # `-1`
             other = other.operand
         if isinstance(other, ast.Constant):
-            return [test.left]
+            left = test.left
+            if isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" \
+                    and not _empty_test(test.ops[0], other.value):
+                return []  # `len(self.queue) > 0`: runs whenever it holds something
+            return [left]
     return []
 
 
-def _tested_attribute(node: ast.AST) -> str | None:
-    """`self.x` -> "x"; also what `isinstance(self.x, ...)` and `hasattr(self, "x")` ask about
-    (`if not isinstance(self.net, nn.DataParallel): self.net = nn.DataParallel(self.net)`)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
-        if node.func.id == "isinstance":
+def _empty_test(op: ast.cmpop, value: object) -> bool:
+    """`== 0`, `< 1`, `<= 0`: a length compared so that only an empty container passes."""
+    return isinstance(op, ast.Eq) and value == 0 or isinstance(op, ast.Lt) and value == 1 \
+        or isinstance(op, ast.LtE) and value == 0
+
+
+def _tested_attribute(node: ast.AST, values: Callable[[str], list] | None = None) -> str | None:
+    """`self.x` -> "x"; also what `isinstance(self.x, ...)`, `len(self.x)` and `hasattr(self, "x")`
+    ask about (`if not isinstance(self.net, nn.DataParallel): self.net = nn.DataParallel(self.net)`),
+    and a local name assigned once from one (`z = self.params[2].item()`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "len" and len(node.args) == 1:
             node = node.args[0]
-        elif node.func.id == "hasattr" and isinstance(node.args[1], ast.Constant) \
+        elif node.func.id == "isinstance" and len(node.args) == 2:
+            node = node.args[0]
+        elif node.func.id == "hasattr" and len(node.args) == 2 and isinstance(node.args[1], ast.Constant) \
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in SELF_NAMES:
             return node.args[1].value if isinstance(node.args[1].value, str) else None
+    if isinstance(node, ast.Name) and values is not None:
+        bound = values(node.id)
+        if len(bound) == 1 and isinstance(bound[0], ast.expr):
+            node = bound[0]
+    return _held_attribute(node)
+
+
+def _assigned(scope: ast.AST, name: str) -> list[ast.expr]:
+    """The values `name = ...` assigns in the body of `scope` (not in nested definitions)."""
+    body = scope.body if isinstance(scope, (*FUNCTION_DEFS, ast.Module)) else []
+    return [statement.value for statement in body_nodes(body) if isinstance(statement, ast.Assign)
+            and any(isinstance(target, ast.Name) and target.id == name for target in statement.targets)]
+
+
+SCALAR_READS = {"item", "tolist"}  # `self.x[2].item()` reads an element of `self.x`
+
+
+def _held_attribute(node: ast.AST) -> str | None:
+    """The attribute of `self` that `node` is or reads one element or scalar of: "x" for `self.x`,
+    `self.x[2]`, `self.x[2].item()`."""
+    while isinstance(node, ast.Subscript) or isinstance(node, ast.Call) and not node.args and not node.keywords \
+            and isinstance(node.func, ast.Attribute) and node.func.attr in SCALAR_READS:
+        node = node.value if isinstance(node, ast.Subscript) else node.func.value
     return own_attribute(node)
 
 
@@ -771,7 +810,7 @@ class ExecutionModel:
         loops: list[ast.AST] = []
         periodic = False
         gated = False  # under a periodic test, loop or not
-        first_only = False
+        guards: list[ast.If] = []  # the `if`s whose body holds the node: lazy set-up guards?
         child, parent = node, self.ctx.parent(node)
         first_iter_of: ast.AST | None = None  # a comprehension whose first iterable holds the node
         function = None
@@ -794,7 +833,8 @@ class ExecutionModel:
                     parent.orelse if _contains(parent.orelse, child) else None
                 if branch is not None:
                     cold = cold or is_cold_branch(branch)
-                    first_only = first_only or (branch is parent.body and _lazy_set_up(parent))
+                    if branch is parent.body:
+                        guards.append(parent)
                     if small and is_periodic_test(self._test_of(parent), self._innermost_loop(parent)) \
                             and not steps_optimizer(branch):
                         periodic = True
@@ -817,6 +857,8 @@ class ExecutionModel:
                 first_iter_of = None
             child, parent = parent, self.ctx.parent(parent)
         literal = all(_over_literal(loop) for loop in loops)
+        scope = function or self.ctx.tree
+        first_only = any(_lazy_set_up(guard, lambda name: _assigned(scope, name)) for guard in guards)
         return Placement(
             cold=cold, loops=tuple(loops), gated=gated, periodic=periodic, function=function,
             per_outer=bool(loops) and self._per_outer(loops[0]),

@@ -242,6 +242,21 @@ class Memory(torch.nn.Module):
             self.mask = torch.ones_like(out)  # ctx: once
         if isinstance(self.head, torch.nn.Linear):
             self.head = self.head.half()  # ctx: per-step
+        keys = out
+        if not len(self.queue):
+            self.queue = keys.clone()  # ctx: once
+        if len(self.bank) == 0:
+            self.bank = [keys]  # ctx: once
+        z = self.params[2].item()
+        if z < 0:
+            self.params[2] = keys.sum().item()  # ctx: once
+        if len(keys) == 0:
+            self.queue = keys  # ctx: per-step
+        w = self.params[3].item()
+        if w < 0:
+            self.other[3] = keys.sum().item()  # ctx: per-step
+        if len(self.queue) > 0:
+            self.queue = keys  # ctx: per-step
         return out / self.norm
 """,
     "after an early exit on the steps a periodic test leaves out": """
