@@ -21,11 +21,13 @@ class ApexAmp(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._found: list[tuple[ast.AST, str]] = []
+        self._imports: list[tuple[ast.AST, str, set[str]]] = []  # (node, what, the names it binds)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if alias.name == "apex.amp" or alias.name.startswith("apex.amp."):
-                self._found.append((node, f"import {alias.name}"))
+                bound = alias.asname or alias.name.partition(".")[0]
+                self._imports.append((node, f"import {alias.name}", {bound}))
                 return
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -33,9 +35,11 @@ class ApexAmp(Rule):
             return
         module = node.module or ""
         if module == "apex" and any(alias.name == "amp" for alias in node.names):
-            self._found.append((node, "from apex import amp"))
+            bound = {alias.asname or alias.name for alias in node.names if alias.name == "amp"}
+            self._imports.append((node, "from apex import amp", bound))
         elif module == "apex.amp" or module.startswith("apex.amp."):
-            self._found.append((node, f"from {module} import ..."))
+            self._imports.append((node, f"from {module} import ...", {alias.asname or alias.name
+                                                                        for alias in node.names}))
 
     def visit_Call(self, node: ast.Call) -> None:
         qualname = self.ctx.qualname(node.func)
@@ -45,9 +49,12 @@ class ApexAmp(Rule):
     def end_file(self) -> None:
         # A module that also uses torch's own AMP offers apex as one backend among others
         # (`--amp-impl apex`): the user chose it, and the native path is already there.
-        if not self._found or uses_any_amp(self.ctx):
+        if not (self._found or self._imports) or uses_any_amp(self.ctx):
             return
-        for node, what in self._found:
+        # An import nothing uses (`try: from apex import amp` kept from a template) runs no apex code.
+        loaded = {n.id for n in ast.walk(self.ctx.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        used = [(node, what) for node, what, bound in self._imports if bound & loaded]
+        for node, what in sorted(used + self._found, key=lambda found: (found[0].lineno, found[0].col_offset)):
             end = node.func if isinstance(node, ast.Call) else node
             self.report(node, self.message.format(what=what), end_node=end)
 
@@ -66,7 +73,8 @@ fp32 master weights by `opt_level`; native autocast instead picks a precision pe
 `torch.compile`, FSDP and DDP, and needs no extension build. `amp.scale_loss` is what
 `torch.amp.GradScaler` does.
 
-Not reported: a module that also uses torch's own AMP (`torch.amp`, `torch.autocast`, the older
+Not reported: an import nothing in the module uses (`try: from apex import amp` kept from a
+template, with no `amp.` anywhere): no apex code runs. Nor a module that also uses torch's own AMP (`torch.amp`, `torch.autocast`, the older
 `torch.cuda.amp`): there apex is one backend a user can pick (timm's `--amp-impl apex`, Ignite's
 `amp_mode="apex"`), beside the native one; and the rest of apex (`apex.optimizers.FusedAdam`,
 `apex.normalization`, `apex.parallel`), which are separate features.
@@ -161,6 +169,21 @@ def setup(model, opt):
     ]
 
     good_examples = [
+        # imported but never used: a template's optional import, no apex AMP code runs
+        """
+import torch
+
+try:
+    from apex import amp, optimizers
+    from apex.parallel import convert_syncbn_model
+except ImportError:
+    pass
+
+def main(model, args):
+    if args.syncBN:
+        model = convert_syncbn_model(model)
+    return model
+""",
         # other apex features
         """
 from apex.optimizers import FusedAdam
