@@ -265,7 +265,8 @@ class Project:
         compiles = setting if setting is not None else (
             self.compile_guess or any(s.get("compiles") for s in self.summaries.values()))
         # a program that never names a device is CPU-only: the guess spares a second lint of it
-        return ProjectFacts(compiles=compiles, cpu_only=not self.accelerator_guess, program_trains=self.trains_guess)
+        return ProjectFacts(compiles=compiles, cpu_only=not self.accelerator_guess, program_trains=self.trains_guess,
+                            inference_only=not self.trains_guess)
 
     def add_summary(self, path: str, summary: dict | None) -> None:
         if summary is not None:

@@ -226,11 +226,11 @@ class ProjectFacts:
     Only defs whose context or training the other files change are listed."""
 
     __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "program_trains",
-                 "dead", "_digest")
+                 "dead", "inference_only", "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
                  compiles: bool = True, outer_loops=(), step_loops=(), program_trains: bool = False,
-                 dead=()) -> None:
+                 dead=(), inference_only: bool = False) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -250,6 +250,9 @@ class ProjectFacts:
         # this file's top-level defs and classes that nothing in a training project uses: code that
         # never runs (ProjectModel.dead)
         self.dead = frozenset(dead)
+        # every program holding the file is seen and trains nothing (no backward, no optimizer
+        # step): an evaluation, export or demo program
+        self.inference_only = inference_only
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -268,18 +271,19 @@ class ProjectFacts:
                             for key, sites in sorted(self.callers.items())},
                 "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles,
                 "outer_loops": sorted(self.outer_loops), "step_loops": sorted(self.step_loops),
-                "program_trains": self.program_trains, "dead": sorted(self.dead)}
+                "program_trains": self.program_trains, "dead": sorted(self.dead),
+                "inference_only": self.inference_only}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
                    data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()),
-                   data.get("program_trains", False), data.get("dead", ()))
+                   data.get("program_trains", False), data.get("dead", ()), data.get("inference_only", False))
 
     def _key(self) -> tuple:
         return (tuple(sorted((key, tuple(sites)) for key, sites in self.callers.items())), tuple(sorted(self.training)),
                 self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)),
-                self.program_trains, tuple(sorted(self.dead)))
+                self.program_trains, tuple(sorted(self.dead)), self.inference_only)
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key (repr of plain tuples and
@@ -353,6 +357,7 @@ class ProjectModel:
                     break
                 folder = up
         self._modules: dict[tuple, str | None] = {}
+        self._imports_graph: dict[str, set[str]] | None = None
         self.edges: list[_Edge] = []
         self._resolve_edges()
 
@@ -613,7 +618,10 @@ class ProjectModel:
             else:
                 external.setdefault(edge.callee, []).append(edge)
                 outgoing_external.setdefault(edge.path, []).append(edge)
-        cpu_only = self._cpu_only_files()
+        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]}  # what they load is unknown
+        cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic)
+        inference_only = self._programs_without({p for p, s in self.summaries.items() if s.get("trains")} | dynamic,
+                                                scripts_only=True)
         compiles = self.compile_setting if self.compile_setting is not None else \
             any(summary["compiles"] for summary in self.summaries.values())
         self._via: dict[tuple, tuple] = {}
@@ -650,7 +658,7 @@ class ProjectModel:
             outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}
             steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
             out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
-                                     dead.get(path, ()))
+                                     dead.get(path, ()), path in inference_only)
         return out
 
     # -- code that never runs ----------------------------------------------------------------------
@@ -769,17 +777,19 @@ class ProjectModel:
         out.discard(path)
         return out
 
-    def _cpu_only_files(self) -> set[str]:
-        """Files every program of which is seen and places nothing on an accelerator. A program is
-        an entry (a file no other file imports; each file of an import cycle no entry reaches is
-        one too) with what it imports, transitively. A file that may import modules by name at run
-        time counts as placing tensors (what it loads is unknown)."""
-        graph = {path: self.imports_of(path) for path in self.summaries}
+    def _programs_without(self, evidence: set[str], scripts_only: bool = False) -> set[str]:
+        """Files every program of which is seen and holds none of the `evidence` files (one that
+        places tensors on an accelerator; one that trains). A program is an entry (a file no
+        other file imports; each file of an import cycle no entry reaches is one too) with what
+        it imports, transitively. The caller counts a file that may import modules by name at
+        run time as evidence (what it loads is unknown). `scripts_only`: an entry that is not a
+        script (no `__main__` block, no top-level loop: a library module nothing here imports)
+        is a program not seen, and counts as evidence."""
+        graph = self._import_graph()
         importers: dict[str, set[str]] = {path: set() for path in graph}
         for path, targets in graph.items():
             for target in targets:
                 importers[target].add(path)
-        evidence = {p for p, s in self.summaries.items() if s["accelerator"] or s["dynamic"]}
         reaching = set(evidence)  # files whose programs include an evidence file below them
         pending = list(evidence)
         while pending:
@@ -788,6 +798,9 @@ class ProjectModel:
                     reaching.add(importer)
                     pending.append(importer)
         entries = [p for p in graph if not importers[p]]
+        if scripts_only:
+            unseen = {p for p in graph if not self.summaries[p]["names"]["entry"]}
+            reaching |= {p for p in entries if p in unseen}
         seen: set[str] = set()
         accelerated: set[str] = set()
 
@@ -805,9 +818,14 @@ class ProjectModel:
         for path in graph:  # cycles no entry reaches: each file is an entry of its own
             if path not in seen:
                 spread([path], seen)
-                if path in reaching:
+                if path in reaching or scripts_only and path in unseen:
                     spread([path], accelerated)
         return set(graph) - accelerated
+
+    def _import_graph(self) -> dict[str, set[str]]:
+        if self._imports_graph is None:
+            self._imports_graph = {path: self.imports_of(path) for path in self.summaries}
+        return self._imports_graph
 
 
 def _display(path: str) -> str:

@@ -997,3 +997,103 @@ def test_data_parallel_in_a_script_whose_loop_runs_another_files_training_step(t
     assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202") != set()
     (tmp_path / "pyproject.toml").write_text("[tool.ptlint]\nproject = false\n")
     assert check(tmp_path, monkeypatch, capsys, "PTL202") == []
+
+
+# -- programs that train nothing (PTL202) --------------------------------------------------------
+
+TRAIN_WITH_MODELS = """
+    import torch
+    from models import build
+
+
+    def main():
+        model = build()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader():
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+MODELS = """
+    import torch
+
+
+    def build():
+        return torch.nn.DataParallel(torch.nn.Linear(4, 2)).cuda()  # expect: PTL202
+"""
+
+
+def test_data_parallel_in_programs_that_train_nothing_is_silent(tmp_path, monkeypatch, capsys):
+    """eval.py and extract.py are scripts that train nothing; features.py only they import. A
+    wrap there runs no training step, wherever it runs (once, in a loop, in a helper)."""
+    write(tmp_path, {"train.py": TRAIN_WITH_MODELS, "models.py": MODELS, "eval.py": """
+        import torch
+        from models import build
+        from features import wrap
+
+
+        def evaluate(paths):
+            for path in paths:
+                net = torch.nn.DataParallel(build())
+                print(net(torch.zeros(1, 4)))
+
+
+        if __name__ == "__main__":
+            evaluate(["a", "b"])
+            wrap(build())
+    """, "features.py": """
+        import torch
+
+
+        def wrap(model):
+            return torch.nn.DataParallel(model)
+    """, "extract.py": """
+        import torch
+        from features import wrap
+
+        for x in range(3):
+            print(wrap(torch.nn.Linear(4, 2))(x))
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202")
+
+
+def test_data_parallel_in_a_module_a_training_program_imports_is_reported(tmp_path, monkeypatch, capsys):
+    """features.py is imported by eval.py and by train.py, which trains: reported."""
+    write(tmp_path, {"train.py": TRAIN_WITH_MODELS.replace("from models import build", "from models import build\n"
+                                                            "    from features import wrap"),
+                     "models.py": MODELS, "eval.py": """
+        from features import wrap
+
+
+        if __name__ == "__main__":
+            wrap(None)
+    """, "features.py": """
+        import torch
+
+
+        def wrap(model):
+            return torch.nn.DataParallel(model)  # expect: PTL202
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202")
+
+
+def test_data_parallel_in_a_library_module_nothing_here_runs_is_reported(tmp_path, monkeypatch, capsys):
+    """No script holds lib.py: its program is not seen, and its users may train."""
+    write(tmp_path, {"lib.py": """
+        import torch
+
+
+        def parallel(model):
+            return torch.nn.DataParallel(model)  # expect: PTL202
+    """, "demo.py": """
+        import torch
+
+        if __name__ == "__main__":
+            net = torch.nn.DataParallel(torch.nn.Linear(2, 2))
+            print(net(torch.zeros(1, 2)))
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202")

@@ -112,11 +112,16 @@ class UsesDataParallel(Rule):
         return tests
 
     def keep(self, node: ast.AST, where) -> bool:
-        """Not in once-code of an inference program: a file that runs its model for evaluation
-        (`model.eval()`, `torch.no_grad()`) and trains nothing — an evaluation, demo or feature
-        extraction script wrapping the model to run it, or to load a checkpoint saved with
-        `module.` names. DataParallel's cost is paid per training step. Kept in code other files
-        call (the caller may train)."""
+        """Not in a program that trains nothing: DataParallel's cost is paid per training step.
+        With the project model, a file every program of which is seen and trains nothing (an
+        evaluation, export or demo program, and the modules only they import). Without it, once-code
+        of a file that runs its model for evaluation (`model.eval()`, `torch.no_grad()`) and trains
+        nothing — an evaluation, demo or feature extraction script wrapping the model to run it,
+        or to load a checkpoint saved with `module.` names; code other files call is kept there
+        (the caller may train)."""
+        project = self.ctx.project
+        if project is not None and project.inference_only:
+            return False
         return where.context != ONCE or not self._inference_only()
 
     def _inference_only(self) -> bool:
@@ -181,7 +186,10 @@ off, which is how it usually runs.
   no loop that runs another file's training step). An evaluation, demo or feature-extraction
   script often wraps the model to load a checkpoint saved with `module.` names; with no training
   step there is no gradient reduction to pay for, and DDP would not be the remedy. A function
-  other files call is reported all the same (its callers may train).
+  other files call is reported all the same (its callers may train), unless the project model
+  sees every program that holds the file (each script, a `__main__` block or a top-level loop,
+  with what it imports) and none of
+  them trains: then the file is silent wherever the wrap runs.
 
 ## Example
 ```python
