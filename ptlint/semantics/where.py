@@ -296,7 +296,7 @@ def _empty_test(op: ast.cmpop, value: object) -> bool:
 def _tested_attribute(node: ast.AST, values: Callable[[str], list] | None = None) -> str | None:
     """`self.x` -> "x"; also what `isinstance(self.x, ...)`, `len(self.x)` and `hasattr(self, "x")`
     ask about (`if not isinstance(self.net, nn.DataParallel): self.net = nn.DataParallel(self.net)`),
-    and a local name assigned once from one (`z = self.params[2].item()`)."""
+    and a local name every assignment of which reads one (`z = self.params[2].item()`)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id == "len" and len(node.args) == 1:
             node = node.args[0]
@@ -306,9 +306,8 @@ def _tested_attribute(node: ast.AST, values: Callable[[str], list] | None = None
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in SELF_NAMES:
             return node.args[1].value if isinstance(node.args[1].value, str) else None
     if isinstance(node, ast.Name) and values is not None:
-        bound = values(node.id)
-        if len(bound) == 1 and isinstance(bound[0], ast.expr):
-            node = bound[0]
+        held = {_held_attribute(value) for value in values(node.id)}
+        return held.pop() if len(held) == 1 else None  # every value of the name reads one attribute
     return _held_attribute(node)
 
 
@@ -319,14 +318,15 @@ def _assigned(scope: ast.AST, name: str) -> list[ast.expr]:
             and any(isinstance(target, ast.Name) and target.id == name for target in statement.targets)]
 
 
-SCALAR_READS = {"item", "tolist"}  # `self.x[2].item()` reads an element of `self.x`
+# methods that read or copy a value (`self.x[2].clone().item()` is an element of `self.x`)
+VALUE_READS = {"item", "tolist", "clone", "detach", "cpu", "float"}
 
 
 def _held_attribute(node: ast.AST) -> str | None:
     """The attribute of `self` that `node` is or reads one element or scalar of: "x" for `self.x`,
-    `self.x[2]`, `self.x[2].item()`."""
+    `self.x[2]`, `self.x[2].clone().item()`."""
     while isinstance(node, ast.Subscript) or isinstance(node, ast.Call) and not node.args and not node.keywords \
-            and isinstance(node.func, ast.Attribute) and node.func.attr in SCALAR_READS:
+            and isinstance(node.func, ast.Attribute) and node.func.attr in VALUE_READS:
         node = node.value if isinstance(node, ast.Subscript) else node.func.value
     return own_attribute(node)
 

@@ -249,7 +249,11 @@ class Memory(torch.nn.Module):
             self.bank = [keys]  # ctx: once
         z = self.params[2].item()
         if z < 0:
-            self.params[2] = keys.sum().item()  # ctx: once
+            self.params[2] = keys.sum()  # ctx: once
+            z = self.params[2].clone().detach().item()  # ctx: once
+        y = self.params[4].item()
+        if y < 0:
+            y = keys.sum().item()  # ctx: per-step
         if len(keys) == 0:
             self.queue = keys  # ctx: per-step
         w = self.params[3].item()
