@@ -618,9 +618,12 @@ class ProjectModel:
             else:
                 external.setdefault(edge.callee, []).append(edge)
                 outgoing_external.setdefault(edge.path, []).append(edge)
-        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]}  # what they load is unknown
+        # unknown code in a program: a file that loads modules by name (importlib, __import__,
+        # runpy); for devices also one that star-imports or uses names bound nowhere (a device)
+        loads = {p for p, s in self.summaries.items() if s["loads"]}
+        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]}
         cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic)
-        inference_only = self._programs_without({p for p, s in self.summaries.items() if s.get("trains")} | dynamic,
+        inference_only = self._programs_without({p for p, s in self.summaries.items() if s["trains"]} | loads,
                                                 scripts_only=True)
         compiles = self.compile_setting if self.compile_setting is not None else \
             any(summary["compiles"] for summary in self.summaries.values())

@@ -27,10 +27,11 @@ does — never a finding:
   file looks up by a computed name (`getattr(models, args.arch)`, `globals()[name]`, `eval`):
   ["m", ...] a module of the project, "." this file, "*" anything; and `entry`, whether the file
   is a program's entry (`if __name__ == "__main__":`, or a loop at its top level);
-- `accelerator`, `compiles`, `dynamic`, `trains`: whether the file places tensors on an
+- `accelerator`, `compiles`, `dynamic`, `loads`, `trains`: whether the file places tensors on an
   accelerator (or could: a device that arrives from elsewhere), compiles code with
-  `torch.compile`, imports modules by name at run time (then what it imports is unknown), or
-  trains a model (a loop that runs a training step).
+  `torch.compile`, may use code no summary shows (`dynamic`: it imports modules by name, star-
+  imports, or uses names bound nowhere), imports modules by name at run time (`loads`: what
+  its program holds is then unknown), or trains a model (a loop that runs a training step).
 
 References are lists: `["l", key]` a def or class of this file; `["m", level, module, names]`
 what `from <level dots><module> import ...` or `import <module>` binds, then the attributes
@@ -66,7 +67,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 11
+SUMMARY_VERSION = 12
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -121,6 +122,8 @@ def summarize(ctx: "FileFacts") -> dict:
         # the file trains a model: a loop that runs a training step, or a training step of its own
         "trains": any(entry[4] for entry in defs.values()) or any(runs_training_step(loop) for loop in scan.loops),
         "dynamic": scan.star or by_name or bool(scan.used - scan.bound - _BUILTINS),
+        # it loads modules by name at run time: its program holds code no summary shows
+        "loads": by_name,
         "names": _names(ctx, bindings, by_name),
     }
 

@@ -1097,3 +1097,30 @@ def test_data_parallel_in_a_library_module_nothing_here_runs_is_reported(tmp_pat
             print(net(torch.zeros(1, 2)))
     """})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202")
+
+
+def test_a_star_import_keeps_the_program_seen_and_a_load_by_name_does_not(tmp_path, monkeypatch, capsys):
+    """models/__init__.py star-imports models/net.py: the eval program is still all seen. tools.py
+    loads a module by name: its program holds code nobody here sees, which may train."""
+    write(tmp_path, {"models/__init__.py": "from .net import *\n", "models/net.py": """
+        import torch
+
+
+        def parallel(model):
+            return torch.nn.DataParallel(model)
+    """, "eval.py": """
+        import torch
+        import models
+
+        if __name__ == "__main__":
+            net = models.parallel(torch.nn.Linear(2, 2))
+            wrapped = torch.nn.DataParallel(net)
+    """, "tools.py": """
+        import importlib
+        import torch
+
+        if __name__ == "__main__":
+            plugin = importlib.import_module(name)
+            wrapped = torch.nn.DataParallel(plugin.build())  # expect: PTL202
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202")
