@@ -687,7 +687,7 @@ class ProjectModel:
             for lookup in summary["names"]["lookups"]:
                 if lookup == "*":
                     return {}
-                if lookup == ".":
+                if lookup == "." or lookup[0] != "m":  # this file's names, or a def of its own looked into
                     all_live.add(path)
                     continue
                 target = self.resolve_module(path, lookup[1], ".".join([lookup[2], *lookup[3]]).strip("."))

@@ -937,11 +937,16 @@ def test_a_fifo_among_the_other_text_files_is_not_read(tmp_path, monkeypatch, ca
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
 
 
-def test_decorated_and_own_lookups_keep_defs(tmp_path, monkeypatch, capsys):
-    """A decorator may register a def; a module that reads its own `globals()` may call any of them."""
+@pytest.mark.parametrize("lookup", [
+    "globals()[name]()",  # its own module's names
+    "getattr(Modes, name)",  # one of its own classes, by a computed name (it once crashed the solve)
+])
+def test_decorated_and_own_lookups_keep_defs(tmp_path, monkeypatch, capsys, lookup):
+    """A decorator may register a def; a module that looks its own names up may call any of them."""
     helpers = HELPERS.format(scale="  # expect: PTL501", attention="  # expect: PTL308")
     helpers = helpers.replace("    def scale_params", "    @register\n    def scale_params")
-    helpers += "\n\n    def register(f):\n        return f\n\n\n    def build(name):\n        return globals()[name]()\n"
+    helpers += "\n\n    def register(f):\n        return f\n\n\n    class Modes:\n        pass\n\n\n" \
+               f"    def build(name):\n        return {lookup}\n"
     write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": helpers})
     select = "PTL101,PTL501,PTL308"
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select)
