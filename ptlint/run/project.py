@@ -21,6 +21,7 @@ import marshal
 import os
 import re
 import stat
+import sys
 
 from ptlint.run.check import FileResult, check_files
 from ptlint.run.config import DEFAULT_EXCLUDES, Settings
@@ -120,6 +121,7 @@ class Project:
         self.jobs_by_path = {self.key(job.path): job for job in jobs}
         self.cache_file = self.facts_file = None
         self.cache = None
+        self.failed = False  # the model failed: no facts, nothing saved
         if caches is not None:
             cache = self.cache = caches.for_settings(self.settings)
             name = blake2b(root.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
@@ -276,9 +278,19 @@ class Project:
 
     # -- the solve and the index -------------------------------------------------------------------
     def solve(self) -> dict[str, ProjectFacts]:
-        model = ProjectModel(self.root, self.summaries, self.compile_setting(), self.other_names())
-        self.facts = model.solve()
-        self.dependencies = model.dependencies
+        """Every file's facts. A failure of the model (a bug: summaries it cannot read) degrades
+        to no facts, said on standard error once: each file is then checked on its own, and the
+        check goes on."""
+        try:
+            model = ProjectModel(self.root, self.summaries, self.compile_setting(), self.other_names())
+            self.facts = model.solve()
+            self.dependencies = model.dependencies
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the files still get checked
+            if not self.failed:
+                print(f"ptlint: warning: the project model of {self.root} failed ({type(exc).__name__}: {exc}); "
+                      "its files are checked without whole-program facts", file=sys.stderr)
+            self.failed = True
+            self.facts, self.dependencies = {}, {}
         return self.facts
 
     def other_names(self) -> set[str] | None:
@@ -313,8 +325,8 @@ class Project:
     def save(self) -> None:
         """The summaries (with each file's stamp and digest) and the solved facts (with the stamps
         of the files each depends on), for the next run."""
-        if self.cache_file is None:
-            return
+        if self.cache_file is None or self.failed:
+            return  # facts that failed are not kept: the next run solves again
         files, facts = {}, {}
         for path, summary in self.summaries.items():
             stamp = self.stamps.get(path)

@@ -1129,3 +1129,33 @@ def test_a_star_import_keeps_the_program_seen_and_a_load_by_name_does_not(tmp_pa
             wrapped = torch.nn.DataParallel(plugin.build())  # expect: PTL202
     """})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL202")) == markers(tmp_path, "PTL202")
+
+
+def test_a_failing_project_model_leaves_each_file_checked_on_its_own(tmp_path, monkeypatch, capsys):
+    """A bug in the solve is said once on standard error; every file is still checked, as if
+    alone, and no facts are kept for the next run."""
+    from ptlint.semantics import project as model
+
+    write(tmp_path, {"train.py": TRAIN_CALLS_HELPER.replace("log_metrics(loss)", "print(loss.item())"),
+                     "helpers.py": """
+        def log_metrics(loss):
+            print(loss.item())
+    """})
+
+    def broken(self):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(model.ProjectModel, "solve", broken)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PTLINT_CACHE_DIR", raising=False)
+    for _ in range(2):  # the second run finds no kept facts, and fails the same way
+        code = cli.run(["check", "--output-format", "json", "--select", "PTL101", "."])
+        captured = capsys.readouterr()
+        assert code == 1
+        assert captured.err.count("the project model of") == 1
+        assert "RuntimeError: boom" in captured.err
+        assert {(f["path"], f["line"]) for f in json.loads(captured.out)} == {("train.py", 12)}
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    code = cli.run(["check", "--output-format", "json", "--select", "PTL101", "."])
+    assert capsys.readouterr().err == ""
