@@ -166,6 +166,18 @@ import apex
 def setup(model, opt):
     return apex.amp.initialize(model, opt, opt_level="O2")  # expect: PTL602
 """,
+        # every import spelling whose name the module uses
+        """
+import apex.amp  # expect: PTL602
+from apex import amp as mixed, parallel  # expect: PTL602
+from apex.amp import master_params  # expect: PTL602
+
+def clip(optimizer, loss):
+    with apex.amp.scale_loss(loss, optimizer) as scaled:  # expect: PTL602
+        scaled.backward()
+    torch.nn.utils.clip_grad_norm_(master_params(optimizer), 1.0)
+    return mixed.state_dict(), parallel
+""",
     ]
 
     good_examples = [
@@ -183,6 +195,15 @@ def main(model, args):
     if args.syncBN:
         model = convert_syncbn_model(model)
     return model
+""",
+        # imports whose names nothing uses, in every spelling
+        """
+import apex.amp as unused_amp
+from apex import amp as mixed, parallel
+from apex.amp import master_params
+from .apex import amp
+
+model = parallel.convert_syncbn_model(build())
 """,
         # other apex features
         """
