@@ -619,9 +619,10 @@ class ProjectModel:
                 external.setdefault(edge.callee, []).append(edge)
                 outgoing_external.setdefault(edge.path, []).append(edge)
         # unknown code in a program: a file that loads modules by name (importlib, __import__,
-        # runpy). A star import of a project module is an edge of the graph like any import.
+        # runpy); for devices also one that star-imports or uses names bound nowhere (a device)
         loads = {p for p, s in self.summaries.items() if s["loads"]}
-        cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | loads)
+        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]}
+        cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic)
         inference_only = self._programs_without({p for p, s in self.summaries.items() if s["trains"]} | loads,
                                                 scripts_only=True)
         compiles = self.compile_setting if self.compile_setting is not None else \

@@ -1159,37 +1159,3 @@ def test_a_failing_project_model_leaves_each_file_checked_on_its_own(tmp_path, m
     monkeypatch.chdir(tmp_path)
     code = cli.run(["check", "--output-format", "json", "--select", "PTL101", "."])
     assert capsys.readouterr().err == ""
-
-
-def test_a_cpu_only_program_with_a_name_bound_nowhere_is_still_cpu_only(tmp_path, monkeypatch, capsys):
-    """exercise.py (a stub with a blank to fill: a name bound nowhere) star-imports the algorithm
-    package: every file of the program is seen and none places a tensor on a device."""
-    write(tmp_path, {"algos/__init__.py": "from algos.td3 import *\n", "algos/td3.py": """
-        import torch
-
-
-        def td3(env_fn, steps=1000, logger=None):
-            q = torch.nn.Linear(4, 1)
-            opt = torch.optim.Adam(q.parameters())
-
-            def update(data):
-                opt.zero_grad()
-                loss_q = q(data).mean()
-                loss_q.backward()
-                opt.step()
-                logger.store(LossQ=loss_q.item())
-
-            for t in range(steps):
-                update(data=torch.as_tensor(env_fn()))
-    """, "exercise.py": """
-        from algos import *
-
-        if __name__ == "__main__":
-            td3(make_env, steps=YOUR_CODE_HERE)
-    """, "tools.py": """
-        import importlib
-
-        if __name__ == "__main__":
-            importlib.import_module("plugins." + name).run()
-    """})
-    assert check(tmp_path, monkeypatch, capsys, "PTL101") == []
