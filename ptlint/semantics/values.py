@@ -798,7 +798,7 @@ def step_counter(node: ast.AST, ctx: "FileFacts") -> str | None:
     a tensor: registered or assigned as a one-element integer tensor and only ever increased by a
     number (`self.update_count += 1`). The attribute's name, else None."""
     attribute = own_attribute(node)
-    if attribute is None:
+    if attribute is None or not _increased_in_text(attribute, ctx):
         return None
     function = ctx.function
     owner = ctx.owner_class(function) if function is not None else None
@@ -809,6 +809,13 @@ def step_counter(node: ast.AST, ctx: "FileFacts") -> str | None:
     if counters is None:
         counters = ctx.memo[key] = _step_counters(owner, ctx)
     return attribute if attribute in counters else None
+
+
+def _increased_in_text(attribute: str, ctx: "FileFacts") -> bool:
+    """`<attribute> +=` occurs in the file: without it no class of the file keeps that counter, and
+    the class need not be walked (most attribute reads of most files)."""
+    text = ctx.text  # two substring tests: a regular expression over a large file costs more than the walk
+    return f"{attribute} +=" in text or f"{attribute}+=" in text
 
 
 def _step_counters(owner: ast.ClassDef, ctx: "FileFacts") -> set[str]:

@@ -256,15 +256,12 @@ def _lazy_set_up(branch: ast.If, values: Callable[[str], list] | None = None) ->
     with a sentinel constant or asks the type, length or presence of, so it runs until the first
     time it has (not a running best, `if loss < self.best:`). `values(name)`: what a local name
     of the function was assigned."""
-    tested = {_tested_attribute(part, values) for part in _sentinel_tests(branch.test)} - {None}
-    if not tested:
+    assigned = {_held_attribute(target) for statement in branch.body for target in (
+        statement.targets if isinstance(statement, ast.Assign) else
+        [statement.target] if isinstance(statement, ast.AnnAssign) else [])} - {None}
+    if not assigned:  # the usual branch: the test's locals need not be looked up
         return False
-    for statement in branch.body:
-        targets = statement.targets if isinstance(statement, ast.Assign) else \
-            [statement.target] if isinstance(statement, ast.AnnAssign) else []
-        if any(_held_attribute(target) in tested for target in targets):
-            return True
-    return False
+    return any(_tested_attribute(part, values) in assigned for part in _sentinel_tests(branch.test))
 
 
 def _sentinel_tests(test: ast.AST) -> list[ast.AST]:
