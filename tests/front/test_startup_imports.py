@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from helpers import SYNC_LOSS_ITEM
 
 HEAVY = ("dataclasses", "inspect", "json", "ptlint.report.sarif", "torch")
 
@@ -25,19 +26,7 @@ PROBE = textwrap.dedent("""\
     print(" ".join(sorted(name for name in {heavy} if name in sys.modules)))
 """).format(heavy=HEAVY)
 
-STEP = textwrap.dedent("""\
-    import torch
-    import torch.nn.functional as F
-
-
-    def train(model, loader, optimizer):
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
-            print(loss.item())  # noqa: T201
-""")
+STEP = SYNC_LOSS_ITEM  # a training loop with one PTL101 finding
 
 
 @pytest.mark.parametrize("output", ["full", "concise"])
