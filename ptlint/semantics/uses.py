@@ -468,11 +468,10 @@ def after_drain(node: ast.AST, ctx: "FileFacts") -> bool:
         return False  # the read's own statement queues work: `model(x).item()`
     while statement is not stop:
         holder = ctx.parent(statement, within=scope)
-        block = next((b for b in (getattr(holder, f, None) for f in ("body", "orelse", "finalbody"))
-                      if isinstance(b, list) and any(s is statement for s in b)), None)
-        if block is None:
+        place = _place(statement, holder)
+        if place is None:
             return False
-        index = next(i for i, s in enumerate(block) if s is statement)
+        block, index = place
         drained = _drained(block[:index], ctx)
         if drained is not None:
             return drained
@@ -489,27 +488,37 @@ def before_read(node: ast.Call, ctx: "FileFacts") -> bool:
     read inside an `if`, a loop or a `try` may not run, and does not count."""
     statement = ctx.parent(node)
     holder = ctx.parent(statement) if isinstance(statement, ast.Expr) and statement.value is node else None
-    block = next((b for b in (getattr(holder, f, None) for f in ("body", "orelse", "finalbody"))
-                  if isinstance(b, list) and any(s is statement for s in b)), None)
-    if block is None:
+    place = _place(statement, holder)
+    if place is None:
         return False
-    index = next(i for i, s in enumerate(block) if s is statement)
+    block, index = place
     for following in block[index + 1:]:
-        if isinstance(following, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
+        if isinstance(following, MAY_NOT_RUN):
             if device_work(following, ctx):
                 return False
             continue
-        calls = list(calls_in([following]))
-        if any(is_drain(call, ctx) for call in calls):
+        if any(is_drain(call, ctx) for call in calls_in([following])):
             return False  # another drain: each is its own finding
-        reads = [call for call in calls if _reads(call, ctx)]
-        read = {id(n) for call in reads for n in ast.walk(call)}
-        work = [call for call in calls if _queues_work(call, ctx)]
-        if reads and all(id(call) in read for call in work):
-            return True
-        if work:
-            return False
+        drained = _drains(following, ctx)  # a read with no other work (True), or work (False)
+        if drained is not None:
+            return drained
     return False
+
+
+# Statements whose parts may not run (or run later): what they hold neither drains nor reads for sure.
+MAY_NOT_RUN = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)
+
+
+def _place(statement: ast.AST | None, holder: ast.AST | None) -> tuple[list[ast.stmt], int] | None:
+    """The block of `holder` (its body, `else` or `finally`) that holds `statement`, and the index
+    of `statement` there; None when `holder` holds it in no block."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(holder, field, None)
+        if isinstance(block, list):
+            for index, candidate in enumerate(block):
+                if candidate is statement:
+                    return block, index
+    return None
 
 
 def _drained(block: list[ast.stmt], ctx: "FileFacts") -> bool | None:
@@ -523,7 +532,7 @@ def _drained(block: list[ast.stmt], ctx: "FileFacts") -> bool | None:
             if any(device_work(item, ctx) for item in statement.items):
                 return False
             continue
-        if not isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)):
+        if not isinstance(statement, MAY_NOT_RUN):
             drained = _drains(statement, ctx)
             if drained is not None:
                 return drained
