@@ -442,6 +442,5 @@ def _shape(summary: dict) -> tuple:
     names = summary["names"]
     tops = tuple((name, *entry) for name, entry in names["tops"].items())
     return (defs, edges, classes, repr(summary["imports"]), repr(summary["exports"]),
-            summary["accelerator"], summary["compiles"], summary["dynamic"], summary["loads"], summary["trains"],
-            names["roots"], tops,
-            repr(names["lookups"]))
+            summary["accelerator"], summary["compiles"], summary["dynamic"], summary["unbound"], summary["loads"],
+            summary["trains"], names["roots"], tops, repr(names["lookups"]))

@@ -619,10 +619,13 @@ class ProjectModel:
                 external.setdefault(edge.callee, []).append(edge)
                 outgoing_external.setdefault(edge.path, []).append(edge)
         # unknown code in a program: a file that loads modules by name (importlib, __import__,
-        # runpy); for devices also one that star-imports or uses names bound nowhere (a device)
+        # runpy); for devices also one that star-imports. A file that uses names bound nowhere
+        # may hold a device itself, but says nothing of the modules it imports (an exercise
+        # with blanks beside the package it imports)
         loads = {p for p, s in self.summaries.items() if s["loads"]}
         dynamic = {p for p, s in self.summaries.items() if s["dynamic"]}
-        cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic)
+        cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic) \
+            - {p for p, s in self.summaries.items() if s["unbound"]}
         inference_only = self._programs_without({p for p, s in self.summaries.items() if s["trains"]} | loads,
                                                 scripts_only=True)
         compiles = self.compile_setting if self.compile_setting is not None else \

@@ -67,7 +67,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 12
+SUMMARY_VERSION = 13
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -121,7 +121,10 @@ def summarize(ctx: "FileFacts") -> dict:
         "compiles": _compiles(ctx, scan),
         # the file trains a model: a loop that runs a training step, or a training step of its own
         "trains": any(entry[4] for entry in defs.values()) or any(runs_training_step(loop) for loop in scan.loops),
-        "dynamic": scan.star or by_name or bool(scan.used - scan.bound - _BUILTINS),
+        "dynamic": scan.star or by_name,
+        # it uses names bound nowhere (a snippet, an exercise with blanks): its own code is not all
+        # there, but what it imports is known
+        "unbound": bool(scan.used - scan.bound - _BUILTINS),
         # it loads modules by name at run time: its program holds code no summary shows
         "loads": by_name,
         "names": _names(ctx, bindings, by_name),

@@ -198,6 +198,42 @@ def test_a_module_of_a_gpu_program_shared_with_a_cpu_program_is_reported_only_in
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
 
 
+@pytest.mark.parametrize("move, expect", [("", ""), (".cuda()", "  # expect: {code}")])
+def test_per_tensor_optimizer_loops_are_silent_only_in_a_cpu_only_program(tmp_path, monkeypatch, capsys, move, expect):
+    """A Polyak update and a per-gradient zeroing in a program on the CPU: a launch per tensor
+    costs microseconds there, and foreach saves little."""
+    write(tmp_path, {"train.py": f"""
+        import torch
+        from targets import polyak
+
+
+        def main():
+            net = torch.nn.Linear(4, 2){move}
+            target = torch.nn.Linear(4, 2){move}
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            for step in range(100):
+                loss = net(torch.randn(8, 4){move}).sum()
+                for p in net.parameters():{expect.format(code="PTL502")}
+                    p.grad = None if p.grad is None else p.grad.zero_()
+                loss.backward()
+                opt.step()
+                polyak(net, target)
+
+
+        main()
+    """, "targets.py": f"""
+        import torch
+
+
+        def polyak(net, target):
+            with torch.no_grad():
+                for p, q in zip(net.parameters(), target.parameters()):{expect.format(code="PTL501")}
+                    q.mul_(0.99).add_(p, alpha=0.01)
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL501,PTL502")) == \
+        markers(tmp_path, "PTL501") | markers(tmp_path, "PTL502")
+
+
 DYNAMIC_PROGRAM = """
     import torch
     {load}
@@ -483,6 +519,37 @@ def test_the_project_cache_answers_a_one_file_check_and_sees_a_helper_change(tmp
         "        log_metrics(loss)\n", "    log_metrics(loss)\n"))  # now after the loop, once
     assert cli.run(["check", "--output-format", "json", "--select", "PTL101", "helpers.py"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_names_bound_nowhere_leave_the_cpu_only_modules_they_import_silent(tmp_path, monkeypatch, capsys):
+    """An exercise with blanks (`q1`, `q2` bound nowhere) beside the CPU-only package it imports:
+    the exercise itself may hold a device, the package's step stays silent."""
+    write(tmp_path, {"algo.py": """
+        import torch
+
+
+        def update(model, opt, batches):
+            for batch in batches:
+                loss = model(batch).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                print(loss.item())
+    """, "exercise.py": """
+        import torch
+        from algo import update
+
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in batches:
+            loss = ((q1 - batch) ** 2).mean() + ((q2 - batch) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print(loss.item())  # expect: PTL101
+        update(model, opt, [])
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
 
 
 def test_a_script_that_uses_names_nothing_binds_is_not_assumed_to_stay_on_the_cpu(tmp_path, monkeypatch, capsys):

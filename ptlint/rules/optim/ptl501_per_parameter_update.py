@@ -83,6 +83,7 @@ def _reference_implementation(ctx) -> bool:
 
 class PerParameterUpdate(Rule):
     code = "PTL501"
+    needs_accelerator = True  # a launch per tensor on the CPU costs microseconds; foreach saves little
     name = "per-parameter-update"
     message = "this loop updates each parameter in place, one kernel launch per tensor; a `torch.optim` " \
               "optimizer with `foreach=True` or `fused=True` updates them all in a few"
@@ -331,7 +332,9 @@ tensors in a few fused launches; `torch.optim` uses them for exactly this reason
 - **Silent** in once-code (`__init__`, `init_weights`, set-up that only `main()` calls), once per
   epoch or every N steps (`if step % target_update_every == 0:` copying a target network: a
   launch per tensor every N steps costs little), error paths (an `except` body, a branch that
-  raises, or only warns or logs), and test code.
+  raises, or only warns or logs), test code, and programs
+  that never place a tensor on an accelerator (on the CPU a per-tensor op costs a few
+  microseconds, and `foreach` saves little).
 
 ## Example
 ```python

@@ -31,6 +31,7 @@ def _zeroed_grad(node: ast.AST, names: set[str]) -> ast.AST | None:
 
 class PerParameterZeroGrad(Rule):
     code = "PTL502"
+    needs_accelerator = True  # a launch per tensor on the CPU costs microseconds; foreach saves little
     name = "per-parameter-zero-grad"
     message = "this loop zeroes each gradient separately, one kernel launch per tensor; " \
               "use `optimizer.zero_grad()` or `model.zero_grad()` (they set them to None)"
@@ -88,7 +89,9 @@ launches none and saves the memory until the next backward.
 - **Reports** in code that runs every step, once per epoch, and in a function whose callers the
   file does not show (a `reset_grads(model)` helper).
 - **Silent** in once-code (`__init__`, set-up that only `main()` calls), error paths (an
-  `except` body, a branch that raises, or only warns or logs), and test code.
+  `except` body, a branch that raises, or only warns or logs), test code, and programs
+  that never place a tensor on an accelerator (on the CPU a per-tensor op costs a few
+  microseconds, and `foreach` saves little).
 
 ## Example
 ```python
