@@ -294,9 +294,9 @@ def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:
         return True
     if any(isinstance(ancestor, ast.Assert) and ancestor.msg is not node for ancestor in ctx.stack):
         return True
-    loop = ctx.loops[-1] if ctx.loops else None
-    if loop is not None and not isinstance(loop, STATEMENT_LOOPS):
-        return False
+    # the statement loop around the read: a comprehension's value (`{k: v.item() for ...}`) goes
+    # to the statement that holds it
+    loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), None)
     names = set()
     for ancestor in reversed(ctx.stack):
         if ancestor is loop or isinstance(ancestor, FUNCTION_DEFS):
@@ -308,9 +308,23 @@ def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:
             names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
     if not names or loop is None:
         return False
-    return any(isinstance(n, ast.If) and _leaves_loop(n.body) and
-               any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
-               for statement in loop.body for n in ast.walk(statement))
+    # tested where a failed test leaves the loop (`if not math.isfinite(loss_value): sys.exit(1)`,
+    # `if math.isnan(sum(losses.values())): raise`) or asserted (`assert math.isfinite(loss_value)`)
+    return any(isinstance(n, (ast.If, ast.Assert)) and (isinstance(n, ast.Assert) or _leaves_loop(n.body)) and
+               _tests_value(n.test, names) for statement in loop.body for n in ast.walk(statement))
+
+
+TYPE_TESTS = {"isinstance", "hasattr", "type", "callable"}
+
+
+def _tests_value(test: ast.AST, names: set[str]) -> bool:
+    """`test` reads the value of one of `names`, not only its type (`assert isinstance(v, float)`
+    needs no value)."""
+    if isinstance(test, ast.Name):
+        return test.id in names
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in TYPE_TESTS:
+        return False
+    return any(_tests_value(child, names) for child in ast.iter_child_nodes(test))
 
 
 # calls that end the program: `if not math.isfinite(loss_value): sys.exit(1)` is a stop test
@@ -318,7 +332,7 @@ EXITS = {"exit", "quit", "_exit", "abort"}
 
 
 def _leaves_loop(body: list[ast.stmt]) -> bool:
-    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise))
+    return any(isinstance(n, (ast.Break, ast.Return, ast.Continue, ast.Raise, ast.Assert))
                or (isinstance(n, ast.Call) and _ends_program(n))
                for statement in body for n in ast.walk(statement))
 

@@ -600,7 +600,8 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileFacts", depth: int) -> bool:
             and ctx.qualname(expr.func) not in HOST_FACTORIES and not any(k.arg == "device" for k in expr.keywords):
         return _mentions_cpu(expr.args[0], ctx, depth)  # `torch.split(host, n)`: pieces of a host tensor
     root = root_name(expr)  # the value the expression derives from: `labels_cpu` of `labels_cpu[i]`
-    on_cpu = root is not None and (_host_name(root) or (depth < 3 and _host_value(root, ctx, depth + 1)))
+    on_cpu = root is not None and (_host_name(root) or (depth < 3 and (
+        _host_value(root, ctx, depth + 1) or _batch_part_left_on_host(root, ctx))))
     for node in ast.walk(expr):
         if not isinstance(node, ast.Call):
             continue
@@ -639,8 +640,36 @@ def visibly_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
             return True
         node = node.value
     if isinstance(node, ast.Name):
-        return _host_name(node.id) or _host_value(node.id, ctx, 0)
+        return _host_name(node.id) or _host_value(node.id, ctx, 0) or _batch_part_left_on_host(node.id, ctx)
     return _mentions_cpu(node, ctx, 0)
+
+
+def _batch_part_left_on_host(name: str, ctx: "FileFacts") -> bool:
+    """`for image, caption, image_id in loader:` whose body moves `image` to the device
+    (`image = image.to(device)`) and never `image_id`: a loader yields host tensors, and the loop
+    moves the parts it computes with, so the part it leaves (an id, an index) is in host memory."""
+    values = ctx.assignments(name)
+    if len(values) != 1:
+        return False
+    loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, (ast.For, ast.AsyncFor))
+                 and isinstance(loop.target, (ast.Tuple, ast.List))
+                 and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(loop.target))), None)
+    if loop is None or not any(values[0] is n for n in ast.walk(loop.iter)):
+        return False
+    parts = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    moved = False
+    for statement in loop.body:
+        for node in ast.walk(statement):
+            method = method_name(node) if isinstance(node, ast.Call) else None
+            if method not in ("to", "cuda") or not isinstance(node.func, ast.Attribute):
+                continue
+            root = root_name(node.func.value)
+            if root == name:
+                return False
+            if root in parts and (method == "cuda" or (node.args and may_be_device(node.args[0], ctx)
+                                                       and not is_cpu_device(node.args[0], ctx))):
+                moved = True
+    return moved
 
 
 # Checkpoint conversion code reads tensors that were loaded into host memory.

@@ -518,6 +518,20 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # an assertion on the read's type needs no value: the read is a log's
+        """
+import torch
+
+def train(model, loader, opt, meters):
+    for x in loader:
+        losses = model(x)
+        sum(losses.values()).backward()
+        opt.step()
+        for k, v in losses.items():
+            v = v.item()  # expect: PTL101
+            assert isinstance(v, (float, int))
+            meters[k].append(v)
+""",
         # a step counter kept in a tensor, tested and read in a training step
         """
 import torch
@@ -1106,6 +1120,66 @@ class Brain:
                 raise ValueError("patience exhausted")
             else:
                 logger.warning("patience not yet exhausted")
+""",
+        # a part of each batch the loop leaves in host memory: the loader yields host tensors and
+        # the loop moves only the parts it computes with
+        """
+import torch
+
+def evaluate(model, data_loader, device, results):
+    model.eval()
+    with torch.no_grad():
+        for i, (image, caption, image_id) in enumerate(data_loader):
+            image = image.to(device, non_blocking=True)
+            captions = model.generate(image)
+            for text, img_id in zip(captions, image_id):
+                results.append({"image_id": img_id.item(), "caption": text})
+
+def train(model, loader, opt, seen):
+    for samples, targets, index in loader:
+        samples = samples.cuda(non_blocking=True)
+        loss = model(samples, targets.cuda()).mean()
+        loss.backward()
+        opt.step()
+        print("batch", int(index[0]))
+""",
+        # a read whose value a non-finite abort tests every step: an assertion in the branch, a
+        # dict of reads summed and tested, an assertion on the name
+        """
+import math
+import sys
+import torch
+
+def train(model, loader, opt, log):
+    for x, y in loader:
+        loss = model(x, y)
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            print("Loss is {}, stopping training".format(loss_value))
+            assert math.isfinite(loss_value)
+        loss.backward()
+        opt.step()
+        log(loss=loss_value)
+
+def train_ssl(model, loader, opt, logger):
+    for batch in loader:
+        loss_dict = model(batch)
+        sum(loss_dict.values()).backward()
+        opt.step()
+        reduced = {k: v.item() for k, v in loss_dict.items()}
+        if math.isnan(sum(reduced.values())):
+            logger.info("NaN detected")
+            raise AssertionError
+        logger.log(**reduced)
+
+def train_plain(model, loader, opt):
+    for x in loader:
+        loss = model(x).mean()
+        value = float(loss)
+        assert not math.isnan(value), "loss is nan"
+        loss.backward()
+        opt.step()
+        print(value)
 """,
         # conditions that are the algorithm's own logic: a `while` test, a branch that runs a
         # model or keeps Python state, a choice on values the loop reads back anyway; and a
