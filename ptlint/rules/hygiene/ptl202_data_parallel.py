@@ -66,6 +66,20 @@ def _runs_inference(call: ast.Call, ctx) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr == "eval" and not call.args
 
 
+def _holds_model(expr: ast.AST, names: set[str]) -> bool:
+    """`expr` is the model named by one of `names` (`model`, `model.cuda()`, `model.module`, a
+    tuple holding it), not a result computed with it (`model(x)`, `[model(x) for x in xs]`)."""
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return any(_holds_model(element, names) for element in expr.elts)
+    while isinstance(expr, (ast.Attribute, ast.Call)):
+        if isinstance(expr, ast.Call):
+            if not isinstance(expr.func, ast.Attribute):
+                return False
+            expr = expr.func
+        expr = expr.value
+    return isinstance(expr, ast.Name) and expr.id in names
+
+
 class UsesDataParallel(Rule):
     code = "PTL202"
     name = "data-parallel"
@@ -134,8 +148,42 @@ class UsesDataParallel(Rule):
             known = self._inference = not trains and any(_runs_inference(call, self.ctx) for call in calls)
         return known
 
+    def _wrapped_for_inference(self) -> bool:
+        """The function that wraps the model (`model = nn.DataParallel(model)`, the call being
+        visited) puts it in eval mode or runs under `no_grad`, trains nothing, and keeps the
+        wrapped model to itself (no `return model`, no `self.model = model`): a sampling or
+        evaluation method of a class that also trains, whose wrap pays for no gradient reduction."""
+        function, stack = self.ctx.function, self.ctx.stack
+        if function is None:
+            return False
+        index = len(stack)  # the stack holds the call's ancestors
+        while index > 0 and isinstance(stack[index - 1], (ast.Attribute, ast.Call)):
+            index -= 1  # `nn.DataParallel(model).cuda()`
+        assign = stack[index - 1] if index > 0 else None
+        if not isinstance(assign, ast.Assign):
+            return False
+        names = {t.id for t in assign.targets if isinstance(t, ast.Name)}
+        if not names:
+            return False
+        nodes = list(ast.walk(function))
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        project = self.ctx.project
+        loops = project.step_loops | project.outer_loops if project is not None else frozenset()
+        if any(_starts_training(call, self.ctx) for call in calls) or any(
+                isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno in loops for n in nodes):
+            return False  # it trains, here or through a loop that runs another file's training step
+        for n in nodes:
+            leaves = (isinstance(n, (ast.Return, ast.Yield)) and n.value is not None and n.value) or \
+                (isinstance(n, ast.Assign) and any(not isinstance(t, ast.Name) for t in n.targets) and n.value)
+            if leaves and _holds_model(leaves, names):
+                return False
+        return any(self.ctx.qualname(d.func if isinstance(d, ast.Call) else d) in NO_GRAD
+                   for d in function.decorator_list) or \
+            any(_runs_inference(call, self.ctx) and (self.ctx.qualname(call.func) in NO_GRAD or any(
+                isinstance(m, ast.Name) and m.id in names for m in ast.walk(call.func))) for call in calls)
+
     def visit_Call(self, node: ast.Call) -> None:
-        if self._is_data_parallel(node.func):
+        if self._is_data_parallel(node.func) and not self._wrapped_for_inference():
             self.report(node, self.message.format(name=ast.unparse(node.func)), end_node=node.func)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -189,7 +237,10 @@ off, which is how it usually runs.
   other files call is reported all the same (its callers may train), unless the project model
   sees every program that holds the file (each script, a `__main__` block or a top-level loop,
   with what it imports) and none of
-  them trains: then the file is silent wherever the wrap runs.
+  them trains: then the file is silent wherever the wrap runs. Also silent: a function that wraps
+  the model, puts it in eval mode (`model.eval()`) or runs under `no_grad`, trains nothing and
+  keeps the wrapped model to itself (no `return`, no `self.model = model`): the sampling or
+  evaluation method of a class whose other methods train.
 
 ## Example
 ```python
@@ -301,6 +352,29 @@ def main(args):
 if __name__ == "__main__":
     main(parse())
 """,
+        # a wrap in a method that also trains, and one that hands the wrapped model on
+        """
+import torch
+
+class Runner:
+    def train(self):
+        model = torch.nn.DataParallel(build()).cuda()  # expect: PTL202
+        opt = torch.optim.Adam(model.parameters())
+        model.eval()
+        for x in self.loader:
+            model(x).mean().backward()
+            opt.step()
+
+    def build(self):
+        model = torch.nn.DataParallel(build())  # expect: PTL202
+        model.eval()
+        self.model = model
+
+    def loaded(self):
+        model = torch.nn.DataParallel(build())  # expect: PTL202
+        model.eval()
+        return model
+""",
         # an inference helper nothing in the file calls: its callers may train
         """
 import torch
@@ -314,6 +388,30 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # a sampling method of a runner that also trains: wrapped, put in eval mode, kept local
+        """
+import torch
+
+class Runner:
+    def train(self):
+        opt = torch.optim.Adam(self.model.parameters())
+        for x in self.loader:
+            self.model(x).mean().backward()
+            opt.step()
+
+    def sample(self):
+        model = build().to(self.device)
+        model = torch.nn.DataParallel(model)
+        model.load_state_dict(torch.load(self.ckpt)[0], strict=True)
+        model.eval()
+        if self.args.fid:
+            self.sample_fid(model)
+
+    @torch.no_grad()
+    def features(self, images):
+        extractor = torch.nn.DataParallel(load_inception()).cuda()
+        return [extractor(x) for x in images]
+""",
         # an evaluation script: the model is wrapped to load a checkpoint and run, never trained
         """
 import torch
