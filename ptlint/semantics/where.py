@@ -536,11 +536,23 @@ def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
     for node in ast.walk(test):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return True
-        if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):
-            sides = [node.left, *node.comparators]
-            if any(isinstance(side, ast.Name) and side.id in names for side in sides):
-                return True
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        if any(isinstance(op, ast.Eq) for op in node.ops) and (
+                any(isinstance(side, ast.Name) and side.id in names for side in sides)
+                or (any(isinstance(side, ast.Constant) and type(side.value) is int for side in sides)
+                    and any(name_words(side) & STEP_COUNTER_WORDS for side in sides))):
+            return True  # `i == 0`, `batch_idx == 0`, `self.global_step == 0`
+        if isinstance(node.ops[0], ast.In) and isinstance(node.left, ast.Name) \
+                and (node.left.id in names or name_words(node.left) & STEP_COUNTER_WORDS):
+            return True  # `it in log_iters`: the iterations a set names
     return False
+
+
+# Names of a step counter: `batch_idx == 0` or `global_step == 0` holds on one step (not `epoch == 0`,
+# a whole epoch of steps).
+STEP_COUNTER_WORDS = {"step", "iter", "iteration", "it", "idx", "batch_idx", "global_step", "itr"}
 
 
 def _off_period(test: ast.AST, loop: ast.AST | None) -> bool:
@@ -549,6 +561,8 @@ def _off_period(test: ast.AST, loop: ast.AST | None) -> bool:
     what follows runs on every optimizer step, the training step itself."""
     if name_words(test) & SUB_STEP_WORDS:
         return False
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):  # `period == 0 or i % period != 0`
+        return any(_off_period(value, loop) for value in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return is_periodic_test(test.operand, loop)
     if isinstance(test, ast.Compare) and all(isinstance(op, ast.NotEq) for op in test.ops):

@@ -42,6 +42,14 @@ def _counts(loop: ast.AST) -> bool:
         and not iterable_is_data(loop)
 
 
+def _builds(loop: ast.AST, model: str) -> bool:
+    """`for name in specs: net = build(name); net.eval(); net(x)`: each iteration builds a new model
+    and runs it once (a smoke test over configurations), not an evaluation over batches."""
+    return any(isinstance(node, ast.Assign) and any(dotted(target) == model for target in node.targets)
+               and not (isinstance(node.value, ast.Call) and _receiver(node.value) == model)
+               for statement in getattr(loop, "body", []) for node in ast.walk(statement))
+
+
 def _receiver(node: ast.AST) -> str | None:
     """The model a chain of module methods starts from: `sampler.eval()` -> "sampler"."""
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CHAIN_METHODS:
@@ -92,7 +100,7 @@ class EvalWithoutNoGrad(Rule):
             return  # one finding per loop, at its first model call
         if self._mode_before(model, node) != "eval":
             return
-        if _counts(loop) or graph_wanted(loop, self.ctx) or self._frozen(model):
+        if _counts(loop) or _builds(loop, model) or graph_wanted(loop, self.ctx) or self._frozen(model):
             return
         if GradRegions.of(self.ctx).off(node):
             return
@@ -310,6 +318,19 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # a smoke test over configurations: each iteration builds a model and runs it once
+        """
+import torch
+
+specification = {"small": 128, "base": 256}
+
+if __name__ == "__main__":
+    for name in specification:
+        net = build(name, pretrained=True)
+        net.eval()
+        net(torch.randn(4, 3, 224, 224))
+        print(name, sum(p.numel() for p in net.parameters()))
+""",
         # a project's own decorators that turn gradients off
         """
 import torch

@@ -561,6 +561,25 @@ def hard_update(target, online):
         t.data.copy_(p.data)
         t.detach().copy_(p.to(t.device))
 """,
+        # an EMA the step calls every step that leaves early on the steps between updates
+        """
+import torch
+
+def update_ema(model, ema, cur_iter, period):
+    if period == 0 or cur_iter % period != 0:
+        return
+    params = model.state_dict()
+    for name, param in ema.state_dict().items():
+        param.copy_(param * 0.99 + params[name] * 0.01)
+
+def train(model, ema, loader, opt, period):
+    model.cuda()
+    for cur_iter, (x, y) in enumerate(loader):
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+        update_ema(model, ema, cur_iter, period)
+""",
         # an optimizer with a foreach path: the loop is its per-tensor fallback
         """
 import torch

@@ -1143,6 +1143,32 @@ def train(model, loader, opt, seen):
         opt.step()
         print("batch", int(index[0]))
 """,
+        # reads on a few steps: the first one, those a set of logging iterations names
+        """
+import torch
+
+class Trainer:
+    def train_step(self, it, batch, metric_lg):
+        loss = self.model(batch)
+        loss.backward()
+        self.opt.step()
+        if it == 0 or it in metric_lg.log_iters:
+            metric_lg.update(loss=loss.item())
+
+    def training_step(self, batch, batch_idx):
+        loss = self.model(batch)
+        if self.global_step == 0 and batch_idx == 0:
+            print("first loss", loss.item())
+        return loss
+
+def train(model, loader, opt, checkpoints):
+    for step, x in enumerate(loader):
+        loss = model(x)
+        loss.backward()
+        opt.step()
+        if step in checkpoints:
+            print(step, loss.item())
+""",
         # a read whose value a non-finite abort tests every step: an assertion in the branch, a
         # dict of reads summed and tested, an assertion on the name
         """

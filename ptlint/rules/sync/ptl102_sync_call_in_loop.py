@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.nodes import FUNCTION_DEFS, name_words, parameter_names
@@ -28,6 +29,21 @@ MEMORY_CONDITION_WORDS = {"memory", "mem", "cache", "oom", "empty", "free", "all
                           "device", "available", "backend", "cuda", "mps", "xpu", "npu", "mlu", "hpu"}
 
 
+# Words of a file or function whose job is to measure speed: a sync beside its timer is the measurement.
+BENCHMARK_WORDS = {"benchmark", "benchmarks", "speed", "throughput", "latency", "timing", "profile", "time"}
+TIMER_METHODS = {"tic", "toc"}
+TIMER_STARTS_AND_STOPS = {"start", "stop", "end", "lap", "tick", "tock", "record"}
+
+
+def _timer_method(call: ast.Call) -> bool:
+    """`timer.tic()`, `fw_timer.toc()`, `self.timer.stop()`: a timer object's start or stop."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    return func.attr in TIMER_METHODS or (func.attr in TIMER_STARTS_AND_STOPS and any(
+        word.endswith("timer") or word in ("stopwatch", "clock") for word in name_words(func.value)))
+
+
 class SyncCallInLoop(Rule):
     code = "PTL102"
     needs_accelerator = True
@@ -50,6 +66,8 @@ class SyncCallInLoop(Rule):
         if qualname.endswith("synchronize") and before_read(node, self.ctx):
             return  # `.item()` right after waits for the same queue: dropping this saves nothing
         if qualname.endswith("synchronize") and self._beside_timer(node):
+            if self._in_benchmark():
+                return
             self._timing.add(id(node))
         elif self._deliberate(node, qualname):
             return
@@ -63,6 +81,13 @@ class SyncCallInLoop(Rule):
         step hook, or a helper they call: `def timed(): torch.cuda.synchronize(); return
         time.time()`) it stalls every step of training to time it; CUDA events time it without."""
         return id(node) not in self._timing or self.ctx.model.in_training_step(node)
+
+    def _in_benchmark(self) -> bool:
+        """A file or function named for measuring speed (`benchmark.py`, `speed_test.py`,
+        `compute_time_train`, `time_model`): its backward pass is timed, not trained."""
+        words = {word for function in self.ctx.functions for word in getattr(function, "name", "").lower().split("_")}
+        words |= set(os.path.basename(self.ctx.path).lower()[:-3].split("_"))
+        return bool(words & BENCHMARK_WORDS) or any(word.startswith("bench") for word in words)
 
     def _sync_function(self, func: ast.AST) -> str | None:
         """The sync function called: in any import spelling (`from torch.cuda import synchronize
@@ -82,10 +107,11 @@ class SyncCallInLoop(Rule):
         return alias if alias in SYNC_FUNCTIONS else None
 
     def _beside_timer(self, node: ast.Call) -> bool:
-        """A timer read within three lines of the call, at any depth of its function."""
+        """A timer read within three lines of the call, at any depth of its function: a clock
+        (`time.perf_counter()`) or a timer object's (`timer.toc()`, `fw_timer.tic()`)."""
         scope = self.ctx.function or self.ctx.tree
         return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
-                   and self.ctx.qualname(n.func) in TIMERS for n in ast.walk(scope))
+                   and (self.ctx.qualname(n.func) in TIMERS or _timer_method(n)) for n in ast.walk(scope))
 
     def _deliberate(self, node: ast.Call, qualname: str) -> bool:
         """An `empty_cache()` placed on purpose: after `del` or `gc.collect()` (freeing memory
@@ -136,8 +162,10 @@ and fragments memory. Either one per iteration costs throughput for no benefit.
 Not reported: a `synchronize()` that a read of the step's results follows before any new
 device work (`torch.cuda.synchronize()` then `loss_value = loss.item()`): the read waits for the
 same queue, so removing the call saves nothing (PTL101 reports the read, where it is avoidable).
-Nor calls placed on purpose: `synchronize()` next to a timer read (how GPU work is
-timed, see PTL108) in a loop that does not train (a benchmark), and `empty_cache()` right after
+Nor calls placed on purpose: `synchronize()` next to a timer read (a clock, or a timer object's
+`tic()` / `toc()`: how GPU work is timed, see PTL108) in a loop that does not train, or in a file
+or function named for measuring speed (`benchmark.py`, `speed_test.py`, `compute_time_train`:
+its backward pass is timed, not trained), and `empty_cache()` right after
 `del` or `gc.collect()` (handing memory back before a big allocation) or under a condition that
 makes it a choice (a memory setting or measure, a size check, a user's option: `if
 args.empty_cache_every_step:`, or which device's cache: `if is_xpu_available():`). Under a branch of the step's own data (`if num_gt == 0: ...
@@ -301,6 +329,23 @@ def train(model, loader, opt, device):
     ]
 
     good_examples = [
+        # a benchmark that times forward and backward with a timer object: the sync is the measurement
+        """
+import torch
+
+def compute_time_train(model, loss_fun, inputs, labels, iters):
+    fw_timer, bw_timer = Timer(), Timer()
+    for cur_iter in range(iters):
+        fw_timer.tic()
+        loss = loss_fun(model(inputs), labels)
+        torch.cuda.synchronize()
+        fw_timer.toc()
+        bw_timer.tic()
+        loss.backward()
+        torch.cuda.synchronize()
+        bw_timer.toc()
+    return fw_timer.average_time, bw_timer.average_time
+""",
         # a read of the step's results right after: it waits for the same queue (also through an
         # alias, with host-only code between, or a `with` that reads)
         """
