@@ -7,12 +7,93 @@ import ast
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
 from ptlint.rules.numerics._helpers import (
+    Call,
     DeferredRule,
     log_call,
+    one_hop,
     reduction_inputs,
     resolve,
     softmax_call,
 )
+from ptlint.semantics.nodes import DEFINITIONS, walk
+
+
+def _probabilities(ctx, node: ast.AST, names: set[str], hops: int = 6) -> Call | None:
+    """The softmax whose probabilities `node` holds, picked or passed on: `pi.gather(1, a)`,
+    `probs[:, a]`, a local name assigned one once (added to `names`), the result of a method of
+    the class or a function of the module that returns a softmax (`self.pi(s, softmax_dim=1)`)."""
+    call = softmax_call(ctx, node)
+    if call is not None or hops == 0:
+        return call
+    if isinstance(node, ast.Subscript):
+        return _probabilities(ctx, node.value, names, hops - 1)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and (func.attr == "gather" and not node.keywords
+                                                or func.attr in PASS_THROUGH_METHODS):
+            return _probabilities(ctx, func.value, names, hops - 1)
+        if ctx.qualname(func) == "torch.gather" and node.args:
+            return _probabilities(ctx, node.args[0], names, hops - 1)
+        function = _defined_here(ctx, func)
+        return _returned_softmax(ctx, function) if function is not None else None
+    value = one_hop(ctx, node)
+    if value is None:
+        return None
+    names.add(node.id)
+    return _probabilities(ctx, value, names, hops - 1)
+
+
+# Methods that keep the probabilities as they are: `pi.gather(1, a).reshape(-1)`.
+PASS_THROUGH_METHODS = {"reshape", "view", "squeeze", "unsqueeze", "flatten", "contiguous", "detach"}
+
+
+def _defined_here(ctx, func: ast.AST) -> ast.AST | None:
+    """The def a call runs, where the file shows it: `self.pi(...)` in a method of the class that
+    defines `pi`, `model.pi(...)` where `model = ActorCritic()` (a class of the module), `pi(...)`
+    for a function of the module."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        owner = ctx.classes[-1] if func.value.id == "self" and ctx.classes else _instance_class(ctx, func.value.id)
+        body, name = (owner.body if owner is not None else []), func.attr
+    elif isinstance(func, ast.Name):
+        body, name = ctx.tree.body, func.id
+    else:
+        return None
+    return next((d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name), None)
+
+
+def _instance_class(ctx, name: str) -> ast.ClassDef | None:
+    """The class of the module that `name` is an instance of: every value assigned to it (in the
+    function, else at the top of the module) is a call of that class."""
+    values = ctx.assignments(name) or ctx.assignments(name, ctx.tree)
+    classes = {value.func.id for value in values if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)}
+    if len(classes) != 1 or len(values) != sum(isinstance(value, ast.Call) for value in values):
+        return None
+    found = classes.pop()
+    return next((d for d in ctx.tree.body if isinstance(d, ast.ClassDef) and d.name == found), None)
+
+
+def _returned_softmax(ctx, function: ast.AST) -> Call | None:
+    """The softmax every `return` of `function` gives: `return F.softmax(x, dim=d)`, or a name
+    the function assigns once, from a softmax (`prob = F.softmax(x, dim=d)` ... `return prob`)."""
+    assigned: dict[str, list[ast.AST]] = {}
+    returns = []
+    for node in walk(function, DEFINITIONS):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, []).append(node)
+        elif isinstance(node, ast.Return):
+            returns.append(node.value)
+    found = None
+    for value in returns:
+        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+            value = assigned[value.id][0]
+        found = softmax_call(ctx, value) if value is not None else None
+        if found is None:
+            return None
+    return found
 
 
 class LogOfSoftmax(DeferredRule):
@@ -29,6 +110,9 @@ class LogOfSoftmax(DeferredRule):
             return
         names: set[str] = set()
         softmax, direct = resolve(self.ctx, log.operand, softmax_call, names)
+        if softmax is None:
+            names = set()
+            softmax, direct = _probabilities(self.ctx, log.operand, names), False
         if softmax is None:
             return
         fix = None
@@ -58,7 +142,10 @@ class LogOfSoftmax(DeferredRule):
 ## What it does
 Finds the logarithm of a softmax — `torch.log(F.softmax(x, d))`, `F.softmax(x, d).log()`,
 `torch.log(x.softmax(d))`, any import spelling, also through a local variable
-(`p = torch.softmax(x, -1)` then `torch.log(p)`).
+(`p = torch.softmax(x, -1)` then `torch.log(p)`), of probabilities picked from it
+(`torch.log(pi.gather(1, a))`, `torch.log(probs[:, 0])`), and of the result of a method of the
+class or a function of the module that returns a softmax (`pi = self.pi(s, softmax_dim=1)`, an
+actor-critic's policy head).
 
 ## Why is this bad?
 A softmax probability below about 1e-38 (float32) or 6e-8 (float16) underflows to 0 and its log
@@ -105,6 +192,32 @@ it is reported without a fix.
 """
 
     bad_examples = [
+        # probabilities picked from a softmax a method of the class returns (an actor-critic's
+        # policy head), through names
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class ActorCritic(nn.Module):
+    def pi(self, x, softmax_dim=0):
+        x = F.relu(self.fc1(x))
+        prob = F.softmax(self.fc_pi(x), dim=softmax_dim)
+        return prob
+
+    def train_net(self, s, a, delta):
+        pi = self.pi(s, softmax_dim=1)
+        pi_a = pi.gather(1, a)
+        loss = -torch.log(pi_a) * delta.detach()  # expect: PTL302
+        ratio = torch.exp(torch.log(pi[:, 0]) - torch.log(self.old))  # expect: PTL302
+        return loss.mean() + ratio.mean()
+
+def train(s_vec, a_vec, advantage):
+    model = ActorCritic()
+    pi = model.pi(s_vec, softmax_dim=1)
+    pi_a = pi.gather(1, a_vec).reshape(-1)
+    return -(torch.log(pi_a) * advantage.detach()).mean()  # expect: PTL302
+""",
         """
 import torch
 import torch.nn.functional as F
@@ -141,6 +254,23 @@ import torch.nn.functional as F
 
 def f(logits):
     return F.log_softmax(logits, dim=-1)
+""",
+        # a method that returns a softmax on one path only, a log of a stored probability, a
+        # gathered value clamped first
+        """
+import torch
+import torch.nn.functional as F
+
+class Policy(torch.nn.Module):
+    def pi(self, x, greedy):
+        if greedy:
+            return self.head(x)
+        return F.softmax(self.head(x), dim=-1)
+
+    def train_net(self, s, a, prob_a, eps=1e-8):
+        pi = self.pi(s, False)
+        ratio = torch.exp(torch.log(pi.gather(1, a).clamp(min=eps)) - torch.log(prob_a))
+        return torch.log(self.pi(s, True)[:, 0]), ratio
 """,
         # a deliberate clamp: finite, not the same function
         """
