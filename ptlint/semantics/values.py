@@ -36,6 +36,7 @@ from ptlint.semantics.nodes import (
     method_name,
     own_attribute,
     root_name,
+    walk,
 )
 
 if TYPE_CHECKING:
@@ -174,34 +175,55 @@ def tensor_attributes(cls: ast.ClassDef, ctx: "FileFacts") -> dict[str, bool]:
     found: dict[str, bool] = {}
     plain: set[str] = set()
     moved: set[str] = set()
-    for owner in class_family(cls, local_classes(ctx)):
-        for method in owner.body:
-            if not isinstance(method, FUNCTION_DEFS):
-                continue
-            for node in ast.walk(method):
-                if isinstance(node, ast.Call) and method_name(node) == "register_buffer" and node.args \
-                        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                    found[node.args[0].value] = False
-                    continue
-                if not isinstance(node, ast.Assign):
-                    continue
-                for target in node.targets:
-                    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                            and target.value.id == "self"):
-                        continue
-                    value, name = node.value, target.attr
-                    qual = ctx.qualname(value.func) if isinstance(value, ast.Call) else None
-                    if qual in PARAMETER_CALLS:
-                        found[name] = False
-                    elif is_torch_op(qual):
-                        host = qual in HOST_FACTORIES and not any(k.arg == "device" for k in value.keywords)
-                        found[name] = found.get(name, True) and host
-                    elif is_plain_python_value(value) and not (isinstance(value, ast.Constant) and value.value is None):
-                        plain.add(name)
-                    else:
-                        moved.add(name)  # `self.x = self.x.to(device)`: where it lives is unknown
+    for owner in class_family(cls, local_classes(ctx)):  # a base class's bindings count in each subclass
+        owner_found, owner_plain, owner_moved = _own_tensor_attributes(owner, ctx)
+        for name, host in owner_found.items():
+            found[name] = found.get(name, True) and host
+        plain |= owner_plain
+        moved |= owner_moved
     result = ctx.memo[key] = {name: host and name not in moved for name, host in found.items() if name not in plain}
     return result
+
+
+def _own_tensor_attributes(cls: ast.ClassDef, ctx: "FileFacts") -> tuple[dict[str, bool], set[str], set[str]]:
+    """What the methods of `cls` itself bind to `self` attributes: (tensor attributes, each with
+    whether every binding is a host factory; attributes bound to plain Python values; attributes
+    bound to something else), once per class."""
+    key = ("own-tensor-attributes", id(cls))
+    known = ctx.memo.get(key)
+    if known is not None:
+        return known
+    found: dict[str, bool] = {}
+    plain: set[str] = set()
+    moved: set[str] = set()
+    for method in cls.body:
+        if not isinstance(method, FUNCTION_DEFS):
+            continue
+        for node in walk(method):
+            kind = type(node)
+            if kind is ast.Call:
+                if method_name(node) == "register_buffer" and node.args and isinstance(node.args[0], ast.Constant) \
+                        and isinstance(node.args[0].value, str):
+                    found[node.args[0].value] = False
+                continue
+            if kind is not ast.Assign:
+                continue
+            for target in node.targets:
+                if not (type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self"):
+                    continue
+                value, name = node.value, target.attr
+                qual = ctx.qualname(value.func) if isinstance(value, ast.Call) else None
+                if qual in PARAMETER_CALLS:
+                    found[name] = False
+                elif is_torch_op(qual):
+                    host = qual in HOST_FACTORIES and not any(k.arg == "device" for k in value.keywords)
+                    found[name] = found.get(name, True) and host
+                elif is_plain_python_value(value) and not (isinstance(value, ast.Constant) and value.value is None):
+                    plain.add(name)
+                else:
+                    moved.add(name)  # `self.x = self.x.to(device)`: where it lives is unknown
+    known = ctx.memo[key] = (found, plain, moved)
+    return known
 
 
 def _host_attribute(node: ast.AST, ctx: "FileFacts") -> bool:
