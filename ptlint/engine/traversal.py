@@ -98,7 +98,10 @@ class Traversal:
     def visit_children(self, node: ast.AST) -> None:
         visit = self.visit
         skip = self.skip
-        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
+        fields = _CHILD_FIELDS.get(type(node))
+        if fields is None:  # (not `or`: an operator node has no fields, an empty tuple)
+            fields = _child_fields(type(node))
+        for name in fields:
             value = getattr(node, name, None)
             if value is None:
                 continue

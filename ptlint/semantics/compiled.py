@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES
+from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, walk
 from ptlint.semantics.pipeline import pipeline_path
 
 if TYPE_CHECKING:
@@ -165,8 +165,9 @@ def compile_targets(ctx: "FileFacts") -> tuple[set[str], set[str]]:
         names: set[str] = set()
         methods: set[str] = set()
         if "compile(" in ctx.text:  # cheap test first: the walk costs as much as a parse
-            for node in ast.walk(ctx.tree):
-                if isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.compile":
+            for node in walk(ctx.tree):
+                if type(node) is ast.Call and (type(node.func) is ast.Name or getattr(node.func, "attr", "") == "compile") \
+                        and ctx.qualname(node.func) == "torch.compile":
                     target = node.args[0] if node.args else next(
                         (k.value for k in node.keywords if k.arg == "model"), None)
                     if isinstance(target, ast.Name):

@@ -166,7 +166,9 @@ def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
         kind = type(node)
         if stop_at and node is not root and kind in stop_at:
             continue
-        fields = fields_of.get(kind) or _fields_of(kind)
+        fields = fields_of.get(kind)
+        if fields is None:  # (not `or`: a node with no fields, `ast.Load`, has an empty tuple)
+            fields = _fields_of(kind)
         for field in fields:
             value = getattr(node, field, None)
             if type(value) is list:

@@ -274,12 +274,11 @@ def submodules(cls: ast.ClassDef, ctx: "FileFacts") -> set[str]:
         for method in cls.body:
             if not isinstance(method, FUNCTION_DEFS):
                 continue
-            for node in ast.walk(method):
-                if not isinstance(node, ast.Assign):
+            for node in walk(method):
+                if type(node) is not ast.Assign or type(node.value) is not ast.Call:
                     continue
                 for target in node.targets:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                            and target.value.id == "self" and isinstance(node.value, ast.Call):
+                    if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
                         func = node.value.func
                         head = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                         if module_class(node.value, ctx) or (in_module_class and method.name == "__init__"
@@ -327,8 +326,8 @@ def backward_names(scope: ast.AST | None, ctx: "FileFacts") -> set[str]:
     if key not in ctx.memo:
         names = set()
         if "backward" in ctx.text:
-            for node in ast.walk(scope):
-                if isinstance(node, ast.Call):
+            for node in walk(scope):
+                if type(node) is ast.Call:
                     name = backward_name(node)
                     if name:
                         names.add(name)
