@@ -436,7 +436,7 @@ class LiveProject:
 
 def _shape(summary: dict) -> tuple:
     """A summary without its line numbers: what other files' facts depend on, but where."""
-    edges = tuple((e[0], repr(e[1]), e[3], e[4], e[5], e[8]) for e in summary["edges"])
+    edges = tuple((e[0], repr(e[1]), e[3], e[4], e[5], e[8], e[9], e[10]) for e in summary["edges"])
     defs = tuple((key, entry[1], entry[3], entry[4]) for key, entry in summary["defs"].items())
     classes = tuple((key, repr(entry[1])) for key, entry in summary["classes"].items())
     names = summary["names"]

@@ -226,11 +226,11 @@ class ProjectFacts:
     Only defs whose context or training the other files change are listed."""
 
     __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "program_trains",
-                 "dead", "inference_only", "_digest")
+                 "dead", "inference_only", "host_arguments", "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
                  compiles: bool = True, outer_loops=(), step_loops=(), program_trains: bool = False,
-                 dead=(), inference_only: bool = False) -> None:
+                 dead=(), inference_only: bool = False, host_arguments=()) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -253,6 +253,9 @@ class ProjectFacts:
         # every program holding the file is seen and trains nothing (no backward, no optimizer
         # step): an evaluation, export or demo program
         self.inference_only = inference_only
+        # this file's defs that every call in the project gives host values only (`meter.update(
+        # loss=loss.item())`): a tensor branch there never runs
+        self.host_arguments = frozenset(host_arguments)
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -272,18 +275,19 @@ class ProjectFacts:
                 "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles,
                 "outer_loops": sorted(self.outer_loops), "step_loops": sorted(self.step_loops),
                 "program_trains": self.program_trains, "dead": sorted(self.dead),
-                "inference_only": self.inference_only}
+                "inference_only": self.inference_only, "host_arguments": sorted(self.host_arguments)}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
                    data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()),
-                   data.get("program_trains", False), data.get("dead", ()), data.get("inference_only", False))
+                   data.get("program_trains", False), data.get("dead", ()), data.get("inference_only", False),
+                   data.get("host_arguments", ()))
 
     def _key(self) -> tuple:
         return (tuple(sorted((key, tuple(sites)) for key, sites in self.callers.items())), tuple(sorted(self.training)),
                 self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)),
-                self.program_trains, tuple(sorted(self.dead)), self.inference_only)
+                self.program_trains, tuple(sorted(self.dead)), self.inference_only, tuple(sorted(self.host_arguments)))
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key (repr of plain tuples and
@@ -310,14 +314,14 @@ MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
 
 class _Edge:
     __slots__ = ("path", "caller", "callee", "line", "transfer", "cold", "step_loop", "loop_line", "loop_why",
-                 "name", "loop_data", "local")
+                 "name", "loop_data", "host_arguments", "local")
 
     def __init__(self, path: str, raw: list, callee: tuple, local: bool) -> None:
         self.path = path
         self.caller = (path, raw[0])
         self.callee = callee
         self.line, self.transfer, self.cold, self.step_loop, self.loop_line, self.loop_why, self.name, \
-            self.loop_data = raw[2:10]
+            self.loop_data, self.host_arguments = raw[2:11]
         self.local = local
 
 
@@ -631,6 +635,10 @@ class ProjectModel:
         compiles = self.compile_setting if self.compile_setting is not None else \
             any(summary["compiles"] for summary in self.summaries.values())
         self._via: dict[tuple, tuple] = {}
+        incoming: dict[tuple, list[bool]] = {}
+        for edge in self.edges:
+            incoming.setdefault(edge.callee, []).append(edge.host_arguments)
+        host_arguments = {node for node, hosts in incoming.items() if all(hosts)}
         trains_anywhere = any(summary.get("trains") for summary in self.summaries.values())
         dead = self.dead() if trains_anywhere else {}
         out: dict[str, ProjectFacts] = {}
@@ -663,8 +671,9 @@ class ProjectModel:
             outgoing = outgoing_external.get(path, ())
             outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}
             steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
+            host = [key for key in self.summaries[path]["defs"] if (path, key) in host_arguments]
             out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
-                                     dead.get(path, ()), path in inference_only)
+                                     dead.get(path, ()), path in inference_only, host)
         return out
 
     # -- code that never runs ----------------------------------------------------------------------

@@ -67,7 +67,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 13
+SUMMARY_VERSION = 14
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -271,15 +271,47 @@ def _placeholder(function: ast.AST) -> bool:
 def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     """[caller key ("" at module level), callee, line, transfer, cold, in a training loop,
     line of the loop to cite (0: none), its header, the name called, whether the innermost loop
-    around it walks data or trains]."""
+    around it walks data or trains, whether every argument is visibly a host value]."""
     placement = model.local_placement(call)
     function = placement.function
     trains = any(runs_training_step(loop) for loop in placement.loops)
     loop = step_loop(placement.loops) if placement.loops else None
     data = bool(placement.loops) and (iterable_is_data(placement.loops[0]) or runs_training_step(placement.loops[0]))
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    host = bool(arguments) and all(_host_argument(a, model.ctx, function) for a in arguments)
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
-            loop_why(loop) if loop is not None else "", name, data]
+            loop_why(loop) if loop is not None else "", name, data, host]
+
+
+HOST_CALLS = {"float", "int", "round", "len", "bool", "str"}
+HOST_METHODS = {"item", "tolist", "time", "perf_counter"}
+
+
+def _host_argument(value: ast.AST, ctx: "FileFacts", scope: ast.AST | None, hops: int = 2) -> bool:
+    """`loss.item()`, `float(x)`, `3`, `optimizer.param_groups[0]["lr"]`, `time.time() - end`,
+    a local name assigned only such values, `**{k: v.item() for ...}`: a value in host memory
+    (a meter's `update(loss=loss.item())` gets no tensor)."""
+    kind = type(value)
+    if kind is ast.Constant:
+        return isinstance(value.value, (int, float))
+    if kind is ast.Call:
+        func = value.func
+        return (type(func) is ast.Name and func.id in HOST_CALLS) or \
+            (type(func) is ast.Attribute and func.attr in HOST_METHODS)
+    if kind is ast.BinOp:
+        return _host_argument(value.left, ctx, scope, hops) and _host_argument(value.right, ctx, scope, hops)
+    if kind is ast.UnaryOp:
+        return _host_argument(value.operand, ctx, scope, hops)
+    if kind is ast.DictComp:
+        return _host_argument(value.value, ctx, scope, hops)
+    if kind is ast.Subscript:  # an optimizer's learning rate
+        return any(type(n) is ast.Attribute and n.attr == "param_groups" for n in ast.walk(value.value))
+    if kind is ast.Name and hops:
+        values = ctx.assignments(value.id, scope)
+        return bool(values) and all(isinstance(v, ast.expr) and _host_argument(v, ctx, scope, hops - 1)
+                                    for v in values)
+    return False
 
 
 # -- imports -------------------------------------------------------------------------------------

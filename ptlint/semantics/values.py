@@ -784,8 +784,10 @@ def _called_by_training_steps(ctx: "FileFacts") -> bool:
     project (ptlint.semantics.project)."""
     project = getattr(ctx, "project", None)
     function = ctx.function
-    return project is not None and function is not None and not isinstance(function, ast.Lambda) \
-        and project.trains(def_key(function, ctx.parent))
+    if project is None or function is None or isinstance(function, ast.Lambda):
+        return False
+    key = def_key(function, ctx.parent)  # and not only with host values (`meter.update(loss=loss.item())`)
+    return project.trains(key) and key not in project.host_arguments
 
 
 def type_guarded(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> bool:

@@ -328,9 +328,16 @@ def test_a_helper_called_through_a_package_reexport_and_a_module_alias(tmp_path,
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
 
 
-def test_a_metric_logger_instance_in_another_module(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("arguments, expect", [
+    ("loss=loss)", "  # expect: PTL101"),
+    ("loss=loss, **losses)", "  # expect: PTL101"),
+    # every call gives host values: the tensor branch never runs (the step's own read is reported)
+    ("loss=loss.item(), n=3, **{k: v.item() for k, v in losses.items()},  # expect: PTL101\n"
+     "                                     lr=optimizer.param_groups[0]['lr'])", ""),
+])
+def test_a_metric_logger_instance_in_another_module(tmp_path, monkeypatch, capsys, arguments, expect):
     """`metric_logger = utils.MetricLogger()` ... `metric_logger.update(loss=loss)` per step: the
-    logger's `update` reads every value back."""
+    logger's `update` reads every value back; called only with host values, it reads none."""
     write(tmp_path, {"engine.py": """
         import torch
         import utils
@@ -340,12 +347,13 @@ def test_a_metric_logger_instance_in_another_module(tmp_path, monkeypatch, capsy
             metric_logger = utils.MetricLogger()
             for samples, targets in loader:
                 samples = samples.to(device, non_blocking=True)
-                loss = model(samples).mean()
+                losses = model(samples)
+                loss = losses["total"]
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                metric_logger.update(loss=loss)
-    """, "utils.py": """
+                metric_logger.update(ARGUMENTS
+    """.replace("ARGUMENTS", arguments), "utils.py": """
         import torch
 
 
@@ -356,9 +364,9 @@ def test_a_metric_logger_instance_in_another_module(tmp_path, monkeypatch, capsy
             def update(self, **kwargs):
                 for k, v in kwargs.items():
                     if isinstance(v, torch.Tensor):
-                        v = v.item()  # expect: PTL101
+                        v = v.item()EXPECT
                     self.meters[k] = v
-    """, "main.py": """
+    """.replace("EXPECT", expect), "main.py": """
         from engine import train_one_epoch
 
 
