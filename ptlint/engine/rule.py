@@ -132,7 +132,26 @@ def triggered(triggers: tuple[str, ...], text: str) -> bool:
     """Whether a rule with these trigger substrings can fire in `text`: no triggers, or one of them
     occurs. Python allows spaces around `.` and before `(`, so a trigger counts when each of its
     words occurs (`torch.cuda.amp` in `torch.cuda . amp`, `tensor(` in `torch.tensor (x)`)."""
-    return not triggers or any(all(word in text for word in _trigger_words(t)) for t in triggers)
+    if not triggers:
+        return True
+    global _found_text, _found  # one scan of a (large) file per word, however many rules ask
+    if text is not _found_text:
+        _found_text, _found = text, {}
+    found = _found
+    for trigger in triggers:
+        for word in _trigger_words(trigger):
+            present = found.get(word)
+            if present is None:
+                present = found[word] = word in text
+            if not present:
+                break
+        else:
+            return True
+    return False
+
+
+_found_text: str | None = None  # the text `triggered` last looked at, and which words it holds
+_found: dict[str, bool] = {}
 
 
 def _trigger_words(trigger: str) -> tuple[str, ...]:

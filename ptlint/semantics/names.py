@@ -32,7 +32,7 @@ import ast
 import re
 from typing import Callable, NamedTuple
 
-from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS, parameter_names
+from ptlint.semantics.nodes import COMPREHENSIONS, FUNCTION_DEFS, parameter_names, walk
 
 # What a name means (`Meaning.kind`).
 IMPORTED = "imported"  # an import binds it: `Meaning.target` is what it names ("torch.nn.functional")
@@ -57,7 +57,21 @@ class Meaning(NamedTuple):
 
 
 _NONE: frozenset[str] = frozenset()
-_WALRUS = re.compile(r"(\w+)\s*:=")
+_WALRUS_STOPS = (ast.Lambda, *(kind for kind in vars(ast).values()
+                                if isinstance(kind, type) and issubclass(kind, ast.stmt)))
+_NAME_BEFORE = re.compile(r"(\w+)\s*$")
+
+
+def _walrus_targets(text: str) -> set[str]:
+    """The names before each `:=` of the text (a regex over the whole text tries every word)."""
+    names: set[str] = set()
+    at = text.find(":=")
+    while at >= 0:
+        found = _NAME_BEFORE.search(text, max(0, at - 200), at)
+        if found:
+            names.add(found.group(1))
+        at = text.find(":=", at + 2)
+    return names
 _FREE = Meaning(FREE)
 _LOCAL = Meaning(LOCAL)
 _UNKNOWN = Meaning(UNKNOWN)
@@ -114,7 +128,7 @@ class Names:
         self.tree = tree
         # names a walrus may bind (`(n := len(x))`): the tables look for walrus bindings, which
         # means walking every expression, only once one of these is asked about
-        self._walrus_names = set(_WALRUS.findall(text)) if ":=" in text else set()
+        self._walrus_names = _walrus_targets(text)
         self._walrus = False
         self._parent_of = parent_of
         self._tables: dict[int, _Table] | None = None
@@ -365,11 +379,7 @@ class Names:
         """`(n := len(x))` in the statement's own expressions binds `n` in this scope (also from
         inside a comprehension; not from inside a lambda, which is a scope of its own)."""
         module = self._tables[id(self.tree)]
-        pending = list(ast.iter_child_nodes(statement))
-        while pending:
-            node = pending.pop()
-            if isinstance(node, (ast.Lambda, ast.stmt)):
-                continue  # a scope of its own, or a statement of a block (collected on its own)
-            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+        # not into a lambda (a scope of its own) or a statement of a block (collected on its own)
+        for node in walk(statement, _WALRUS_STOPS):
+            if type(node) is ast.NamedExpr and type(node.target) is ast.Name:
                 self._bind(table, module, node.target.id, _OTHER)
-            pending.extend(ast.iter_child_nodes(node))
