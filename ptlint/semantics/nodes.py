@@ -187,3 +187,26 @@ def def_key(function: ast.AST, parent_of) -> str:
             parts.append(parent.name)
         parent = parent_of(parent)
     return ".".join(reversed(parts))
+
+
+def is_placeholder(function: ast.AST) -> bool:
+    """A def whose body does nothing a subclass must keep (`pass`, `...`, a docstring, `raise
+    NotImplementedError`, `return None`): a hook for subclasses to fill, as a base trainer's
+    `after_step`; or an `@abstractmethod`."""
+    if any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "abstractmethod"
+           for d in function.decorator_list):
+        return True
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body:
+        return True
+    if len(body) != 1:
+        return False
+    only = body[0]
+    if isinstance(only, ast.Pass):
+        return True
+    if isinstance(only, ast.Return):
+        return only.value is None or (isinstance(only.value, ast.Constant) and only.value.value is None)
+    if isinstance(only, ast.Raise) and only.exc is not None:
+        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False

@@ -48,7 +48,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import COMPILE, local_classes
-from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, def_key, walk
+from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, def_key, is_placeholder, walk
 from ptlint.semantics.where import (
     CALLED,
     LETTER,
@@ -67,7 +67,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 14
+SUMMARY_VERSION = 15
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -94,7 +94,7 @@ def summarize(ctx: "FileFacts") -> dict:
         once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
         defs[key] = [function.lineno, LETTER[intrinsic] if intrinsic else "",
                      model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
-                     _placeholder(function), model.holds_step_loop(function)]
+                     is_placeholder(function), model.holds_step_loop(function)]
     classes: dict[str, list] = {}
     for node in scan.classes:
         key = def_key(node, parent)
@@ -246,26 +246,6 @@ def _used_names(nodes: list, dict_reads: list, in_def: bool = False) -> set[str]
     out |= loads - stored
     out.update(node.attr for node in attributes if not (type(node.value) is ast.Name and node.value.id in stored))
     return out
-
-
-def _placeholder(function: ast.AST) -> bool:
-    """A def whose body does nothing a subclass must keep (`pass`, `...`, a docstring, `raise
-    NotImplementedError`, `return None`): a hook for subclasses to fill, as a base trainer's
-    `after_step`."""
-    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if not body:
-        return True
-    if len(body) != 1:
-        return False
-    only = body[0]
-    if isinstance(only, ast.Pass):
-        return True
-    if isinstance(only, ast.Return):
-        return only.value is None or (isinstance(only.value, ast.Constant) and only.value.value is None)
-    if isinstance(only, ast.Raise) and only.exc is not None:
-        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
-        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
-    return False
 
 
 def _edge(model, call: ast.Call, callee: list, name: str) -> list:
@@ -498,7 +478,7 @@ def _defined_here(owner: ast.ClassDef, method: str, ctx: "FileFacts") -> bool:
         for cls in reversed(class_family(owner, local_classes(ctx))):
             for statement in cls.body:
                 if isinstance(statement, FUNCTION_DEFS):
-                    methods[statement.name] = not _placeholder(statement)
+                    methods[statement.name] = not is_placeholder(statement)
     return methods.get(method, False)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import Rule
-from ptlint.semantics.nodes import FUNCTION_DEFS, class_family
+from ptlint.semantics.nodes import FUNCTION_DEFS, class_family, is_placeholder
 
 ITERABLE_DATASETS = {"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"}
 # Attributes whose iteration hands the stream over to another dataset (which shards itself) or to a
@@ -61,7 +61,8 @@ class IterableDatasetNotSharded(Rule):
             return  # inherited: reported (or not) where it is defined
         if any(self._consults_workers(cls) for cls in self._family(node)):
             return
-        if self._delegates(own_iter, node) or _yields_nothing(own_iter) or self._synthetic(own_iter, node):
+        if self._delegates(own_iter, node) or _yields_nothing(own_iter) or is_placeholder(own_iter) \
+                or self._synthetic(own_iter, node):
             return
         self.report(node, self.message.format(name=node.name), end_node=self._header_end(node))
 
@@ -205,7 +206,9 @@ Not reported:
   an attribute assigned from `split_dataset_by_node(ds, ...)`): the wrapped object decides what
   each worker reads (a Hugging Face streaming dataset splits its shards across workers itself),
   and a shared queue hands each item to one worker;
-- a placeholder whose `__iter__` returns `iter([])`, and a generator of random samples that
+- a placeholder whose `__iter__` returns `iter([])`, an interface whose `__iter__` is abstract
+  (`@abstractmethod`, `pass`, `raise NotImplementedError`: the subclasses that implement it are
+  checked), and a generator of random samples that
   reads no data (`for _ in range(n): yield torch.randn(size)`): each worker draws its own;
 - a subclass that inherits `__iter__` (it is reported where `__iter__` is defined).
 
@@ -337,6 +340,8 @@ class Helped(IterableDataset):
 """,
         # wrappers hand the stream to what they wrap; a shared queue splits it by itself
         """
+from abc import abstractmethod
+
 import torch
 from torch.utils.data import IterableDataset
 
@@ -383,6 +388,18 @@ class Noise(IterableDataset):
 class Empty(IterableDataset):
     def __iter__(self):
         return iter([])
+
+class ChainableBase(IterableDataset):
+    def __len__(self):
+        return self.num_records
+
+    @abstractmethod
+    def __iter__(self):
+        pass
+
+class Interface(IterableDataset):
+    def __iter__(self):
+        raise NotImplementedError
 
 class Reseeded(IterableDataset):
     def __init__(self, seed_fn):
