@@ -286,7 +286,20 @@ def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
     assigned it and tested so), is asserted (a guard that raises), picks a Python object
     (`names[int(scores.argmax())]`), or goes to an environment's `step` (a simulator on the
     host: `actions = policy(obs).cpu().numpy()`, then `env.step(actions)`)."""
-    return _decides_control_flow(node, ctx) or _feeds_environment(ctx)
+    return _decides_control_flow(node, ctx) or _feeds_environment(ctx) or _returns_an_action(ctx)
+
+
+# Words of an agent's action-selection function (`act`, `select_action`, `get_actions`)
+ACTION_WORDS = {"act", "action", "actions"}
+
+
+def _returns_an_action(ctx: "FileFacts") -> bool:
+    """The read is returned by an agent's action-selection function (`def act(self, state): return
+    q(state).argmax(1).item()`): its caller hands the action to the environment, on the host."""
+    function = ctx.function
+    name = getattr(function, "name", "")
+    return bool(set(name.lower().split("_")) & ACTION_WORDS) and any(
+        isinstance(ancestor, ast.Return) for ancestor in reversed(ctx.stack))
 
 
 def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:

@@ -432,7 +432,8 @@ Not reported, wherever the code runs:
   `return`, `raise`, also in a nested branch) or picks a Python object
   (`names[int(scores.argmax().item())]`), an `assert`, and a value handed to an environment's
   `step` (`actions = policy(obs).cpu().numpy()` ... `env.step(actions)`: the simulator runs on
-  the host): the host needs it;
+  the host), also one an agent's action-selection function returns (`def act(self, state):
+  return q.argmax(1).item()`, `select_action`): the host needs it;
 - conditions that are guards or the algorithm's own logic: a `while` test, an `if` whose
   branch leaves the loop or the function, raises, runs a model or other code, or keeps
   Python state (`if not torch.isfinite(loss): continue`, `if torch.isnan(loss): raise`,
@@ -1168,6 +1169,28 @@ def train(model, loader, opt, checkpoints):
         opt.step()
         if step in checkpoints:
             print(step, loss.item())
+""",
+        # an agent's action selection returns its action to the environment loop
+        """
+import torch
+
+class Agent:
+    def act(self, state):
+        with torch.no_grad():
+            return (self.online_net(state.unsqueeze(0)) * self.support).sum(2).argmax(1).item()
+
+    def select_action(self, state):
+        return self.actor(state).cpu().numpy()
+
+def run(env, memory, steps):
+    agent = Agent()
+    state = env.reset()
+    for t in range(steps):
+        action = agent.act(state)
+        agent.select_action(state)
+        state, reward, done = env.step(action)
+        loss = agent.learn(memory)
+        loss.backward()
 """,
         # a read whose value a non-finite abort tests every step: an assertion in the branch, a
         # dict of reads summed and tested, an assertion on the name
