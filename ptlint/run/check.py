@@ -63,7 +63,8 @@ def check_file(job: Job, caches=None) -> FileResult:
         if notebook:
             from ptlint.run.notebook import check_notebook, read_notebook
 
-            findings = check_notebook(read_notebook(data, path), rule_classes_for(codes), test_code, codes)
+            findings = check_notebook(read_notebook(data, path), rule_classes_for(codes), test_code, codes,
+                                      project=job.facts)
         else:
             from ptlint.engine.traversal import lint_and_summarize
 

@@ -263,15 +263,16 @@ def locate(module_text: str, path: str, findings: list[Finding]) -> list[Finding
 # -- check and fix ----------------------------------------------------------------------------
 
 def check_notebook(notebook: Notebook, rule_classes: list, test_code: bool,
-                   enabled: tuple[str, ...] | None = None) -> list[Finding]:
-    findings, _ = check_cells(notebook, rule_classes, test_code, enabled)
+                   enabled: tuple[str, ...] | None = None, project=None) -> list[Finding]:
+    findings, _ = check_cells(notebook, rule_classes, test_code, enabled, project)
     return findings
 
 
 def check_cells(notebook: Notebook, rule_classes: list, test_code: bool,
-                enabled: tuple[str, ...] | None = None) -> tuple[list[Finding], set[int]]:
+                enabled: tuple[str, ...] | None = None, project=None) -> tuple[list[Finding], set[int]]:
     """Findings, and the cells that do not parse: each gets its PTL001 and is left out, so one
-    broken cell does not hide the findings of the others. `enabled`: as for lint_source."""
+    broken cell does not hide the findings of the others. `enabled` and `project` (what is known
+    of the notebook's program: ProjectFacts): as for lint_source."""
     from ptlint.engine.traversal import lint_source
 
     broken: dict[int, Finding] = {}
@@ -279,7 +280,7 @@ def check_cells(notebook: Notebook, rule_classes: list, test_code: bool,
         module = build_module(notebook, broken)
         findings = locate(module.text, notebook.path,
                           lint_source(SourceFile(notebook.path, module.text), rule_classes, test_code,
-                                      enabled=enabled))
+                                      enabled=enabled, project=project))
         errors = [f for f in findings if f.code == "PTL001" and f.cell not in broken]
         if not errors:
             break

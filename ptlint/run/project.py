@@ -52,6 +52,9 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
     groups: dict[str, list[int]] = {}
     roots: dict[str, str] = {}
     for index, job in enumerate(jobs):
+        if job.path.endswith(".ipynb") and job.data is None and job.settings.project \
+                and not job.settings.is_test_code(job.path):
+            job.facts = _notebook_facts(job)
         if job.data is not None or job.path.endswith(".ipynb") or not job.settings.project \
                 or job.settings.is_test_code(job.path):
             continue  # standard input, notebooks and test code stand alone
@@ -109,6 +112,20 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
     for position, result in zip(positions, check_files(second, caches, workers, advance)):
         results[position] = result
     return [results[i]._replace(summary=None) for i in range(len(jobs))]
+
+
+def _notebook_facts(job: Job) -> ProjectFacts | None:
+    """A notebook is a program of its own: where neither it nor the configuration compiles code
+    (`torch.compile`, `torch._dynamo`, `compile = true`), nothing compiles its `forward`s, and
+    the compile rules have no graph to break. None (nothing known) where it may."""
+    if job.settings.compile is not None:
+        return None if job.settings.compile else ProjectFacts(compiles=False)
+    try:
+        with open(job.path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None  # reported where the notebook is read
+    return None if COMPILE_TEXT.search(data) else ProjectFacts(compiles=False)
 
 
 class Project:

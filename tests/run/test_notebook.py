@@ -185,6 +185,34 @@ def test_a_cell_that_does_not_parse_hides_nothing_else(tmp_path: Path):
     assert "".join(cells[2]["source"]) == "y = torch.log_softmax(z, -1)"
 
 
+DECODER_CELL = """import random
+import torch
+from torch import nn
+
+
+class Decoder(nn.Module):
+    def forward(self, x, teacher_forcing_ratio=0.5):
+        if random.random() < teacher_forcing_ratio:
+            return x
+        return self.out(x)
+"""
+
+
+@pytest.mark.parametrize("compiles, config, expect", [
+    ("", "", []),  # nothing compiles the notebook's forward: no graph to break
+    ("decoder = torch.compile(Decoder())", "", [(1, 8, "PTL405")]),
+    ("", "[tool.ptlint]\ncompile = true\n", [(1, 8, "PTL405")]),
+])
+def test_compile_rules_in_a_notebook_follow_its_own_compile_evidence(tmp_path: Path, compiles: str, config: str,
+                                                                     expect: list):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(DECODER_CELL), nbformat.v4.new_code_cell(compiles)]
+    (tmp_path / "nb.ipynb").write_text(nbformat.writes(notebook))
+    (tmp_path / "pyproject.toml").write_text(config)
+    _, findings = check_json(tmp_path, "nb.ipynb")
+    assert [(f["cell"], f["line"], f["code"]) for f in findings] == expect
+
+
 @pytest.mark.parametrize("content, needle", [
     (b'{"cells": [', "invalid JSON"),
     (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "source": "x",'
