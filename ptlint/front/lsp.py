@@ -379,6 +379,7 @@ class PtlintServer(LanguageServer):
         """cell uri -> (text, [(finding, its related information)]) for every Python code cell of
         an open notebook."""
         from ptlint.run.notebook import Cell, Notebook, check_notebook
+        from ptlint.run.project import notebook_facts
 
         notebook = self.workspace.get_notebook_document(notebook_uri=uri)
         if notebook is None:
@@ -401,10 +402,15 @@ class PtlintServer(LanguageServer):
         findings: list[Finding] = []
         if not settings.matches_exclude(path):
             rules = all_rules()
+            test_code = settings.is_test_code(path)
+            facts = None  # as `check` has them: a notebook is a program of its own
+            if settings.project and not test_code:
+                cells_code = "\n".join(cell.source for cell in cells if cell.kind == "code")
+                facts = notebook_facts(settings, cells_code.encode("utf-8", "surrogatepass"))
             try:
                 findings = check_notebook(Notebook(path, "", cells, python=True),
                                           [rules[code] for code in settings.codes_for(path) if code in rules],
-                                          settings.is_test_code(path))
+                                          test_code, project=facts)
             except Exception as exc:  # a rule's bug: log it, keep serving
                 logger.exception("ptlint failed on %s", path)
                 self.window_log_message(types.LogMessageParams(

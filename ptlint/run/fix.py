@@ -187,8 +187,10 @@ class NotebookFix:
         return self.fixed != self.original
 
 
-def fix_notebook(notebook: Notebook, codes: tuple[str, ...], unsafe: bool, test_code: bool) -> NotebookFix:
-    """Fix the code cells; only the `source` of changed cells is rewritten in the file."""
+def fix_notebook(notebook: Notebook, codes: tuple[str, ...], unsafe: bool, test_code: bool,
+                 project=None) -> NotebookFix:
+    """Fix the code cells; only the `source` of changed cells is rewritten in the file. `project`:
+    what is known of the notebook's program (ProjectFacts), as the check had it."""
     from ptlint.engine.registry import rule_classes_for
     from ptlint.run.notebook import (
         build_module,
@@ -199,12 +201,12 @@ def fix_notebook(notebook: Notebook, codes: tuple[str, ...], unsafe: bool, test_
     )
 
     rule_classes = rule_classes_for(codes)
-    findings, broken = check_cells(notebook, rule_classes, test_code, codes)
+    findings, broken = check_cells(notebook, rule_classes, test_code, codes, project)
     outcome = NotebookFix(notebook.path, notebook.text, notebook.text, remaining=findings)
     if not any(applicable(f, unsafe) for f in findings):
         return outcome
     module = build_module(notebook, broken)
-    result = fix_source(SourceFile(notebook.path, module.text), codes, unsafe, test_code)
+    result = fix_source(SourceFile(notebook.path, module.text), codes, unsafe, test_code, project=project)
     sources = split_module(module, result.fixed)
     if sources is None:  # a fix rewrote code around a magic or shell line: keep the notebook as it is
         outcome.messages.append(f"{notebook.path}: fixes not applied: they would rewrite code around an "
@@ -383,7 +385,7 @@ def fix_file(job: Job, data: bytes, cache=None) -> FileOutcome:
         from ptlint.run.notebook import read_notebook
 
         notebook = read_notebook(data, path)
-        result = fix_notebook(notebook, codes, unsafe, test_code)
+        result = fix_notebook(notebook, codes, unsafe, test_code, project=job.facts)
         fixed = notebook.encoded(result.fixed) if result.changed else data
         # a cell has no "end of file": compare whole lines so the diff does not flag its last one
         diff = "".join(unified_diff(f"{path}:cell {number}", _ended(before), _ended(after))

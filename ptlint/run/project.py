@@ -115,16 +115,21 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
 
 
 def _notebook_facts(job: Job) -> ProjectFacts | None:
-    """A notebook is a program of its own: where neither it nor the configuration compiles code
-    (`torch.compile`, `torch._dynamo`, `compile = true`), nothing compiles its `forward`s, and
-    the compile rules have no graph to break. None (nothing known) where it may."""
-    if job.settings.compile is not None:
-        return None if job.settings.compile else ProjectFacts(compiles=False)
     try:
         with open(job.path, "rb") as handle:
             data = handle.read()
     except OSError:
         return None  # reported where the notebook is read
+    return notebook_facts(job.settings, data)
+
+
+def notebook_facts(settings, data: bytes) -> ProjectFacts | None:
+    """A notebook is a program of its own: where neither it (`data`, its file or its cells' code)
+    nor the configuration compiles code (`torch.compile`, `torch._dynamo`, `compile = true`),
+    nothing compiles its `forward`s, and the compile rules have no graph to break. None (nothing
+    known) where it may."""
+    if settings.compile is not None:
+        return None if settings.compile else ProjectFacts(compiles=False)
     return None if COMPILE_TEXT.search(data) else ProjectFacts(compiles=False)
 
 

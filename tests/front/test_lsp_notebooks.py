@@ -110,3 +110,33 @@ async def test_each_document_uses_its_nearest_config(client: LanguageClient, tmp
         text_document=types.TextDocumentIdentifier(uri=(tmp_path / "a" / "m.py").as_uri())))
     again = await published(client, (tmp_path / "a" / "m.py").as_uri())
     assert [d.code for d in again.diagnostics] == ["PTL101"]
+
+
+@pytest.mark.asyncio
+async def test_compile_rules_in_a_notebook_follow_its_own_compile_evidence(client: LanguageClient, tmp_path: Path):
+    """As in `ptlint check`: a `forward` nothing compiles has no graph to break; once a cell
+    compiles the model, the break is reported."""
+    notebook = tmp_path / "seq2seq.ipynb"
+    uri = notebook.as_uri()
+    texts = ["import random\nfrom torch import nn\n\n\nclass Decoder(nn.Module):\n    def forward(self, x):\n"
+             "        if random.random() < 0.5:\n            return x\n        return self.out(x)\n",
+             "decoder = Decoder()"]
+    uris = [cell_uri(notebook, i) for i in range(len(texts))]
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(uri=uri, notebook_type="jupyter-notebook", version=1, cells=[
+            types.NotebookCell(kind=types.NotebookCellKind.Code, document=u) for u in uris]),
+        cell_text_documents=[types.TextDocumentItem(uri=u, language_id="python", version=1, text=text)
+                             for u, text in zip(uris, texts)]))
+    found = await published_all(client, uris)
+    assert found[uris[0]] == [] and found[uris[1]] == []
+    for u in uris:
+        client.diagnostics.pop(u, None)
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=2),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+            types.NotebookDocumentCellContentChanges(
+                document=types.VersionedTextDocumentIdentifier(uri=uris[1], version=2),
+                changes=[types.TextDocumentContentChangeWholeDocument(
+                    text="import torch\ndecoder = torch.compile(Decoder())")])]))))
+    found = await published_all(client, uris)
+    assert [(d.code, d.range.start.line) for d in found[uris[0]]] == [("PTL405", 6)]

@@ -148,7 +148,7 @@ def test_fix_never_touches_a_magic(project: Path, monkeypatch):
     from ptlint.run import fix as fixer
     from ptlint.run.fix import fix_notebook
 
-    def swallow_magics(source, codes, unsafe, test_code=False):
+    def swallow_magics(source, codes, unsafe, test_code=False, project=None):
         text = source.text.replace("pass  # ptlint-magic-3", "optimizer.step()")
         return types.SimpleNamespace(fixed=text, applied=[], remaining=[], messages=[])
 
