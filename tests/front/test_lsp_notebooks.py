@@ -47,6 +47,19 @@ async def published_all(client: LanguageClient, uris: list[str]) -> dict[str, li
     raise TimeoutError(f"no diagnostics for {[u for u in uris if u not in client.diagnostics]}")
 
 
+def edit_cell(client: LanguageClient, uri: str, cell_uris: list[str], index: int, text: str) -> None:
+    """Replace the text of cell `index` (version 2 of the notebook), after clearing the client's
+    record of every cell's diagnostics (published_all waits for the new ones)."""
+    for cell in cell_uris:
+        client.diagnostics.pop(cell, None)
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=2),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+            types.NotebookDocumentCellContentChanges(
+                document=types.VersionedTextDocumentIdentifier(uri=cell_uris[index], version=2),
+                changes=[types.TextDocumentContentChangeWholeDocument(text=text)])]))))
+
+
 @pytest.mark.asyncio
 async def test_notebook_cells_get_their_own_diagnostics(client: LanguageClient, tmp_path: Path):
     notebook = tmp_path / "train.ipynb"
@@ -68,14 +81,7 @@ async def test_notebook_cells_get_their_own_diagnostics(client: LanguageClient, 
     assert log_softmax.code_description.href.endswith("/docs/rules/PTL302.md")
 
     # an edit to a cell re-checks the notebook; a cell's own code actions are not offered
-    for code in code_uris:
-        client.diagnostics.pop(code, None)
-    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=2),
-        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
-            types.NotebookDocumentCellContentChanges(
-                document=types.VersionedTextDocumentIdentifier(uri=code_uris[2], version=2),
-                changes=[types.TextDocumentContentChangeWholeDocument(text="logp = F.log_softmax(x, dim=-1)")])]))))
+    edit_cell(client, uri, code_uris, 2, "logp = F.log_softmax(x, dim=-1)")
     found = await published_all(client, code_uris)
     assert found[code_uris[2]] == []
     assert [d.code for d in found[code_uris[1]]] == ["PTL101"]
@@ -129,14 +135,6 @@ async def test_compile_rules_in_a_notebook_follow_its_own_compile_evidence(clien
                              for u, text in zip(uris, texts)]))
     found = await published_all(client, uris)
     assert found[uris[0]] == [] and found[uris[1]] == []
-    for u in uris:
-        client.diagnostics.pop(u, None)
-    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=2),
-        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
-            types.NotebookDocumentCellContentChanges(
-                document=types.VersionedTextDocumentIdentifier(uri=uris[1], version=2),
-                changes=[types.TextDocumentContentChangeWholeDocument(
-                    text="import torch\ndecoder = torch.compile(Decoder())")])]))))
+    edit_cell(client, uri, uris, 1, "import torch\ndecoder = torch.compile(Decoder())")
     found = await published_all(client, uris)
     assert [(d.code, d.range.start.line) for d in found[uris[0]]] == [("PTL405", 6)]
