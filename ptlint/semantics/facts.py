@@ -164,20 +164,24 @@ class TreeIndex:
     @staticmethod
     def _walk(root: ast.AST, parents: dict[int, ast.AST], defs: list | None, calls: list | None) -> None:
         pending: list[ast.AST] = [root]
+        pop, append = pending.pop, pending.append
         node_type = ast.AST
         while pending:
-            node = pending.pop()
+            node = pop()
             kind = type(node)
-            for field in _NODE_FIELDS.get(kind) or _node_fields(kind):
+            fields = _NODE_FIELDS.get(kind)
+            if fields is None:  # (not `or`: `ast.Name` has no field worth walking, an empty tuple)
+                fields = _node_fields(kind)
+            for field in fields:
                 value = getattr(node, field, None)
                 if type(value) is list:
                     for item in value:
                         if isinstance(item, node_type):
                             parents[id(item)] = node
-                            pending.append(item)
+                            append(item)
                 elif isinstance(value, node_type):
                     parents[id(value)] = node
-                    pending.append(value)
+                    append(value)
             if calls is None:
                 continue
             if kind is ast.Call:

