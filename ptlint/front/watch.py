@@ -28,6 +28,9 @@ def _say(text: str) -> None:
     print(f"{_stamp()} {text}\n", flush=True)
 
 
+JOIN_SECONDS = 2.0
+
+
 def watch(paths: list[str], check: Callable[[], object]) -> int:
     """Run `check` now and after each change below `paths`, until interrupted (exit 0). `check`
     reports its own errors: a config broken while being edited must not end the watch."""
@@ -66,4 +69,6 @@ def watch(paths: list[str], check: Callable[[], object]) -> int:
         return 0
     finally:
         observer.stop()
-        observer.join()
+        # a bounded wait: Ctrl-C must end the watch even if the file-system thread is stuck
+        # (it is a daemon thread, and dies with the process)
+        observer.join(timeout=JOIN_SECONDS)
