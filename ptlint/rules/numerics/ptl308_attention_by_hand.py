@@ -19,6 +19,19 @@ from ptlint.semantics.nodes import FUNCTION_DEFS, argument
 
 PRODUCTS = {"torch.matmul", "torch.bmm"}
 TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "t"}
+
+
+def _last_two_swap(call: ast.Call) -> bool:
+    """`x.transpose(-2, -1)` / `x.transpose(-1, -2)` (also `swapaxes`, `swapdims`)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("transpose", "swapaxes", "swapdims")
+            and len(call.args) == 2 and not call.keywords):
+        return False
+    dims = set()
+    for arg in call.args:
+        if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant):
+            dims.add(-arg.operand.value)
+    return dims == {-1, -2}
 # between the softmax and the product: dropout, a dtype cast, a change of layout
 AFTER_SOFTMAX = {"to", "type", "type_as", "float", "half", "bfloat16", "double", "view", "reshape", "permute",
                  "transpose", "contiguous", "flatten", "squeeze", "unsqueeze"}
@@ -242,7 +255,18 @@ class AttentionByHand(NumericsRule):
                 return not any(self._few_tokens(a, scope, 0) for a in node.args[1:])
         if operands is None or not self._transposed(operands[1], scope):
             return False
+        if self._swapped_back(operands[1], scope):
+            return False  # cross-covariance attention: a channels × channels matrix, not tokens × tokens
         return not any(self._few_tokens(a, scope, 0) for a in operands)
+
+    def _swapped_back(self, key: ast.AST, scope: Scope) -> bool:
+        """`k.transpose(-2, -1)` where `k = k.transpose(-2, -1)` already (XCiT's cross-covariance
+        attention, `q` and `k` turned to channels × tokens first): the product sums over tokens."""
+        if not (isinstance(key, ast.Call) and _last_two_swap(key) and isinstance(key.func, ast.Attribute)
+                and isinstance(key.func.value, ast.Name)):
+            return False
+        values = reaching_values(self.ctx, key.func.value, scope)
+        return bool(values) and all(isinstance(v, ast.Call) and _last_two_swap(v) for v in values)
 
     def _few_tokens(self, node: ast.AST, scope: Scope, depth: int) -> bool:
         """The queries or keys are a handful of tokens: one token sliced out (`x[:, 0:1]`, class
@@ -378,8 +402,9 @@ the softmax and the product other than dropout, a cast or a layout change (re-no
 talking heads), which the fused kernel cannot express; two score products summed under one
 softmax (LiLT's text and layout scores); queries or keys that are a handful of tokens — one token
 sliced out (`x[:, 0:1]`, class attention) or tokens pooled (`.mean(dim)`, Nyström landmarks,
-pooling) — where the score matrix is a thin strip, not `L × L`; scores without a visible
-transpose of the keys; a softmax over another dimension than the keys (`dim=1` of a `bmm`'s
+pooling) — where the score matrix is a thin strip, not `L × L`; cross-covariance attention
+(XCiT: `q` and `k` already turned to channels × tokens by `.transpose(-2, -1)`, so `q @
+k.transpose(-2, -1)` is channels × channels); scores without a visible transpose of the keys; a softmax over another dimension than the keys (`dim=1` of a `bmm`'s
 `b × i × j` scores, `dim=-2`: a normalisation over the queries) or over a dimension the code
 does not show (`nn.Softmax()` without `dim`); einsums that are not `q · kᵀ` then `· v` (a sum
 over the queries, a projection by a weight shared by the batch, `"bnd,ed->bne"`); linear
@@ -640,6 +665,25 @@ def sagan(query, key, value):
     ]
 
     good_examples = [
+        # cross-covariance attention (XCiT): q and k turned to channels × tokens first, so the
+        # score matrix is channels × channels
+        """
+import torch
+from torch import nn
+
+class XCA(nn.Module):
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        q = q.transpose(-2, -1)
+        k = k.transpose(-2, -1)
+        v = v.transpose(-2, -1)
+        q = torch.nn.functional.normalize(q, dim=-1)
+        attn = (q @ k.transpose(-2, -1)) * self.temperature
+        attn = attn.softmax(dim=-1)
+        return (attn @ v).permute(0, 3, 1, 2).reshape(B, N, C)
+""",
         # the math path of a dispatcher that picks the fused kernel: a fallback
         """
 import torch
