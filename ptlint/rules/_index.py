@@ -4,12 +4,12 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "07f66c3e-775701"
+FINGERPRINT = "667c7235-779286"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict('), False),
     'PTL102': ('sync-call-in-loop', True, 'sync.ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
     'PTL103': ('graph-kept-alive', True, 'hygiene.ptl103_graph_kept_alive', ('backward', 'loss', 'criterion', 'cross_entropy', 'kl_div', 'training_step'), False),
-    'PTL104': ('blocking-transfer', True, 'transfer.ptl104_blocking_transfer', ('pin_memory',), False),
+    'PTL104': ('blocking-transfer', True, 'transfer.ptl104_blocking_transfer', ('pin_memory', 'non_blocking'), False),
     'PTL105': ('loop-invariant-transfer', True, 'transfer.ptl105_loop_invariant_transfer', ('.cuda(', '.to('), False),
     'PTL106': ('zero-grad-set-to-none-false', True, 'hygiene.ptl106_zero_grad_set_to_none_false', ('set_to_none', 'zero_grad(False'), False),
     'PTL107': ('eval-without-no-grad', True, 'hygiene.ptl107_eval_without_no_grad', ('.eval()', '.train(False)', '.train(mode=False)'), False),

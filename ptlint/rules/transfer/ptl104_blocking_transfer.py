@@ -96,12 +96,16 @@ class BlockingTransfer(Rule):
     fixable = SAFE
     contexts = frozenset({PER_STEP})
     cold = False
-    triggers = ("pin_memory",)
+    triggers = ("pin_memory", "non_blocking")
+    # the loader is not in view, but the loop copies another part of the same batch with
+    # `non_blocking=True`: the code itself counts on pinned memory
+    sibling_message = "another part of this batch is copied with `non_blocking=True`, but this copy blocks: " \
+                      "pass `non_blocking=True` here too"
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.loaders: set[int] = set()  # DataLoader(...) calls
-        self.moves: list[tuple[ast.Call, ast.AST | None]] = []  # (transfer, its function)
+        self.moves: list[tuple[ast.Call, ast.AST | None, ast.AST]] = []  # (transfer, its function, its loop)
         self.host_copies: dict[int, bool] = {}  # id(loop) -> _copies_host_tensor, asked per transfer
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -117,7 +121,7 @@ class BlockingTransfer(Rule):
         if device is not None and not has_non_blocking(node) and (device is node or not is_cpu_device(device, self.ctx)) \
                 and not _drains_every_iteration(self.ctx.loops[-1]) \
                 and not self._copies_host_tensor(self.ctx.loops[-1]):
-            self.moves.append((node, self.ctx.function))
+            self.moves.append((node, self.ctx.function, self.ctx.loops[-1]))
 
     def _copies_host_tensor(self, loop: ast.AST) -> bool:
         """The loop's own statements also copy a tensor built on the host to the device, without
@@ -135,15 +139,40 @@ class BlockingTransfer(Rule):
             and (device is node or not is_cpu_device(device, self.ctx))
 
     def end_file(self) -> None:
-        if not self.loaders or not self.moves:
+        if not self.moves:
             return
         by_line: dict[int, list[ast.Call]] = {}
-        for move, function in self.moves:
-            if self._is_batch(move.func.value, function, move, set()):
+        sibling: set[int] = set()  # lines reported on the sibling copies' evidence
+        for move, function, loop in self.moves:
+            if self.loaders and self._is_batch(move.func.value, function, move, set()):
                 by_line.setdefault(move.lineno, []).append(move)
-        for moves in by_line.values():  # one finding per line: `x, y = x.to(d), y.to(d)`
+            elif self._sibling_copied_non_blocking(move, loop):
+                by_line.setdefault(move.lineno, []).append(move)
+                sibling.add(move.lineno)
+        for line, moves in by_line.items():  # one finding per line: `x, y = x.to(d), y.to(d)`
             edits = tuple(self.ctx.edits.add_keyword(move, "non_blocking=True") for move in moves)
-            self.report(moves[0], fix=Fix(SAFE, "Pass `non_blocking=True`", edits), end_node=moves[-1])
+            self.report(moves[0], self.sibling_message if line in sibling else None,
+                        fix=Fix(SAFE, "Pass `non_blocking=True`", edits), end_node=moves[-1])
+
+    def _sibling_copied_non_blocking(self, move: ast.Call, loop: ast.AST) -> bool:
+        """`for inputs, labels in loader:` ... `inputs.cuda()`, `labels.cuda(non_blocking=True)`:
+        the move copies one part of the loop's batch, and the loop's own statements copy another
+        part with `non_blocking=True` (the code counts on pinned memory where the loader is not in
+        view)."""
+        parts = {n.id for n in ast.walk(getattr(loop, "target", ast.Pass())) if isinstance(n, ast.Name)}
+        root = _root(move.func.value)
+        if not (isinstance(root, ast.Name) and root.id in parts):
+            return False
+        statement = move  # the move's own statement counts too, in a branch or not
+        while statement is not None and not isinstance(statement, ast.stmt):
+            statement = self.ctx.parent(statement)
+        for node in [*_own_nodes(loop), *(ast.walk(statement) if statement is not None else ())]:
+            if isinstance(node, ast.Call) and node is not move and transfer_device(node, self.ctx) is not None \
+                    and any(k.arg == "non_blocking" and is_constant(k.value, True) for k in node.keywords):
+                other = _root(node.func.value)
+                if isinstance(other, ast.Name) and other.id in parts and other.id != root.id:
+                    return True
+        return False
 
     # -- is this expression a pinned DataLoader? -------------------------------------------------
     def _scope_of(self, node: ast.AST) -> ast.AST:
@@ -397,8 +426,12 @@ during the transfer and the pinning buys nothing. With `non_blocking=True` the c
 on the stream and overlaps with the work already queued; kernels that use the batch run after
 it on the same stream, so nothing else changes.
 
-Not reported: a loader whose `pin_memory` is missing, `False` or not in this file (without
-pinned memory `non_blocking` does little); a copy that already passes `non_blocking=`; a copy
+Also reported where the loader is not in view but the loop copies another part of the same batch
+with `non_blocking=True` (`inputs.cuda()` beside `labels.cuda(non_blocking=True)`): the code
+itself counts on pinned memory, and the blocking copy is the one left out.
+
+Not reported: a loader whose `pin_memory` is missing, `False` or not in this file, unless a
+sibling copy says otherwise (without pinned memory `non_blocking` does little); a copy that already passes `non_blocking=`; a copy
 to the CPU (a device-to-host copy with `non_blocking=True` may be read before it lands); a
 tensor that is not from the batch (see PTL105 for values that never change in the loop); a loop
 that reads a tensor back every iteration anyway (`loss.item()`, `.cpu()`, `.tolist()` outside
@@ -458,6 +491,22 @@ been queued could see a difference, and a batch fresh from the loader is not wri
 """
 
     bad_examples = [
+        # the loader is built in another module, but the loop copies the labels without waiting:
+        # it counts on pinned memory, and the inputs' copy is the one left blocking
+        """
+import torch
+from data import construct_train_loader
+
+def train_epoch(model, loss_fun, optimizer, cfg):
+    loader = construct_train_loader()
+    for cur_iter, (inputs, labels) in enumerate(loader):
+        if cfg.mode != "ffcv":
+            inputs, labels = inputs.cuda(), labels.cuda(non_blocking=True)  # expect: PTL104
+        loss = loss_fun(model(inputs), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # host-built tensors copied without waiting (`device=`, `non_blocking`) or on some steps only
         """
 import torch
@@ -578,6 +627,20 @@ def evaluate(model, train_ds, val_ds, device):
     ]
 
     good_examples = [
+        # no loader in view and no part of the batch copied without waiting; a host-built tensor's
+        # non-blocking copy says nothing of the batch
+        """
+import torch
+from data import construct_train_loader
+
+def train_epoch(model, optimizer, device, n):
+    for inputs, labels in construct_train_loader():
+        inputs, labels = inputs.to(device), labels.to(device)
+        weights = torch.ones(n).to(device, non_blocking=True)
+        loss = (model(inputs) - labels).pow(2).mul(weights).mean()
+        loss.backward()
+        optimizer.step()
+""",
         # a tensor built on the host copied in the same step: that copy waits for the queue anyway
         """
 import torch
