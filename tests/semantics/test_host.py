@@ -202,3 +202,37 @@ for x in xs:
         False,
         False,  # an `if` that does not leave the loop
     ]
+
+
+def test_a_batch_part_the_loop_never_moves_is_in_host_memory():
+    """The loop moves the parts it computes with (`.to(device)`, `.cuda()`); the part it leaves is
+    the loader's host tensor. Not when nothing is moved, when only a move to the CPU happens, when
+    the part itself is moved, or when the name is also bound elsewhere."""
+    source = """
+import torch
+for image, caption, image_id in loader:
+    image = image.to(device, non_blocking=True)
+    probe(image_id)
+    probe(image)
+for i, (x, ids) in enumerate(loader):
+    x = x.cuda()
+    for text, one in zip(captions, ids):
+        probe(one)
+for x, ids in loader:
+    probe(ids)
+for x, ids in loader:
+    x = x.to("cpu")
+    probe(ids)
+for x, ids in loader:
+    x, ids = x.cuda(), ids.cuda()
+    probe(ids)
+for x, ids in loader:
+    x = x.cuda()
+    ids = remap(ids)
+    probe(ids)
+for x, ids in loader:
+    y = other.cuda()
+    probe(ids)
+"""
+    assert probe(source, lambda node, ctx: in_host_memory(node.args[0], ctx)) == \
+        [True, False, True, False, False, False, False, False]

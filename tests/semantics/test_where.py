@@ -263,6 +263,50 @@ class Memory(torch.nn.Module):
             self.queue = keys  # ctx: per-step
         return out / self.norm
 """,
+    "a few steps: the first, those a set names, an early exit on `period == 0 or i % period`": """
+def ema_step(model, ema, cur_iter, period):
+    x = model.weight.sum()  # ctx: per-step
+    if period == 0 or cur_iter % period != 0:
+        return
+    ema.update(model)  # ctx: per-outer-iteration
+
+def late_exit(model, ema, done):
+    if done or not model.training:
+        return
+    ema.update(model)  # ctx: per-step
+
+def run(model, ema, loader, period):
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        ema_step(model, ema, i, period)
+        late_exit(model, ema, False)
+
+class Trainer:
+    def training_step(self, batch, batch_idx):
+        loss = self.model(batch)
+        if self.global_step == 0 and batch_idx == 0:
+            self.seen.append(loss.item())  # ctx: per-outer-iteration
+        if batch_idx == self.n:
+            self.seen.append(loss.item())  # ctx: per-step
+        if batch_idx in self.log_iters:
+            self.seen.append(loss.item())  # ctx: per-outer-iteration
+        if "loss" in self.logs:
+            self.seen.append(loss.item())  # ctx: per-step
+        if self.limit > batch_idx:
+            self.seen.append(loss.item())  # ctx: per-step
+        if self.stage == 0:
+            self.seen.append(loss.item())  # ctx: per-step
+        return loss
+
+def fit(model, loader, opt, checkpoints):
+    for step, x in enumerate(loader):
+        loss = model(x).sum()
+        loss.backward()
+        if step in checkpoints:
+            seen.append(loss.item())  # ctx: per-outer-iteration
+        if x in checkpoints:
+            seen.append(loss.item())  # ctx: per-outer-iteration
+""",
     "after an early exit on the steps a periodic test leaves out": """
 def train_step(self, batch, should_log):
     loss = self.model(batch).sum()
