@@ -236,3 +236,40 @@ for x, ids in loader:
 """
     assert probe(source, lambda node, ctx: in_host_memory(node.args[0], ctx)) == \
         [True, False, True, False, False, False, False, False]
+
+
+def test_needed_on_host_through_asserts_comprehensions_and_actions():
+    source = """
+import math
+
+class Agent:
+    def select_action(self, state):
+        return probe(state)
+    def act(self, state):
+        value = probe(state)
+        return value
+    def actor_loss(self, state):
+        return probe(state)
+
+for x in xs:
+    value = probe(x)
+    assert math.isfinite(value)
+    kind = probe(x)
+    assert isinstance(kind, float)
+    reduced = {k: probe(v) for k, v in x.items()}
+    if math.isnan(sum(reduced.values())):
+        raise FloatingPointError
+    loss_value = probe(x)
+    if not math.isfinite(loss_value):
+        print(loss_value)
+        assert math.isfinite(loss_value)
+"""
+    assert probe(source, lambda node, ctx: needed_on_host(node, ctx)) == [
+        True,  # returned by an action selection
+        False,  # assigned, not returned there
+        False,  # `actor_loss` is not an action selection
+        True,  # asserted through its name
+        False,  # only its type is asserted
+        True,  # a comprehension of reads tested after it
+        True,  # tested where an assertion in the branch stops the program
+    ]
