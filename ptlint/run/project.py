@@ -52,12 +52,11 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
     groups: dict[str, list[int]] = {}
     roots: dict[str, str] = {}
     for index, job in enumerate(jobs):
-        if job.path.endswith(".ipynb") and job.data is None and job.settings.project \
-                and not job.settings.is_test_code(job.path):
-            job.facts = _notebook_facts(job)
-        if job.data is not None or job.path.endswith(".ipynb") or not job.settings.project \
-                or job.settings.is_test_code(job.path):
-            continue  # standard input, notebooks and test code stand alone
+        if job.data is not None or not job.settings.project or job.settings.is_test_code(job.path):
+            continue  # standard input and test code stand alone
+        if job.path.endswith(".ipynb"):
+            job.facts = _notebook_facts(job)  # a notebook is a program of its own
+            continue
         folder = os.path.dirname(os.path.abspath(job.path))
         if folder not in roots:
             roots[folder] = find_root(job.path, given)

@@ -57,6 +57,10 @@ class Meaning(NamedTuple):
 
 
 _NONE: frozenset[str] = frozenset()
+_FREE = Meaning(FREE)
+_LOCAL = Meaning(LOCAL)
+_UNKNOWN = Meaning(UNKNOWN)
+
 _WALRUS_STOPS = (ast.Lambda, *(kind for kind in vars(ast).values()
                                 if isinstance(kind, type) and issubclass(kind, ast.stmt)))
 _NAME_BEFORE = re.compile(r"(\w+)\s*$")
@@ -72,9 +76,6 @@ def _walrus_targets(text: str) -> set[str]:
             names.add(found.group(1))
         at = text.find(":=", at + 2)
     return names
-_FREE = Meaning(FREE)
-_LOCAL = Meaning(LOCAL)
-_UNKNOWN = Meaning(UNKNOWN)
 
 
 class _Table:

@@ -627,8 +627,7 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileFacts", depth: int) -> bool:
         if not isinstance(node, ast.Call):
             continue
         name = method_name(node)
-        if name == "cuda" or (name == "to" and node.args and may_be_device(node.args[0], ctx)
-                              and not is_cpu_device(node.args[0], ctx)):
+        if _moves_to_device(node, ctx):
             return False
         if ctx.qualname(node.func) in HOST_FACTORIES or name == "cpu" or \
                 (name == "to" and node.args and is_cpu_device(node.args[0], ctx)):
@@ -681,16 +680,22 @@ def _batch_part_left_on_host(name: str, ctx: "FileFacts") -> bool:
     moved = False
     for statement in loop.body:
         for node in ast.walk(statement):
-            method = method_name(node) if isinstance(node, ast.Call) else None
-            if method not in ("to", "cuda") or not isinstance(node.func, ast.Attribute):
+            if not (isinstance(node, ast.Call) and method_name(node) in ("to", "cuda")
+                    and isinstance(node.func, ast.Attribute)):
                 continue
             root = root_name(node.func.value)
             if root == name:
                 return False
-            if root in parts and (method == "cuda" or (node.args and may_be_device(node.args[0], ctx)
-                                                       and not is_cpu_device(node.args[0], ctx))):
+            if root in parts and _moves_to_device(node, ctx):
                 moved = True
     return moved
+
+
+def _moves_to_device(call: ast.Call, ctx: "FileFacts") -> bool:
+    """`x.cuda()`, `x.to(device)`: a move to an accelerator (not `.to("cpu")`, not `.to(dtype)`)."""
+    name = method_name(call)
+    return name == "cuda" or (name == "to" and bool(call.args) and may_be_device(call.args[0], ctx)
+                              and not is_cpu_device(call.args[0], ctx))
 
 
 # Checkpoint conversion code reads tensors that were loaded into host memory.

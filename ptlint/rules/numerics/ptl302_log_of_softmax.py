@@ -15,6 +15,7 @@ from ptlint.rules.numerics._helpers import (
     resolve,
     softmax_call,
 )
+from ptlint.semantics.compiled import local_classes
 from ptlint.semantics.nodes import DEFINITIONS, walk
 
 
@@ -68,8 +69,7 @@ def _instance_class(ctx, name: str) -> ast.ClassDef | None:
     classes = {value.func.id for value in values if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)}
     if len(classes) != 1 or len(values) != sum(isinstance(value, ast.Call) for value in values):
         return None
-    found = classes.pop()
-    return next((d for d in ctx.tree.body if isinstance(d, ast.ClassDef) and d.name == found), None)
+    return local_classes(ctx).get(classes.pop())
 
 
 def _returned_softmax(ctx, function: ast.AST) -> Call | None:
