@@ -118,7 +118,8 @@ class IterableDatasetNotSharded(Rule):
 
     def _delegates(self, function: ast.AST, cls: ast.ClassDef) -> bool:
         """`__iter__` (or a method of the class it calls) iterates another dataset, a reader or a
-        queue — `for x in self.dataset`, `iter(self.source)`, `self.queue.get()`, or an attribute
+        queue — `for x in self.dataset`, `iter(self.source)`, `self.queue.get()`, returns an
+        iterator built over one (`return Combined(self.datasets, seed)`), or an attribute
         assigned from one (`self._data = split_dataset_by_node(ds, rank, world)`): that object
         decides what each worker reads."""
         family = self._family(cls)
@@ -134,6 +135,10 @@ class IterableDatasetNotSharded(Rule):
                     iterated.append(node.args[0])
                 elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
                     iterated.append(node.func.value)  # queue.get()
+                elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                    # `return CombinedIterator(self._datasets, ...)`: the iterator it builds walks them
+                    iterated.extend(a for a in node.value.args if isinstance(a, ast.Attribute)
+                                    and isinstance(a.value, ast.Name) and a.value.id == "self")
         return any(self._delegating(expression, family, 0) for expression in iterated)
 
     def _bodies(self, function: ast.AST, cls: ast.ClassDef) -> list[ast.AST]:
@@ -203,7 +208,8 @@ Not reported:
   `num_workers`, `worker_seed`): it shards or reseeds per worker;
 - a wrapper whose `__iter__` (or a method of the class it calls) iterates another dataset, a
   reader, a loader or a queue (`for x in self.dataset`, `iter(self.source)`, `self.queue.get()`,
-  an attribute assigned from `split_dataset_by_node(ds, ...)`): the wrapped object decides what
+  `return MixedIterator(self.datasets, seed)`, an attribute assigned from
+  `split_dataset_by_node(ds, ...)`): the wrapped object decides what
   each worker reads (a Hugging Face streaming dataset splits its shards across workers itself),
   and a shared queue hands each item to one worker;
 - a placeholder whose `__iter__` returns `iter([])`, an interface whose `__iter__` is abstract
@@ -284,6 +290,13 @@ class Counter(tud.IterableDataset):  # expect: PTL205
 
     def __iter__(self):
         return iter(range(self.n))
+
+class Rows(tud.IterableDataset):  # expect: PTL205
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __iter__(self):
+        return RowIterator(self.paths)
 
 class Base(T.utils.data.IterableDataset):
     pass
@@ -376,6 +389,13 @@ class HFWrapper(IterableDataset):
     def __iter__(self):
         for sample in self._data_iter():
             yield sample
+
+class Mixed(IterableDataset):
+    def __init__(self, datasets, seed):
+        self._datasets, self._seed = datasets, seed
+
+    def __iter__(self):
+        return MixedIterator(self._datasets, self._seed)
 
 class Noise(IterableDataset):
     def __init__(self, size, count):
