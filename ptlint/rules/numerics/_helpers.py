@@ -159,8 +159,19 @@ class DeferredRule(NumericsRule):
 
     def end_file(self) -> None:
         for node, scope, names, kwargs in self._pending:
-            if all(len(self.ctx.assignments(name, scope)) == 1 for name in names):
+            if all(len([v for v in self.ctx.assignments(name, scope) if not reshaped_in_place(v, name)]) == 1
+                   for name in names):
                 self.report(node, **kwargs)
+
+
+# Methods that keep a tensor's values as they are: `p.view(-1, 1)`, `p.detach()`.
+KEEPS_VALUES = {"reshape", "view", "squeeze", "unsqueeze", "flatten", "contiguous", "detach"}
+
+
+def reshaped_in_place(value: ast.AST, name: str) -> bool:
+    """`p = p.view(-1, 1)`: the name keeps the values it had."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in KEEPS_VALUES \
+        and isinstance(value.func.value, ast.Name) and value.func.value.id == name
 
 
 def _bounded(node: ast.AST) -> bool:

@@ -7,11 +7,13 @@ import ast
 from ptlint.engine.finding import SAFE, Fix
 from ptlint.engine.rule import FixExample
 from ptlint.rules.numerics._helpers import (
+    KEEPS_VALUES,
     Call,
     DeferredRule,
     log_call,
     one_hop,
     reduction_inputs,
+    reshaped_in_place,
     resolve,
     softmax_call,
 )
@@ -31,21 +33,35 @@ def _probabilities(ctx, node: ast.AST, names: set[str], hops: int = 6) -> Call |
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute) and (func.attr == "gather" and not node.keywords
-                                                or func.attr in PASS_THROUGH_METHODS):
+                                                or func.attr in PASS_THROUGH_METHODS or func.attr in PICK_METHODS):
             return _probabilities(ctx, func.value, names, hops - 1)
         if ctx.qualname(func) == "torch.gather" and node.args:
             return _probabilities(ctx, node.args[0], names, hops - 1)
         function = _defined_here(ctx, func)
         return _returned_softmax(ctx, function) if function is not None else None
-    value = one_hop(ctx, node)
+    value = one_hop(ctx, node) or _reshaped_once(ctx, node)
     if value is None:
         return None
     names.add(node.id)
     return _probabilities(ctx, value, names, hops - 1)
 
 
+def _reshaped_once(ctx, node: ast.AST) -> ast.AST | None:
+    """The first value of a name assigned once and then only reshaped in place (`p = probs.topk(k)`
+    ... `p = p.view(-1, 1)`): what it holds is still the first value's."""
+    if not isinstance(node, ast.Name):
+        return None
+    values = ctx.assignments(node.id)
+    if len(values) < 2 or not all(reshaped_in_place(v, node.id) for v in values[1:]):
+        return None
+    return values[0] if isinstance(values[0], ast.expr) else None
+
+
 # Methods that keep the probabilities as they are: `pi.gather(1, a).reshape(-1)`.
-PASS_THROUGH_METHODS = {"reshape", "view", "squeeze", "unsqueeze", "flatten", "contiguous", "detach"}
+PASS_THROUGH_METHODS = KEEPS_VALUES
+# Methods that pick some of them (their values first, when they return indices too):
+# `probs.index_select(1, ids)`, `top_p, top_i = probs.topk(k)`, `probs.max(dim=1)[0]`.
+PICK_METHODS = {"index_select", "topk", "sort", "max", "min", "kthvalue", "masked_select", "take", "narrow", "clone"}
 
 
 def _defined_here(ctx, func: ast.AST) -> ast.AST | None:
@@ -143,7 +159,8 @@ class LogOfSoftmax(DeferredRule):
 Finds the logarithm of a softmax — `torch.log(F.softmax(x, d))`, `F.softmax(x, d).log()`,
 `torch.log(x.softmax(d))`, any import spelling, also through a local variable
 (`p = torch.softmax(x, -1)` then `torch.log(p)`), of probabilities picked from it
-(`torch.log(pi.gather(1, a))`, `torch.log(probs[:, 0])`), and of the result of a method of the
+(`torch.log(pi.gather(1, a))`, `torch.log(probs[:, 0])`, `probs.index_select(1, ids)`, the values of
+`probs.topk(k)` or `probs.max(dim=1)`, also after `p = p.view(-1, 1)`), and of the result of a method of the
 class or a function of the module that returns a softmax (`pi = self.pi(s, softmax_dim=1)`, an
 actor-critic's policy head).
 
@@ -239,6 +256,18 @@ from torch.nn.functional import softmax
 def f(x):
     return softmax(x, 1).log()  # expect: PTL302
 """,
+        # probabilities picked by index and by rank, then reshaped in place (an answer ranker)
+        """
+import torch
+import torch.nn.functional as F
+
+def rank(logits, first_ids, k, answer_loss):
+    prob_first = F.softmax(logits, dim=1).index_select(dim=1, index=first_ids)
+    topk_probs, topk_ids = prob_first.topk(k, dim=1)
+    topk_probs = topk_probs.view(-1, 1)
+    best = torch.log(prob_first.max(dim=1)[0])  # expect: PTL302
+    return torch.cat([topk_probs.log(), -answer_loss], dim=1), best  # expect: PTL302
+""",
         """
 import torch
 
@@ -266,6 +295,11 @@ class Policy(torch.nn.Module):
         if greedy:
             return self.head(x)
         return F.softmax(self.head(x), dim=-1)
+
+    def rank(self, logits, k, eps=1e-8):
+        top_p, top_i = F.softmax(logits, dim=-1).topk(k)
+        top_p = top_p.clamp(min=eps)
+        return top_p.log()
 
     def train_net(self, s, a, prob_a, eps=1e-8):
         pi = self.pi(s, False)
