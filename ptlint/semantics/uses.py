@@ -169,8 +169,8 @@ def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
         elif isinstance(parent, ast.Subscript):
             if child is parent.slice:
                 # an index into a Python container picks an object; a tensor's index or slice
-                # bound (`queue[:, ptr:ptr + n]`) could have stayed on the device
-                return KEPT if tensor_kind(parent.value, ctx) == STRONG else HOST
+                # bound (`queue[:, ptr:ptr + n]`, `embeds[neg_idx]`) could have stayed on the device
+                return HOST if _python_container(parent.value, ctx, scope) else KEPT
         elif isinstance(parent, (ast.If, ast.While, ast.Assert, ast.comprehension)):
             return KEPT  # a test (it decides something), or iterated
         elif isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
@@ -183,6 +183,35 @@ def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
         elif not isinstance(parent, CARRYING):
             return KEPT  # returned, yielded, iterated, a context manager ...
         child = parent
+
+
+# Names of Python containers a number indexes (`vocab[i]`, `class_names[i]`, `dataset[i]`)
+PYTHON_CONTAINER_WORDS = {"names", "vocab", "vocabulary", "words", "dictionary", "itos", "idx2word", "id2label",
+                          "idx2label", "classes", "categories", "dataset", "buffer", "memory", "items", "list",
+                          "paths", "files", "strings", "texts", "captions", "sentences", "prompts"}
+CONTAINER_DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Constant,
+                      ast.JoinedStr)
+CONTAINER_BUILDERS = {"list", "dict", "tuple", "sorted", "set", "str", "range", "enumerate", "zip"}
+
+
+def _python_container(value: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int = 2) -> bool:
+    """`names[...]` where `names = ['a', 'b']` (a display, a comprehension, `list(...)`), a string,
+    or a container named so (`vocab`, `class_names`, `self.dataset`): indexing it needs a host
+    number. Not a tensor, and not a value nothing shows (a model's output indexed by a sampled
+    row, `embeds[idx]`, could have been indexed on the device)."""
+    if isinstance(value, CONTAINER_DISPLAYS):
+        return True
+    if isinstance(value, ast.Call):
+        return isinstance(value.func, ast.Name) and value.func.id in CONTAINER_BUILDERS
+    if tensor_kind(value, ctx) == STRONG:
+        return False
+    if name_words(value) & PYTHON_CONTAINER_WORDS:
+        return True
+    if isinstance(value, ast.Name) and hops:
+        values = [v for v in ctx.assignments(value.id, scope) if not isinstance(v, ast.AugAssign)]
+        return bool(values) and all(isinstance(v, ast.expr) and _python_container(v, ctx, scope, hops - 1)
+                                    for v in values)
+    return False
 
 
 def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: int) -> int | None:

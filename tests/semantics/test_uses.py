@@ -86,6 +86,14 @@ def goes(body: str, setup: str = "") -> int:
     ("coco_evaluator.update(probe(x))", HOST),
     ("metric.add_batch(predictions=probe(x))", HOST),
     ("names = ['a', 'b']\nprint(names[probe(x)])", HOST),  # an index into a Python container
+    ("names = sorted(d)\nchosen = names[probe(x)]\nhelper(chosen)", HOST),
+    ("helper(self.class_names[probe(x)])", HOST),  # a container named so
+    ("helper(vocab[probe(x)])", HOST),
+    ("helper('abc'[probe(x)])", HOST),
+    ("first = [1, 2]\nnames = first\nhelper(names[probe(x)])", HOST),  # through a name assigned one
+    ("emb = model(x)\nhelper(emb[probe(x)])", KEPT),  # a tensor's row: indexed on the device
+    ("helper(out.last_hidden_state[probe(x)])", KEPT),  # nothing shows a Python container
+    ("helper(hidden[probe(x)])", KEPT),
     ("for i in range(probe(x)):\n    pass", HOST),
     ("preds = []\npreds.append(probe(x))\nroc_auc_score(preds, preds)", HOST),
     # kept or passed on: the file does not show what becomes of it
