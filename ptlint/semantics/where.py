@@ -61,6 +61,7 @@ from ptlint.semantics.nodes import (  # noqa: F401 - def_key: where code runs na
     calls_in,
     name_words,
     own_attribute,
+    walk,
 )
 from ptlint.semantics.values import (
     BACKWARD_METHODS,
@@ -149,6 +150,9 @@ class Placement(NamedTuple):
     # every loop around it is a comprehension that builds a collection, over no data and running no
     # model (`[torch.randn(1, 3, 640, 640).to(device) for i in range(100)]`)
     builds: bool = False
+    # the outermost loop around it is one pass over data that trains nothing, after a training loop
+    # of the same code (a script's test pass after training): in once-code, it runs once
+    final_pass: bool = False
 
 
 def context_for(placement: Placement, base: str) -> str:
@@ -162,7 +166,7 @@ def context_for(placement: Placement, base: str) -> str:
     if base == PER_STEP:
         # the loops below a periodic test are small (over a dict of losses): on some steps only
         return PER_OUTER if placement.gated else PER_STEP
-    if (base == ONCE and (placement.set_up or placement.builds)) or placement.literal \
+    if (base == ONCE and (placement.set_up or placement.builds or placement.final_pass)) or placement.literal \
             or (base in (ONCE, PER_OUTER) and placement.structure):
         return base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
     if placement.periodic or placement.per_outer:
@@ -525,7 +529,8 @@ PERIODIC_FLAGS = {"should_log", "should_evaluate", "should_save", "do_log", "log
 
 def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
     """`step % 100 == 0`, `i == 0`, `batch_idx == len(loader) - 1`, `if self.control.should_log:`,
-    `if step % cfg.log_interval`: a test that holds on a few of the loop's iterations."""
+    `if step % cfg.log_interval`, `if shown < 10:`: a test that holds on a few of the loop's
+    iterations."""
     words = name_words(test)
     if words & PERIODIC_FLAGS or any(part in PERIODIC_WORDS for word in words for part in word.split("_")):
         return True
@@ -547,7 +552,31 @@ def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
         if isinstance(node.ops[0], ast.In) and isinstance(node.left, ast.Name) \
                 and (node.left.id in names or name_words(node.left) & STEP_COUNTER_WORDS):
             return True  # `it in log_iters`: the iterations a set names
+        if _first_few(node, names, loop):
+            return True
     return False
+
+
+FEW_ITERATIONS = 100  # `if i < 10:` holds on the first few iterations; `if step < warmup_steps:` may not
+
+
+def _first_few(compare: ast.Compare, names: set[str], loop: ast.AST | None) -> bool:
+    """`i < 10`, `num_shown <= 8`, `3 > batch_idx`: a counter of the loop (its target, a step
+    counter, or a name the loop adds to) below a small constant: the first iterations only."""
+    if len(compare.ops) != 1:
+        return False
+    left, right, op = compare.left, compare.comparators[0], compare.ops[0]
+    if isinstance(op, (ast.Gt, ast.GtE)):
+        left, right = right, left
+    elif not isinstance(op, (ast.Lt, ast.LtE)):
+        return False
+    if not (isinstance(right, ast.Constant) and type(right.value) is int and right.value <= FEW_ITERATIONS):
+        return False
+    if isinstance(left, ast.Name) and left.id in names or name_words(left) & STEP_COUNTER_WORDS:
+        return True
+    return isinstance(left, ast.Name) and loop is not None and any(
+        isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name)
+        and n.target.id == left.id for statement in getattr(loop, "body", ()) for n in ast.walk(statement))
 
 
 # Names of a step counter: `batch_idx == 0` or `global_step == 0` holds on one step (not `epoch == 0`,
@@ -614,6 +643,7 @@ def _contains(block: list[ast.stmt], child: ast.AST) -> bool:
     return any(statement is child for statement in block)
 
 
+_UNFIXED = object()  # an attribute no constant fixes (ExecutionModel._fixed_attributes)
 _MODEL_KEY = "execution-model"
 
 
@@ -843,7 +873,7 @@ class ExecutionModel:
                 branch = parent.body if _contains(parent.body, child) else \
                     parent.orelse if _contains(parent.orelse, child) else None
                 if branch is not None:
-                    cold = cold or is_cold_branch(branch)
+                    cold = cold or is_cold_branch(branch) or self._never_taken(parent, branch is parent.body)
                     if branch is parent.body:
                         guards.append(parent)
                     if small and is_periodic_test(self._test_of(parent), self._innermost_loop(parent)) \
@@ -878,7 +908,30 @@ class ExecutionModel:
             after_model_loop=not loops and function is not None and self._after_model_loop(node, function),
             first_only=first_only,
             builds=bool(loops) and all(isinstance(loop, COMPREHENSIONS) and not iterable_is_data(loop)
-                                       and not runs_model(loop, self.ctx) for loop in loops))
+                                       and not runs_model(loop, self.ctx) for loop in loops),
+            final_pass=bool(loops) and self._after_training(loops))
+
+    def _after_training(self, loops: list[ast.AST]) -> bool:
+        """The outermost of `loops` walks data and trains nothing (an evaluation pass), and a
+        statement before it, in its block or in a block around it in the same code, holds a loop
+        that runs a training step: `for x, y in test_loader:` after the script's training loop."""
+        outer = loops[-1]
+        if not isinstance(outer, (ast.For, ast.AsyncFor)) or not iterable_is_data(outer) \
+                or any(runs_training_step(loop) for loop in loops):
+            return False
+        child, parent = outer, self.ctx.parent(outer)
+        while parent is not None:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field, None)
+                if isinstance(block, list) and _contains(block, child):
+                    earlier = block[:next(i for i, s in enumerate(block) if s is child)]
+                    if any(type(n) in STATEMENT_LOOPS and runs_training_step(n)
+                           for statement in earlier for n in walk(statement, DEFINITIONS)):
+                        return True
+            if isinstance(parent, DEFINITIONS):
+                return False
+            child, parent = parent, self.ctx.parent(parent)
+        return False
 
     def _test_of(self, branch: ast.If) -> ast.AST:
         """An `if`'s test, or what its one name was assigned (`is_metric_step = i % every == 0`
@@ -1033,6 +1086,49 @@ class ExecutionModel:
                 return True
             parent = self.ctx.parent(parent)
         return parent is not None and self._training_function(parent, visiting)
+
+    def _never_taken(self, branch: ast.If, body: bool) -> bool:
+        """The branch (the body, or else the `else`) of `if self.flag:` / `if not self.flag:` that a
+        fixed setting rules out: `__init__` sets `self.flag = False` (a constant) and nothing in the
+        file assigns the attribute again, on any object, or sets attributes by name."""
+        test, negated = branch.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"):
+            return False
+        value = self._fixed_attributes().get(test.attr, _UNFIXED)
+        if value is _UNFIXED:
+            return False
+        return bool(value) != negated if not body else bool(value) == negated
+
+    def _fixed_attributes(self) -> dict[str, object]:
+        """Attribute name -> the constant an `__init__` of the file gives it, for the attributes
+        assigned once in the whole file (a switch hard-coded off: `self.stratified = False`)."""
+        key = "fixed-attributes"
+        if key not in self.ctx.memo:
+            stores: dict[str, list] = {}
+            by_name = False
+            for node in walk(self.ctx.tree):
+                kind = type(node)
+                if kind is ast.Attribute and type(node.ctx) is not ast.Load:
+                    stores.setdefault(node.attr, []).append(node)
+                elif kind is ast.Call and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                        or kind is ast.Attribute and node.attr in ("__dict__", "__setattr__"):
+                    by_name = True
+            fixed: dict[str, object] = {}
+            for name, targets in stores.items():
+                if by_name or len(targets) != 1:
+                    continue
+                statement = self.ctx.parent(targets[0])
+                function = self.ctx.enclosing_function(targets[0])
+                if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                        and isinstance(statement.value, ast.Constant) \
+                        and isinstance(targets[0].value, ast.Name) and targets[0].value.id == "self" \
+                        and function is not None and function.name == "__init__" \
+                        and self.ctx.parent(statement) is function:
+                    fixed[name] = statement.value.value
+            self.ctx.memo[key] = fixed
+        return self.ctx.memo[key]
 
     def _innermost_loop(self, node: ast.AST) -> ast.AST | None:
         parent = self.ctx.parent(node)

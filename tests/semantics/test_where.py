@@ -306,6 +306,29 @@ def fit(model, loader, opt, checkpoints):
             seen.append(loss.item())  # ctx: per-outer-iteration
         if x in checkpoints:
             seen.append(loss.item())  # ctx: per-outer-iteration
+        if step < 10:
+            seen.append(loss.item())  # ctx: per-outer-iteration
+        if 3 >= step:
+            seen.append(loss.item())  # ctx: per-outer-iteration
+        if step < 1000:
+            seen.append(loss.item())  # ctx: per-step
+        if step < warmup_steps:
+            seen.append(loss.item())  # ctx: per-step
+        if step <= 10 or loss > 0:
+            seen.append(loss.item())  # ctx: per-outer-iteration
+
+def shown_first(model, loader, limit):
+    shown = 0
+    other = 0
+    for x in loader:
+        loss = model(x).sum()
+        shown += 1
+        if shown < 10:
+            seen.append(loss.item())  # ctx: per-outer-iteration
+        if other < 10:
+            seen.append(loss.item())  # ctx: per-step
+        if shown < limit:
+            seen.append(loss.item())  # ctx: per-step
 """,
     "after an early exit on the steps a periodic test leaves out": """
 def train_step(self, batch, should_log):
@@ -467,6 +490,89 @@ def walk(node):
     for child in node.children:
         walk(child)
     return node  # ctx: called
+""",
+    "a script's test pass after its training loop runs once": """
+import torch
+
+for epoch in range(10):
+    for x, y in train_loader:
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+with torch.no_grad():
+    for x, y in test_loader:
+        correct += (model(x).argmax(1) == y).sum().item()  # ctx: once
+
+def main():
+    for x, y in train_loader:
+        model(x).sum().backward()
+        opt.step()
+    if args.evaluate:
+        for x, y in test_loader:
+            correct += model(x).sum().item()  # ctx: once
+
+def evaluate_only():
+    for x, y in val_loader:
+        correct += model(x).sum().item()  # ctx: per-step
+
+def evaluate_first():
+    for x, y in val_loader:
+        correct += model(x).sum().item()  # ctx: per-step
+    for x, y in train_loader:
+        model(x).sum().backward()
+
+def per_epoch():
+    for epoch in range(10):
+        for x, y in train_loader:
+            model(x).sum().backward()
+        for x, y in val_loader:
+            correct += model(x).sum().item()  # ctx: per-step
+
+def trains_again():
+    for x, y in train_loader:
+        model(x).sum().backward()
+    for x, y in finetune_loader:
+        model(x).sum().backward()  # ctx: per-step
+""",
+    "a branch a switch hard-coded in __init__ rules out never runs": """
+import torch
+
+class RF(torch.nn.Module):
+    def __init__(self, model, ln=True):
+        super().__init__()
+        self.ln = ln
+        self.stratified = False
+        self.fused = True
+        self.tuned = False
+        self.shown = None
+        if model is None:
+            self.conditional = False
+
+    def forward(self, x):
+        if self.stratified:
+            t = torch.rand(4).to(x.device)  # ctx: per-step, cold
+        else:
+            t = torch.randn(4, device=x.device)  # ctx: per-step
+        if not self.stratified:
+            t = t * 2  # ctx: per-step
+        else:
+            t = t / 2  # ctx: per-step, cold
+        if self.fused:
+            t = t + 1  # ctx: per-step
+        else:
+            t = t - 1  # ctx: per-step, cold
+        if self.ln:
+            t = t.sigmoid()  # ctx: per-step
+        if self.tuned:
+            t = t.exp()  # ctx: per-step
+        if self.conditional:
+            t = t.exp()  # ctx: per-step
+        if self.shown is None:
+            self.shown = t  # ctx: once
+        return t
+
+    def tune(self):
+        self.tuned = True
 """,
     "loops over a model's parts in once-code": """
 class Net:
