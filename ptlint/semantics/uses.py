@@ -188,7 +188,8 @@ def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
 # Names of Python containers a number indexes (`vocab[i]`, `class_names[i]`, `dataset[i]`)
 PYTHON_CONTAINER_WORDS = {"names", "vocab", "vocabulary", "words", "dictionary", "itos", "idx2word", "id2label",
                           "idx2label", "classes", "categories", "dataset", "buffer", "memory", "items", "list",
-                          "paths", "files", "strings", "texts", "captions", "sentences", "prompts"}
+                          "paths", "files", "strings", "texts", "captions", "sentences", "prompts", "map", "mapping",
+                          "lookup", "table"}
 CONTAINER_DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Constant,
                       ast.JoinedStr)
 CONTAINER_BUILDERS = {"list", "dict", "tuple", "sorted", "set", "str", "range", "enumerate", "zip"}

@@ -639,6 +639,15 @@ def is_cold_branch(body: list[ast.stmt]) -> bool:
     return bool(logs) and all(s in logs or _quiet(s) for s in body)
 
 
+def _leaving(block: list[ast.stmt], leaves: type | None) -> type | None:
+    """What a block that ends in `break` or `return` leaves (ast.Break: the loop around it;
+    ast.Return: the function), kept from an inner block that already left more."""
+    if leaves is ast.Return or not block:
+        return leaves
+    last = type(block[-1])
+    return ast.Return if last is ast.Return else ast.Break if last is ast.Break or leaves is ast.Break else leaves
+
+
 def _contains(block: list[ast.stmt], child: ast.AST) -> bool:
     return any(statement is child for statement in block)
 
@@ -855,6 +864,9 @@ class ExecutionModel:
         child, parent = node, self.ctx.parent(node)
         first_iter_of: ast.AST | None = None  # a comprehension whose first iterable holds the node
         function = None
+        # the node sits in a block that ends by leaving the loop around it (`break`) or the
+        # function (`return`): it runs once per run of that loop, not once per iteration
+        leaves: type | None = None
         while parent is not None:
             small = all(self._small_loop(loop) for loop in loops)  # loops between the node and here
             if small and self._after_periodic_exit(child, parent):
@@ -874,6 +886,7 @@ class ExecutionModel:
                     parent.orelse if _contains(parent.orelse, child) else None
                 if branch is not None:
                     cold = cold or is_cold_branch(branch) or self._never_taken(parent, branch is parent.body)
+                    leaves = _leaving(branch, leaves)
                     if branch is parent.body:
                         guards.append(parent)
                     if small and is_periodic_test(self._test_of(parent), self._innermost_loop(parent)) \
@@ -885,10 +898,13 @@ class ExecutionModel:
                     periodic = True
             elif isinstance(parent, ast.Raise) or (isinstance(parent, ast.Assert) and child is parent.msg):
                 cold = True
-            elif isinstance(parent, (ast.For, ast.AsyncFor)) and _contains(parent.body, child):
-                loops.append(parent)
-            elif isinstance(parent, ast.While) and (_contains(parent.body, child) or child is parent.test):
-                loops.append(parent)
+            elif isinstance(parent, STATEMENT_LOOPS) and (_contains(parent.body, child)
+                                                          or isinstance(parent, ast.While) and child is parent.test):
+                leaves = _leaving(parent.body, leaves) if child is not getattr(parent, "test", None) else leaves
+                if leaves is None:
+                    loops.append(parent)
+                elif leaves is ast.Break:
+                    leaves = None  # the `break` leaves this loop only
             elif isinstance(parent, ast.comprehension):
                 if child is parent.iter:
                     first_iter_of = parent

@@ -89,6 +89,7 @@ def goes(body: str, setup: str = "") -> int:
     ("names = sorted(d)\nchosen = names[probe(x)]\nhelper(chosen)", HOST),
     ("helper(self.class_names[probe(x)])", HOST),  # a container named so
     ("helper(vocab[probe(x)])", HOST),
+    ("helper(self.is_thing_map[probe(x)])", HOST),
     ("helper('abc'[probe(x)])", HOST),
     ("first = [1, 2]\nnames = first\nhelper(names[probe(x)])", HOST),  # through a name assigned one
     ("emb = model(x)\nhelper(emb[probe(x)])", KEPT),  # a tensor's row: indexed on the device

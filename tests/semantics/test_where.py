@@ -534,6 +534,34 @@ def trains_again():
     for x, y in finetune_loader:
         model(x).sum().backward()  # ctx: per-step
 """,
+    "a block that leaves the loop runs once per run of the loop": """
+def decode(model, seq, steps, eos):
+    for step in range(steps):
+        out = model(seq)  # ctx: per-step
+        if (out == eos).all():
+            best = out.argmax().item()  # ctx: called
+            break
+        seq = out
+    for x in seq:
+        for y in x:
+            if y > 0:
+                found = y.item()  # ctx: per-step
+                break
+        other = x.sum()  # ctx: per-step
+    for x in seq:
+        for y in x:
+            if y > 0:
+                z = y.item()  # ctx: called
+                return z
+    while True:
+        first = model(seq).item()  # ctx: called
+        break
+    for x in seq:
+        if x is None:
+            continue
+        kept = x.item()  # ctx: per-step
+    return best
+""",
     "a branch a switch hard-coded in __init__ rules out never runs": """
 import torch
 
