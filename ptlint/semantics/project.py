@@ -671,7 +671,8 @@ class ProjectModel:
             outgoing = outgoing_external.get(path, ())
             outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}
             steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
-            host = [key for key in self.summaries[path]["defs"] if (path, key) in host_arguments]
+            # (only where it changes a finding: of the defs that training steps elsewhere call)
+            host = [key for key in trains if (path, key) in host_arguments]
             out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
                                      dead.get(path, ()), path in inference_only, host)
         return out

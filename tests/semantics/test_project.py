@@ -377,6 +377,41 @@ def test_a_metric_logger_instance_in_another_module(tmp_path, monkeypatch, capsy
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
 
 
+def test_a_def_called_with_host_values_outside_training_is_linted_once(tmp_path, monkeypatch, capsys):
+    """Which defs are called with host values only matters for the defs training steps call: a
+    helper that a library function calls with a number adds nothing to its file's facts, and the
+    file is not linted a second time after the solve."""
+    from ptlint.engine import traversal
+
+    write(tmp_path, {"train.py": TRAIN_CALLS_HELPER, "helpers.py": """
+        def log_metrics(loss):
+            print(loss.item())  # expect: PTL101
+    """, "report.py": """
+        def report(value):
+            return value
+    """, "api.py": """
+        import torch
+        from report import report
+
+        DEVICE = torch.device("cuda")
+
+
+        def summary(rows):
+            return report(len(rows))
+    """})
+    linted: list[str] = []
+    real = traversal.lint_and_summarize
+
+    def counting(source, *args, **kwargs):
+        linted.append(os.path.basename(source.path))
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(traversal, "lint_and_summarize", counting)
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101", "--no-cache")) == markers(tmp_path, "PTL101")
+    assert linted.count("report.py") == 1
+    assert linted.count("helpers.py") == 2  # its facts changed: a training step calls it
+
+
 def test_a_training_step_a_base_trainer_calls_on_a_subclass_in_another_file(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"base.py": """
         class Trainer:
