@@ -9,6 +9,7 @@ import ast
 from ptlint.engine.finding import Finding, Fix
 from ptlint.engine.source import SourceFile
 from ptlint.semantics.facts import FileFacts
+from ptlint.semantics.nodes import def_key
 from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_model
 
 
@@ -67,14 +68,26 @@ class FileContext(FileFacts):
             current = self.parent(current)
         return name
 
+    def _in_dead_code(self, node: ast.AST, dead) -> bool:
+        """`node` sits in a top-level def or class, or in a method (`Class.method`), that `dead` names."""
+        if self._top_level_name(node) in dead:
+            return True
+        current = self.parent(node)
+        while current is not None:
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and isinstance(self.parent(current), ast.ClassDef) and def_key(current, self.parent) in dead:
+                return True
+            current = self.parent(current)
+        return False
+
     def finish(self) -> list[Finding]:
         """The reported findings whose code runs where their rule looks, each with its context."""
         project = self.project
         for finding, rule, node in self._reported:
             if project is not None and rule.needs_compile and not project.compiles:
                 continue  # nothing in the project compiles code: no graph to break
-            if project is not None and project.dead and self._top_level_name(node) in project.dead:
-                continue  # a def nothing in the training project uses: it never runs
+            if project is not None and project.dead and self._in_dead_code(node, project.dead):
+                continue  # a def or a method nothing in the training project uses: it never runs
             where = self.where(node)
             if project is not None and rule.needs_accelerator and project.cpu_only \
                     and self.model.base_of(where.function) != CALLED:

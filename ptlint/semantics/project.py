@@ -728,7 +728,45 @@ class ProjectModel:
             found = {name for name in summary["names"]["tops"] if name not in live and not name.startswith("__")}
             if found:
                 out[path] = found
+        for path, found in self._unused_methods().items():
+            out.setdefault(path, set()).update(found)
         return out
+
+    def _unused_methods(self) -> dict[str, set[str]]:
+        """Per file, the methods (`Class.method`) whose name no file of the project uses: not as an
+        attribute, a name or a string, in no other text file; of classes whose bases are `object`,
+        `nn.Module` or such classes of the project (summary `_methods`). Nothing where some file
+        reaches attributes by computed names (`getattr(obj, name)`)."""
+        if any(summary.get("attribute_lookup", True) for summary in self.summaries.values()):
+            return {}
+        words: set[str] = set(self.other_names or ())
+        for summary in self.summaries.values():
+            names = summary["names"]
+            words.update(summary["attributes"].split())
+            words.update(names["roots"].split())
+            for _, used in names["tops"].values():
+                words.update(used.split())
+        out: dict[str, set[str]] = {}
+        for path, summary in self.summaries.items():
+            for cls, methods in summary["methods"].items():
+                unused = [name for name in methods if name not in words]
+                if unused and self._plain_class(path, cls, frozenset()):
+                    out.setdefault(path, set()).update(f"{cls}.{name}" for name in unused)
+        return out
+
+    def _plain_class(self, path: str, cls: str, seen: frozenset) -> bool:
+        """The class and its bases, through the project, derive from `object` or `nn.Module` only."""
+        summary = self.summaries.get(path)
+        if summary is None or cls not in summary.get("methods", {}) or (path, cls) in seen \
+                or len(seen) > MAX_LOOKUP_DEPTH:
+            return False
+        for base in summary["classes"][cls][1]:
+            if base is None:
+                continue  # `object` or `nn.Module` (a class of `methods` has no other outside base)
+            found = self.class_of(path, base)
+            if found is None or not self._plain_class(found[0], found[1], seen | {(path, cls)}):
+                return False
+        return True
 
     # -- evidence ----------------------------------------------------------------------------------
     def _edge_via(self, edge: _Edge, visiting: frozenset = frozenset()) -> tuple:

@@ -67,7 +67,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 16
+SUMMARY_VERSION = 17
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -128,6 +128,11 @@ def summarize(ctx: "FileFacts") -> dict:
         # it loads modules by name at run time: its program holds code no summary shows
         "loads": by_name,
         "names": _names(ctx, bindings, by_name),
+        # methods only the project's own code can call, per class; every attribute name the file
+        # uses; whether it reaches attributes by computed names (the solve finds unused methods)
+        "methods": _methods(ctx, scan, bindings),
+        "attributes": " ".join(sorted(scan.attributes)),
+        "attribute_lookup": _looks_up_attributes(ctx),
     }
 
 
@@ -294,6 +299,64 @@ def _host_argument(value: ast.AST, ctx: "FileFacts", scope: ast.AST | None, hops
     return False
 
 
+# -- methods nothing calls (ptlint.semantics.project) ----------------------------------------------
+# What torch.nn.Module defines or calls by name: a subclass's def of one is called by torch.
+MODULE_API = frozenset("""T_destination _apply _call_impl _compiled_call_impl _get_backward_hooks
+    _get_backward_pre_hooks _get_name _load_from_state_dict _maybe_warn_non_full_backward_hook _named_members
+    _register_load_state_dict_pre_hook _register_state_dict_hook _replicate_for_data_parallel _save_to_state_dict
+    _slow_forward _version _wrapped_call_impl add_module apply bfloat16 buffers call_super_init children compile
+    cpu cuda double dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter
+    get_submodule half ipu load_state_dict modules mtia named_buffers named_children named_modules
+    named_parameters parameters register_backward_hook register_buffer register_forward_hook
+    register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook register_module register_parameter
+    register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state set_submodule
+    share_memory state_dict to to_empty train type xpu zero_grad reset_parameters""".split())
+PLAIN_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module", "builtins.object"}
+PLAIN_DECORATORS = {"staticmethod", "classmethod", "property", "setter", "getter", "deleter"}
+ATTRIBUTE_LOOKUPS = {"getattr", "attrgetter", "methodcaller"}
+
+
+def _methods(ctx: "FileFacts", scan: "_Scan", bindings: dict) -> dict[str, list[str]]:
+    """Class key -> the methods only code of the project can call, by their name: of a class
+    whose bases are `object`, `torch.nn.Module` or classes of the project (a framework's base
+    may call any method by name), not a dunder, not a name `nn.Module` calls or defines, not
+    decorated but as a static, class method or property (a decorator may register it)."""
+    out: dict[str, list[str]] = {}
+    for cls in scan.classes:
+        if not all(isinstance(base, ast.Name) and base.id == "object" or ctx.names.qualname(base, at=cls) in PLAIN_BASES
+                   or _reference(base, cls, ctx, bindings) is not None for base in cls.bases) or cls.keywords:
+            continue
+        names = [method.name for method in cls.body if isinstance(method, FUNCTION_DEFS)
+                 and not (method.name.startswith("__") and method.name.endswith("__"))
+                 and method.name not in MODULE_API
+                 and all((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", None)) in PLAIN_DECORATORS
+                         for d in method.decorator_list)]
+        out.setdefault(def_key(cls, ctx.parent), names)  # (also without any: a plain base of others)
+    return out
+
+
+def _looks_up_attributes(ctx: "FileFacts") -> bool:
+    """A method may be called by a name computed at run time: `getattr(self, name)`,
+    `getattr(obj, name)(...)`, `operator.methodcaller(name)` / `attrgetter(name)`. (Not a getattr
+    of another object whose result is not called on the spot, `getattr(block, bn_name)`: model
+    surgery reads submodules; nor `setattr`, `hasattr`, `vars(args)`, which call nothing.)"""
+    for call in ctx.calls():
+        func = call.func
+        word = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if word not in ATTRIBUTE_LOOKUPS:
+            continue
+        names = call.args[:1] if word in ("attrgetter", "methodcaller") else call.args[1:2]
+        if names and isinstance(names[0], ast.Constant):
+            continue  # a name spelled out: a word the solve sees
+        if word in ("attrgetter", "methodcaller"):
+            return True
+        if word == "getattr" and (not call.args or isinstance(call.args[0], ast.Name) and call.args[0].id in SELF_NAMES
+                                  or isinstance(ctx.parent(call), ast.Call) and ctx.parent(call).func is call):
+            return True
+    return False
+
+
 # -- imports -------------------------------------------------------------------------------------
 class _Scan:
     """What one walk of the tree collects for the summary: imports, classes, the names it uses and
@@ -307,7 +370,8 @@ class _Scan:
         self.star = False
         self.compile_refs: list[ast.AST] = []
         self.loops: list[ast.AST] = []
-        bound, used = self.bound, self.used
+        self.attributes: set[str] = set()
+        bound, used, attributes = self.bound, self.used, self.attributes
         for node in walk(tree):
             kind = type(node)
             if kind is ast.Name:
@@ -315,6 +379,7 @@ class _Scan:
                 if node.id in ("compile", "optimize"):
                     self.compile_refs.append(node)
             elif kind is ast.Attribute:
+                attributes.add(node.attr)
                 if node.attr in ("compile", "optimize") or node.attr.startswith("_dynamo"):
                     self.compile_refs.append(node)
             elif kind is ast.arg:

@@ -167,10 +167,14 @@ def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
                     return HOST
                 parent = call
         elif isinstance(parent, ast.Subscript):
-            if child is parent.slice:
-                # an index into a Python container picks an object; a tensor's index or slice
-                # bound (`queue[:, ptr:ptr + n]`, `embeds[neg_idx]`) could have stayed on the device
+            if child is parent.slice and not isinstance(child, (ast.Slice, ast.Tuple)):
+                # an index into a Python container picks an object; a tensor's row picked by a
+                # sampled index (`embeds[neg_idx]`) could have been picked on the device
                 return HOST if _python_container(parent.value, ctx, scope) else KEPT
+            if child is parent.slice:
+                # a slice bound: Python slices take numbers, so the host needs them, but a visible
+                # tensor's (`queue[:, ptr:ptr + n]`) could have been a count kept on the host
+                return KEPT if tensor_kind(parent.value, ctx) == STRONG else HOST
         elif isinstance(parent, (ast.If, ast.While, ast.Assert, ast.comprehension)):
             return KEPT  # a test (it decides something), or iterated
         elif isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):

@@ -1028,6 +1028,77 @@ def test_a_def_a_file_config_or_lookup_may_use_is_reported(tmp_path, monkeypatch
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select)
 
 
+METHODS_TRAIN = """
+    import torch
+    from algorithms import Transfer
+
+
+    def main():
+        algorithm = Transfer().cuda()
+        for batch in [torch.randn(8, 4) for _ in range(10)]:
+            algorithm.update(batch.cuda())
+
+
+    if __name__ == "__main__":
+        main()
+"""
+METHODS = """
+    import torch
+    from torch import nn
+
+
+    class Algorithm(BASE):
+        def update(self, x):
+            raise NotImplementedError
+
+
+    class Transfer(Algorithm):
+        def update(self, x):
+            loss = self.net(x).sum()
+            loss.backward()
+            self.losses.append(loss.item())  # expect: PTL101
+
+        def update_second(self, x):
+            loss = self.net(x).sum()
+            loss.backward()
+            self.losses.append(loss.item()){expect}
+
+        @staticmethod
+        def gap(x):
+            return x
+"""
+
+
+@pytest.mark.parametrize("base,user,expect", [
+    ("nn.Module", "", ""),  # nothing names update_second: it never runs
+    ("object", "", ""),
+    ("torch.nn.Module", "", ""),
+    # a file names it (as an attribute, a string, a config word), or may call any method by name
+    ("nn.Module", "def second(a, x):\n    a.update_second(x)\n", "  # expect: PTL101"),
+    ("nn.Module", "OPS = ['update_second']\n", "  # expect: PTL101"),
+    ("nn.Module", "import sys\n\ndef run(a):\n    getattr(a, sys.argv[1])(0)\n", "  # expect: PTL101"),
+    ("nn.Module", "import operator, sys\nCALL = operator.methodcaller(sys.argv[1])\n", "  # expect: PTL101"),
+    # a framework's base may call any method by its name
+    ("pl.LightningModule", "", "  # expect: PTL101"),
+    ("Unknown", "", "  # expect: PTL101"),
+])
+def test_a_method_nothing_in_the_project_names_is_silent(tmp_path, monkeypatch, capsys, base, user, expect):
+    methods = METHODS.replace("BASE", base).format(expect=expect)
+    if base == "pl.LightningModule":
+        methods = methods.replace("from torch import nn", "import lightning.pytorch as pl")
+    write(tmp_path, {"train.py": METHODS_TRAIN, "algorithms.py": methods, "other.py": user})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_getattr_of_a_submodule_or_setattr_does_not_keep_methods(tmp_path, monkeypatch, capsys):
+    """Model surgery reads and sets submodules by computed names: it calls no method."""
+    user = ("import sys\n\ndef fuse(block, name):\n    setattr(block, name, getattr(block, name + '_bn'))\n"
+            "    return vars(sys.modules[__name__])\n")
+    write(tmp_path, {"train.py": METHODS_TRAIN, "other.py": user,
+                     "algorithms.py": METHODS.replace("BASE", "nn.Module").format(expect="")})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101") != set()
+
+
 def test_a_file_that_does_not_parse_leaves_nothing_unused(tmp_path, monkeypatch, capsys):
     """The one file that uses `scale_params` and `Pool` is being edited and does not parse: what
     it uses is unknown, so nothing is taken for code that never runs."""

@@ -95,6 +95,8 @@ def goes(body: str, setup: str = "") -> int:
     ("emb = model(x)\nhelper(emb[probe(x)])", KEPT),  # a tensor's row: indexed on the device
     ("helper(out.last_hidden_state[probe(x)])", KEPT),  # nothing shows a Python container
     ("helper(hidden[probe(x)])", KEPT),
+    ("helper(pixels[probe(x):5])", HOST),  # a slice bound: Python slices need the number
+    ("helper(pixels[:, probe(x)])", HOST),
     ("for i in range(probe(x)):\n    pass", HOST),
     ("preds = []\npreds.append(probe(x))\nroc_auc_score(preds, preds)", HOST),
     # kept or passed on: the file does not show what becomes of it
