@@ -685,6 +685,7 @@ class ExecutionModel:
         self.intrinsic_why: dict[int, str] = {}
         self._intrinsic: dict[int, str | None] = {}
         self._via: dict[int, tuple[Via, ...]] = {}
+        self._placements: dict[int, Placement] = {}
         self.base = self._solve()
 
     def callers(self, function: ast.AST) -> list[ast.Call]:
@@ -855,7 +856,14 @@ class ExecutionModel:
         return placement
 
     def local_placement(self, node: ast.AST) -> Placement:
-        """Where `node` stands in its function, from this file alone (what its summary records)."""
+        """Where `node` stands in its function, from this file alone (what its summary records);
+        asked of every call twice (the solve, the summary's edges), so kept per node."""
+        found = self._placements.get(id(node))
+        if found is None:
+            found = self._placements[id(node)] = self._local_placement(node)
+        return found
+
+    def _local_placement(self, node: ast.AST) -> Placement:
         cold = False
         loops: list[ast.AST] = []
         periodic = False
