@@ -83,6 +83,7 @@ def summarize(ctx: "FileFacts") -> dict:
     model = execution_model(ctx)
     parent = ctx.parent
     scan = _Scan(ctx.tree)
+    ctx.memo["summary-assignments"] = scan.assignments
     imports, exports, bindings = _imports(ctx, scan.imports)
     defs: dict[str, list] = {}
     for function in ctx.function_defs():
@@ -371,6 +372,7 @@ class _Scan:
         self.compile_refs: list[ast.AST] = []
         self.loops: list[ast.AST] = []
         self.attributes: set[str] = set()
+        self.assignments: list[ast.Assign] = []  # one target each (_assignment_tables)
         bound, used, attributes = self.bound, self.used, self.attributes
         for node in walk(tree):
             kind = type(node)
@@ -384,6 +386,9 @@ class _Scan:
                     self.compile_refs.append(node)
             elif kind is ast.arg:
                 bound.add(node.arg)
+            elif kind is ast.Assign:
+                if len(node.targets) == 1:
+                    self.assignments.append(node)
             elif kind is ast.For or kind is ast.While or kind is ast.AsyncFor:
                 self.loops.append(node)
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
@@ -554,20 +559,39 @@ def _owner_class(call: ast.AST, ctx: "FileFacts") -> ast.ClassDef | None:
     return ctx.owner_class(function) if function is not None else None
 
 
+def _assignment_tables(ctx: "FileFacts") -> tuple[dict, dict]:
+    """From the file's one-target assignments (_Scan), once: per scope (a function or the module),
+    name -> the values assigned it there; per class, `self.<name>` -> the values its methods (and
+    the classes and functions in it) assign."""
+    key = "summary-assignment-tables"
+    found = ctx.memo.get(key)
+    if found is None:
+        names: dict[int, dict[str, list]] = {}
+        attributes: dict[int, dict[str, list]] = {}
+        for node in ctx.memo.get("summary-assignments", ()):
+            target = node.targets[0]
+            if type(target) is ast.Name:
+                scope = ctx.parent(node)
+                while scope is not None and not isinstance(scope, (*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
+                    scope = ctx.parent(scope)
+                if not isinstance(scope, ast.ClassDef):  # (a class body is no function's or module's scope)
+                    names.setdefault(id(scope or ctx.tree), {}).setdefault(target.id, []).append(node.value)
+            elif type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id in SELF_NAMES:
+                owner = ctx.parent(node)
+                while owner is not None:
+                    if type(owner) is ast.ClassDef:
+                        attributes.setdefault(id(owner), {}).setdefault(target.attr, []).append(node.value)
+                    owner = ctx.parent(owner)
+        found = ctx.memo[key] = (names, attributes)
+    return found
+
+
 def _instance_class(name: str, scope: ast.AST, ctx: "FileFacts", bindings: dict) -> list | None:
     """The class `name` is an instance of in `scope`: the one class every assignment of it
     calls (`x = Meter(...)`), of this file or bound by an import."""
-    key = ("summary-instances", id(scope))
-    table = ctx.memo.get(key)
-    if table is None:
-        table = {}
-        for node in _scope_nodes(scope):
-            if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
-                table.setdefault(node.targets[0].id, []).append(node.value)
-        ctx.memo[key] = table
-    if name not in table:
+    values = _assignment_tables(ctx)[0].get(id(scope), {}).get(name)
+    if values is None:
         return None
-    values = table.get(name, [])
     found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
     if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
         return None
@@ -577,28 +601,11 @@ def _instance_class(name: str, scope: ast.AST, ctx: "FileFacts", bindings: dict)
 def _attribute_class(owner: ast.ClassDef, attribute: str, ctx: "FileFacts", bindings: dict) -> list | None:
     """The class of `self.<attribute>` in `owner`: every `self.<attribute> = C(...)` in its
     methods calls the same class."""
-    key = ("summary-attributes", id(owner))
-    table = ctx.memo.get(key)
-    if table is None:  # every `self.<name> = ...` of the class, once per class
-        table = ctx.memo[key] = {}
-        for node in walk(owner):
-            if type(node) is ast.Assign and len(node.targets) == 1:
-                target = node.targets[0]
-                if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id in SELF_NAMES:
-                    table.setdefault(target.attr, []).append(node.value)
-    values = table.get(attribute, [])
+    values = _assignment_tables(ctx)[1].get(id(owner), {}).get(attribute, [])
     found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
     if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
         return None
     return found[0]
-
-
-def _scope_nodes(scope: ast.AST):
-    """The nodes of a scope's own code, not of the defs and classes in it."""
-    body = scope.body if isinstance(getattr(scope, "body", None), list) else [scope.body]
-    for statement in body:
-        for node in walk(statement, stop_at=(*FUNCTION_DEFS, ast.ClassDef, ast.Lambda)):
-            yield node
 
 
 # -- what the program does -----------------------------------------------------------------------

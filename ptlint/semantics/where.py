@@ -1120,6 +1120,8 @@ class ExecutionModel:
             test, negated = test.operand, True
         if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"):
             return False
+        if not re.search(rf"self\.{re.escape(test.attr)}\s*=\s*[-\w'\"]", self.ctx.text):
+            return False  # (the cheap question first: no `self.flag = <constant>` anywhere)
         value = self._fixed_attributes().get(test.attr, _UNFIXED)
         if value is _UNFIXED:
             return False
