@@ -128,7 +128,7 @@ def summarize(ctx: "FileFacts") -> dict:
         "unbound": bool(scan.used - scan.bound - _BUILTINS),
         # it loads modules by name at run time: its program holds code no summary shows
         "loads": by_name,
-        "names": _names(ctx, bindings, by_name),
+        "names": _names(ctx, scan, bindings, by_name),
         # methods only the project's own code can call, per class; every attribute name the file
         # uses; whether it reaches attributes by computed names (the solve finds unused methods)
         "methods": _methods(ctx, scan, bindings),
@@ -145,8 +145,8 @@ NAME_STRING = re.compile(r"[A-Za-z_][\w.:]*")
 LOOKUP_BUILTINS = {"globals": ".", "vars": ".", "locals": ".", "eval": "*", "exec": "*"}
 
 
-def _names(ctx: "FileFacts", bindings: dict, imports_by_name: bool) -> dict:
-    roots, tops, entry, dict_reads = module_names(ctx.tree)
+def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: bool) -> dict:
+    roots, tops, entry, dict_reads = scan.names
     lookups: list = ["*"] if imports_by_name else []  # what it loads is unknown, and may use any def
     for call in ctx.calls():
         func = call.func
@@ -167,9 +167,11 @@ def _names(ctx: "FileFacts", bindings: dict, imports_by_name: bool) -> dict:
     return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry}
 
 
-def module_names(tree: ast.Module) -> tuple[set[str], dict[str, list], bool, list[ast.Attribute]]:
+def module_names(tree: ast.Module, scan: "_Scan | None" = None) \
+        -> tuple[set[str], dict[str, list], bool, list[ast.Attribute]]:
     """(the names the module-level code uses; each top-level def and class: [decorated, the
-    names its body uses]; whether the module is a program's entry; its `x.__dict__` reads)."""
+    names its body uses]; whether the module is a program's entry; its `x.__dict__` reads).
+    Every node but docstrings is walked once: `scan` (a _Scan) is told of each."""
     roots: set[str] = set()
     tops: dict[str, list] = {}
     dict_reads: list[ast.Attribute] = []
@@ -178,15 +180,17 @@ def module_names(tree: ast.Module) -> tuple[set[str], dict[str, list], bool, lis
     while pending:
         statement = pending.pop()
         kind = type(statement)
+        if scan is not None and kind in SCANNED:
+            scan.node(statement, kind)  # (not walked below: its parts are)
         if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if kind is ast.ClassDef:
                 parts = [*statement.body, *statement.bases, *statement.keywords]
             else:  # the defaults and annotations too
                 parts = [*statement.body, statement.args, *filter(None, [statement.returns])]
-            used = _used_names(parts, dict_reads, in_def=True)
+            used = _used_names(parts, dict_reads, in_def=True, scan=scan)
             decorated = bool(statement.decorator_list)
             if decorated:
-                roots.update(_used_names(statement.decorator_list, dict_reads))
+                roots.update(_used_names(statement.decorator_list, dict_reads, scan=scan))
             known = tops.get(statement.name)
             if known is None:
                 tops[statement.name] = [decorated, " ".join(sorted(used))]
@@ -197,13 +201,15 @@ def module_names(tree: ast.Module) -> tuple[set[str], dict[str, list], bool, lis
             for field in ("body", "orelse", "finalbody"):
                 pending.extend(getattr(statement, field, ()))
             for handler in getattr(statement, "handlers", ()):
+                if scan is not None:
+                    scan.node(handler, ast.ExceptHandler)
                 pending.extend(handler.body)
-                roots.update(_used_names([handler.type] if handler.type else [], dict_reads))
+                roots.update(_used_names([handler.type] if handler.type else [], dict_reads, scan=scan))
             roots.update(_used_names([getattr(statement, name) for name in ("test", "iter", "target")
-                                      if getattr(statement, name, None) is not None], dict_reads))
-            roots.update(_used_names(list(getattr(statement, "items", ())), dict_reads))
+                                      if getattr(statement, name, None) is not None], dict_reads, scan=scan))
+            roots.update(_used_names(list(getattr(statement, "items", ())), dict_reads, scan=scan))
         else:
-            roots.update(_used_names([statement], dict_reads))
+            roots.update(_used_names([statement], dict_reads, scan=scan))
     return roots, tops, entry, dict_reads
 
 
@@ -212,7 +218,7 @@ def _is_main_test(test: ast.AST) -> bool:
         isinstance(side, ast.Name) and side.id == "__name__" for side in (test.left, *test.comparators))
 
 
-def _used_names(nodes: list, dict_reads: list, in_def: bool = False) -> set[str]:
+def _used_names(nodes: list, dict_reads: list, in_def: bool = False, scan: "_Scan | None" = None) -> set[str]:
     """The names, attributes, imported names and the parts of strings that may name one (an
     identifier or a dotted path: a registry's key, a `_target_` path, `__all__`; not free text or
     docstrings) under `nodes`. `in_def`: the body of one def or class, whose own locals (its
@@ -235,18 +241,28 @@ def _used_names(nodes: list, dict_reads: list, in_def: bool = False) -> set[str]
                 pending.append(node)
             elif kind is ast.Name:
                 (loads if type(node.ctx) is ast.Load else stored).add(node.id)
+                if scan is not None:
+                    scan.name(node)
             elif kind is ast.Attribute:
                 attributes.append(node)
                 if node.attr == "__dict__":
                     dict_reads.append(node)
+                if scan is not None:
+                    scan.attribute(node)
             elif kind is ast.arg:
                 stored.add(node.arg)
+                if scan is not None:
+                    scan.bound.add(node.arg)
             elif kind is ast.Import or kind is ast.ImportFrom:  # (nodes.walk does not enter `names`)
                 for alias in node.names:
                     out.update(alias.name.split("."))
+                if scan is not None:
+                    scan.imported(node)
             elif kind is ast.Constant and type(node.value) is str and len(node.value) <= 200 \
                     and NAME_STRING.fullmatch(node.value):
                 out.update(WORD.findall(node.value))
+            elif scan is not None and kind in SCANNED:
+                scan.node(node, kind)
     if not in_def:
         return out | loads | {node.attr for node in attributes}
     out |= loads - stored
@@ -360,8 +376,10 @@ def _looks_up_attributes(ctx: "FileFacts") -> bool:
 
 # -- imports -------------------------------------------------------------------------------------
 class _Scan:
-    """What one walk of the tree collects for the summary: imports, classes, the names it uses and
-    binds, star imports, and the names and attributes that may spell `torch.compile`."""
+    """What one walk of the tree collects for the summary (the walk of `module_names`): imports,
+    classes, loops, one-target assignments, the names it uses and binds, attribute names, star
+    imports, the names and attributes that may spell `torch.compile`; and `module_names`'s own
+    answers (`names`)."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.imports: list = []
@@ -373,48 +391,51 @@ class _Scan:
         self.loops: list[ast.AST] = []
         self.attributes: set[str] = set()
         self.assignments: list[ast.Assign] = []  # one target each (_assignment_tables)
-        bound, used, attributes = self.bound, self.used, self.attributes
-        for node in walk(tree):
-            kind = type(node)
-            if kind is ast.Name:
-                (used if type(node.ctx) is ast.Load else bound).add(node.id)
-                if node.id in ("compile", "optimize"):
-                    self.compile_refs.append(node)
-            elif kind is ast.Attribute:
-                attributes.add(node.attr)
-                if node.attr in ("compile", "optimize") or node.attr.startswith("_dynamo"):
-                    self.compile_refs.append(node)
-            elif kind is ast.arg:
-                bound.add(node.arg)
-            elif kind is ast.Assign:
-                if len(node.targets) == 1:
-                    self.assignments.append(node)
-            elif kind is ast.For or kind is ast.While or kind is ast.AsyncFor:
-                self.loops.append(node)
-            elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-                bound.add(node.name)
-            elif kind is ast.ClassDef:
-                bound.add(node.name)
-                self.classes.append(node)
-            elif kind in (ast.Import, ast.ImportFrom):
-                self.imports.append(node)
-                for alias in node.names:
-                    if alias.name == "*":
-                        self.star = True
-                    bound.add(alias.asname or alias.name.split(".")[0])
-            elif kind in (ast.Global, ast.Nonlocal):
-                bound.update(node.names)
-            elif kind is ast.ExceptHandler:
-                if node.name:
-                    bound.add(node.name)
-            elif kind in (ast.MatchAs, ast.MatchStar):
-                if node.name:
-                    bound.add(node.name)
-            elif kind is ast.MatchMapping:
-                if node.rest:
-                    bound.add(node.rest)
+        self.names = module_names(tree, self)
         self.classes.sort(key=lambda c: (c.lineno, c.col_offset))
         self.imports.sort(key=lambda i: (i.lineno, i.col_offset))
+
+    def name(self, node: ast.Name) -> None:
+        (self.used if type(node.ctx) is ast.Load else self.bound).add(node.id)
+        if node.id in ("compile", "optimize"):
+            self.compile_refs.append(node)
+
+    def attribute(self, node: ast.Attribute) -> None:
+        self.attributes.add(node.attr)
+        if node.attr in ("compile", "optimize") or node.attr.startswith("_dynamo"):
+            self.compile_refs.append(node)
+
+    def imported(self, node: ast.Import | ast.ImportFrom) -> None:
+        self.imports.append(node)
+        for alias in node.names:
+            if alias.name == "*":
+                self.star = True
+            self.bound.add(alias.asname or alias.name.split(".")[0])
+
+    def node(self, node: ast.AST, kind: type) -> None:
+        """A node of a kind `_used_names` does not look at itself (SCANNED)."""
+        if kind is ast.Assign:
+            if len(node.targets) == 1:
+                self.assignments.append(node)
+        elif kind is ast.For or kind is ast.While or kind is ast.AsyncFor:
+            self.loops.append(node)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            self.bound.add(node.name)
+        elif kind is ast.ClassDef:
+            self.bound.add(node.name)
+            self.classes.append(node)
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            self.bound.update(node.names)
+        elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
+            if node.name:
+                self.bound.add(node.name)
+        elif kind is ast.MatchMapping:
+            if node.rest:
+                self.bound.add(node.rest)
+
+
+SCANNED = frozenset({ast.Assign, ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                     ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
 
 
 def _imports(ctx: "FileFacts", nodes: list) -> tuple[list, dict, dict]:

@@ -440,7 +440,8 @@ def is_training_hook(function: ast.AST, ctx: "FileFacts") -> bool:
     module's `forward`."""
     name = function.name
     owner = ctx.owner_class(function)
-    return (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES) or is_step_function(function)
+    return (name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES)
+            or "backward" in ctx.text and is_step_function(function)  # (`manual_backward` holds it too)
             or any(event_context(d) == PER_STEP for d in function.decorator_list)) \
         and not (owner is not None and name == "forward")
 
@@ -729,7 +730,7 @@ class ExecutionModel:
             context, why = PER_STEP, f"`{name}` is passed to `torch.compile`"
         elif name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES):
             context, why = PER_STEP, f"`{name}` is a framework hook that runs every batch"
-        elif is_step_function(function):
+        elif "backward" in self.ctx.text and is_step_function(function):
             context, why = PER_STEP, f"`{name}` calls `.backward()`: one training step"
         else:
             for decorator in function.decorator_list:
@@ -1120,8 +1121,9 @@ class ExecutionModel:
             test, negated = test.operand, True
         if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"):
             return False
-        if not re.search(rf"self\.{re.escape(test.attr)}\s*=\s*[-\w'\"]", self.ctx.text):
-            return False  # (the cheap question first: no `self.flag = <constant>` anywhere)
+        if not re.search(rf"self\.{re.escape(test.attr)}\s*=\s*(True|False|None|[-\d.]+|'[^'\n]*'|\"[^\"\n]*\")\s*(#|$)",
+                         self.ctx.text, re.M):
+            return False  # (the cheap question first: no `self.flag = <constant>` line anywhere)
         value = self._fixed_attributes().get(test.attr, _UNFIXED)
         if value is _UNFIXED:
             return False
