@@ -728,15 +728,17 @@ class ProjectModel:
             found = {name for name in summary["names"]["tops"] if name not in live and not name.startswith("__")}
             if found:
                 out[path] = found
-        for path, found in self._unused_methods().items():
+        for path, found in self._unused_methods(imported).items():
             out.setdefault(path, set()).update(found)
         return out
 
-    def _unused_methods(self) -> dict[str, set[str]]:
-        """Per file, the methods (`Class.method`) whose name no file of the project uses: not as an
-        attribute, a name or a string, in no other text file; of classes whose bases are `object`,
-        `nn.Module` or such classes of the project (summary `_methods`). Nothing where some file
-        reaches attributes by computed names (`getattr(obj, name)`)."""
+    def _unused_methods(self, imported: set[str]) -> dict[str, set[str]]:
+        """Per file of a program (a module another file `imported`, or a program's entry), the
+        methods (`Class.method`) whose name no file of the project uses: not as an attribute, a
+        name or a string, in no other text file; of classes whose bases are `object`, `nn.Module`
+        or such classes of the project (summary `_methods`). Nothing where some file reaches
+        attributes by computed names (`getattr(obj, name)`). A module nothing imports that is no
+        program's entry is a library's: its users may call any method."""
         if any(summary.get("attribute_lookup", True) for summary in self.summaries.values()):
             return {}
         words: set[str] = set(self.other_names or ())
@@ -748,6 +750,8 @@ class ProjectModel:
                 words.update(used.split())
         out: dict[str, set[str]] = {}
         for path, summary in self.summaries.items():
+            if path not in imported and not summary["names"]["entry"]:
+                continue
             for cls, methods in summary["methods"].items():
                 unused = [name for name in methods if name not in words]
                 if unused and self._plain_class(path, cls, frozenset()):

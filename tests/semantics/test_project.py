@@ -1090,6 +1090,29 @@ def test_a_method_nothing_in_the_project_names_is_silent(tmp_path, monkeypatch, 
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
 
 
+def test_methods_of_a_module_nothing_imports_are_kept(tmp_path, monkeypatch, capsys):
+    """A module no file imports and that is no program (a library's) may be used by anyone."""
+    library = """
+        from torch import nn
+
+
+        class Trainer(nn.Module):
+            def fit_epoch(self, loader):
+                for x in loader:
+                    loss = self.net(x).sum()
+                    loss.backward()
+                    self.losses.append(loss.item()){expect}
+    """
+    write(tmp_path, {"train.py": METHODS_TRAIN.replace("from algorithms import Transfer", "from core import Transfer"),
+                     "core.py": "from torch import nn\n\n\nclass Transfer(nn.Module):\n    pass\n",
+                     "library.py": library.format(expect="  # expect: PTL101")})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101") != set()
+    # the same module imported by the program: a method nothing names never runs
+    (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace("import torch", "import torch\nimport library"))
+    (tmp_path / "library.py").write_text(textwrap.dedent(library.format(expect="")).lstrip())
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == set()
+
+
 def test_a_getattr_of_a_submodule_or_setattr_does_not_keep_methods(tmp_path, monkeypatch, capsys):
     """Model surgery reads and sets submodules by computed names: it calls no method."""
     user = ("import sys\n\ndef fuse(block, name):\n    setattr(block, name, getattr(block, name + '_bn'))\n"
