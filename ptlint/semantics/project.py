@@ -363,6 +363,7 @@ class ProjectModel:
         self._modules: dict[tuple, str | None] = {}
         self._imports_graph: dict[str, set[str]] | None = None
         self.edges: list[_Edge] = []
+        self._runners: set[tuple] | None = None  # _pass_runners
         self._resolve_edges()
 
     # -- resolving names across files -------------------------------------------------------------
@@ -598,12 +599,32 @@ class ProjectModel:
         return entry is not None and bool(entry[4])
 
     def _epoch_call(self, edge: _Edge) -> bool:
-        """A call of another file's function that holds the step loop, from a loop that neither
-        walks data nor trains: the loop is an epoch loop (its file's own model cannot see that)."""
-        if edge.local or not edge.loop_line or edge.loop_data:
+        """A call of a function that holds the step loop, or runs one that does every time it runs
+        (`run()` calling another file's `train()`), from a loop that neither walks data nor trains:
+        the loop is an epoch loop, or one over whole runs (a file's own model sees only the first)."""
+        if not edge.loop_line or edge.loop_data:
             return False
-        entry = self.summaries[edge.callee[0]]["defs"].get(edge.callee[1])
-        return entry is not None and bool(entry[6])
+        return edge.callee in self._pass_runners()
+
+    def _pass_runners(self) -> set[tuple]:
+        """The defs that hold a loop over data or one that trains (summary `holds_step_loop`), and
+        those that call one as often as they run themselves (not under a periodic test, not on an
+        error path: `train_step` evaluating every 100 steps is no pass over the data)."""
+        if self._runners is None:
+            callers: dict[tuple, list[tuple]] = {}
+            for edge in self.edges:
+                if edge.transfer == "oecs" and not edge.cold and edge.caller[1]:
+                    callers.setdefault(edge.callee, []).append(edge.caller)
+            runners = {(path, key) for path, summary in self.summaries.items()
+                       for key, entry in summary["defs"].items() if entry[6]}
+            pending = list(runners)
+            while pending:
+                for caller in callers.get(pending.pop(), ()):
+                    if caller not in runners:
+                        runners.add(caller)
+                        pending.append(caller)
+            self._runners = runners
+        return self._runners
 
     def _training_edge(self, edge: _Edge, base: dict, training: dict) -> bool:
         return self._edge_context(edge, base) == "s" and (edge.step_loop or training.get(edge.caller, False))

@@ -686,6 +686,61 @@ def test_an_epoch_loop_calling_a_function_that_holds_the_batch_loop(tmp_path, mo
     assert [link["why"] for link in findings[0]["context"]["via"]] == ["for samples, targets in loader"]
 
 
+def test_a_loop_over_whole_runs_through_a_helper_is_an_outer_loop(tmp_path, monkeypatch, capsys):
+    """A search over settings (`for params in trials: run(params)`) where `run` calls the
+    training function of another file: each trial is one whole run, so what `train` does
+    outside its batch loop runs once per trial, not per step. A step that evaluates every 100
+    steps is no such run: the loop that calls it stays a step loop."""
+    write(tmp_path, {"train.py": """
+        import torch
+
+
+        def train(model, loader, optimizer):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                print(loss.item())  # expect: PTL101
+            torch.cuda.empty_cache()
+
+
+        def evaluate(model, loader):
+            for x in loader:
+                model(x.cuda())
+
+
+        def observe(model, obs, i, loader):
+            out = model(obs.cuda())
+            torch.cuda.empty_cache()  # expect: PTL102
+            if i % 100 == 0:
+                evaluate(model, loader)
+            return out
+    """, "search.py": """
+        from train import observe, train
+
+
+        def run(params, model, loader, optimizer):
+            train(model, loader, optimizer)
+
+
+        def search(trials, model, loader, optimizer):
+            for params in trials:
+                run(params, model, loader, optimizer)
+
+
+        def rollout(model, obs, steps, loader):
+            for i in range(steps):
+                obs = observe(model, obs, i, loader)
+
+
+        if __name__ == "__main__":
+            search([1, 2], None, [], None)
+            rollout(None, None, 10, [])
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101,PTL102")) == markers(tmp_path, "PTL101,PTL102")
+
+
 def test_a_periodic_flag_assigned_before_its_test(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"train.py": """
         import torch
