@@ -154,6 +154,13 @@ class BlockingTransfer(Rule):
             self.report(moves[0], self.sibling_message if line in sibling else None,
                         fix=Fix(SAFE, "Pass `non_blocking=True`", edits), end_node=moves[-1])
 
+    def keep(self, node: ast.AST, where) -> bool:
+        """Only in a training step (a loop that backpropagates or steps an optimizer, a step hook,
+        or what they call): an evaluation or inference loop reads its results back to the host
+        every batch (metrics, decoding, post-processing, in this file or a helper elsewhere), so
+        the next batch's copy starts on an idle device and has nothing to overlap with."""
+        return self.ctx.model.in_training_step(node)
+
     def _sibling_copied_non_blocking(self, move: ast.Call, loop: ast.AST) -> bool:
         """`for inputs, labels in loader:` ... `inputs.cuda()`, `labels.cuda(non_blocking=True)`:
         the move copies one part of the loop's batch, and the loop's own statements copy another
@@ -441,8 +448,12 @@ on the host to the device without `non_blocking` (`torch.IntTensor([n] * b).to(d
 copy of pageable memory waits for the queue every iteration all the same.
 
 ## Where it reports
-- **Reports** in the loop over the pinned loader, which runs every step (in a function, in
-  `main()` or at a script's top level).
+- **Reports** in the loop over the pinned loader when it is a training loop (it backpropagates
+  or steps an optimizer, or calls a step hook that does), which runs every step (in a function,
+  in `main()` or at a script's top level).
+- **Silent** in an evaluation or inference loop: its results go back to the host every batch
+  (metrics, decoding, post-processing, often in a helper of another file), so the device is
+  idle when the next copy starts; `non_blocking` has nothing to overlap with.
 - **Silent** in once-code (one batch taken at set-up, `next(iter(loader)).to(device)` in
   `main()`), once per epoch or every N steps, a function whose callers the file does not show,
   error paths (an `except` body, a branch that raises, or only warns or logs), and test code.
@@ -550,7 +561,7 @@ class Trainer:
         for step, batch in enumerate(tqdm(self.train_loader)):
             images = batch["image"].cuda()  # expect: PTL104
             labels = batch["label"].to(self.device)  # expect: PTL104
-            model(images, labels)
+            model(images, labels).backward()
 """,
         # minGPT style: next(iter(loader)) in a while loop, a list of tensors
         """
@@ -593,10 +604,11 @@ def make_loader(ds):
 def to_device(batch, device):
     return {k: v.to(device) for k, v in batch.items()}  # expect: PTL104
 
-def evaluate(model, ds, device):
+def train(model, ds, device, optimizer):
     for batch in make_loader(ds):
         batch = to_device(batch, device)
-        model(**batch)
+        model(**batch).loss.backward()
+        optimizer.step()
 """,
         # a diffusion trainer: an endless generator over the loader, on self; loaders in a tuple
         """
@@ -618,11 +630,17 @@ class Trainer:
             data = next(self.dl).to(self.device)  # expect: PTL104
             model(data).mean().backward()
 
-def evaluate(model, train_ds, val_ds, device):
-    loaders = (DataLoader(train_ds, pin_memory=True), DataLoader(val_ds, pin_memory=True))
+def fit(model, train_ds, extra_ds, device):
+    loaders = (DataLoader(train_ds, pin_memory=True), DataLoader(extra_ds, pin_memory=True))
     for loader in loaders:
         for x in loader:
-            model(x.cuda())  # expect: PTL104
+            model(x.cuda()).mean().backward()  # expect: PTL104
+
+def evaluate(model, val_ds, device, scores):
+    # an evaluation loop: its results go back to the host every batch (here in a helper), so
+    # the next copy starts on an idle device either way
+    for x in DataLoader(val_ds, pin_memory=True):
+        scores.update(model(x.cuda()))
 """,
     ]
 
@@ -740,7 +758,7 @@ def train(model, ds, device):
     loader = DataLoader(ds, batch_size=8, pin_memory=True)
     for x, y in loader:
         x, y = x.to(device), y.cuda()
-        model(x, y)
+        model(x, y).backward()
 """,
             after="""
 from torch.utils.data import DataLoader
@@ -749,7 +767,7 @@ def train(model, ds, device):
     loader = DataLoader(ds, batch_size=8, pin_memory=True)
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.cuda(non_blocking=True)
-        model(x, y)
+        model(x, y).backward()
 """,
         ),
         FixExample(
@@ -762,7 +780,7 @@ def train(model, ds, device):
             device,
             dtype=torch.float16,  # half on the device
         )
-        model(x)
+        model(x).sum().backward()
 """,
             after="""
 from torch.utils.data import DataLoader
@@ -773,7 +791,7 @@ def train(model, ds, device):
             device,
             dtype=torch.float16, non_blocking=True,  # half on the device
         )
-        model(x)
+        model(x).sum().backward()
 """,
         ),
         FixExample(  # on the CPU, non_blocking is a no-op and pin_memory falls back to ordinary memory
