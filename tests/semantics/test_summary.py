@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from ptlint.semantics.summary import names_accelerator
@@ -24,3 +26,151 @@ def test_text_that_names_an_accelerator(text):
 ])
 def test_text_that_does_not(text):
     assert not names_accelerator(text)
+
+
+def summary_of(text: str) -> dict:
+    from ptlint.engine.source import SourceFile
+    from ptlint.engine.traversal import lint_and_summarize
+
+    _, summary = lint_and_summarize(SourceFile("m.py", textwrap.dedent(text)), [], summarize=True)
+    return summary
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("getattr(self, name)", True),  # any method of the object
+    ("getattr(cls, name)", True),
+    ("getattr(obj, name)(1)", True),  # a method called by its computed name
+    ("getattr(obj, name)", False),  # a submodule read by name (model surgery): calls nothing
+    ("getattr(self, 'step')", False),  # a name spelled out is a word the solve sees
+    ("getattr(obj, 'step')(1)", False),
+    ("operator.methodcaller(name)", True),
+    ("methodcaller('step')", False),
+    ("attrgetter(name)", True),
+    ("setattr(obj, name, 1)", False),
+    ("hasattr(obj, name)", False),
+    ("vars(args)", False),
+    ("getattr()", True),
+])
+def test_a_method_may_be_reached_by_a_computed_name(code, expected):
+    assert summary_of(f"import operator\n\ndef f(self, obj, cls, name, args):\n    return {code}\n")[
+        "attribute_lookup"] is expected
+
+
+def test_methods_only_the_project_can_call():
+    methods = summary_of("""
+        import torch
+        from torch import nn
+        from elsewhere import Foreign, register
+
+
+        class Plain:
+            def run(self): ...
+            def _helper(self): ...
+            def __len__(self): ...
+            @staticmethod
+            def make(): ...
+            @classmethod
+            def build(cls): ...
+            @property
+            def size(self): ...
+            @size.setter
+            def size(self, value): ...
+            @register
+            def hook(self): ...
+
+
+        class Old(object):
+            def run(self): ...
+
+
+        class Net(nn.Module):
+            def forward(self, x): ...
+            def extra_repr(self): ...
+            def reset_parameters(self): ...
+            def encode(self, x): ...
+
+
+        class Deep(torch.nn.Module):
+            def encode(self, x): ...
+
+
+        class Child(Plain):
+            def more(self): ...
+
+
+        class Framework(Foreign):
+            def on_step(self): ...
+
+
+        class Meta(nn.Module, metaclass=type):
+            def encode(self, x): ...
+
+
+        class Empty(nn.Module):
+            pass
+    """)["methods"]
+    assert methods == {"Plain": ["run", "_helper", "make", "build", "size", "size"], "Old": ["run"],
+                       "Net": ["encode"], "Deep": ["encode"], "Child": ["more"], "Empty": []}
+
+
+def test_every_attribute_name_the_file_uses():
+    assert summary_of("x = a.b.c\na.d = 1\ndef f(self):\n    self.e()\n")["attributes"] == "b c d e"
+
+
+def callees(text: str) -> list:
+    return [edge[1] for edge in summary_of(text)["edges"] if edge[1][0] == "i"]
+
+
+def test_instances_of_a_class_in_their_own_scope():
+    found = callees("""
+        class Meter:
+            def update(self, v): ...
+
+
+        def setup():
+            meter = Meter()
+            meter.update(1)
+            return meter
+
+
+        def other(meter):
+            meter.update(2)
+
+
+        meter = setup()
+        meter.update(3)
+        logger = Meter()
+        logger.update(4)
+    """)
+    # `setup`'s own instance, and the module's `logger`; not `other`'s parameter, nor the module's
+    # `meter` (assigned what `setup()` returns, not a `Meter(...)` call of its own)
+    assert found == [["i", ["l", "Meter"], "update"], ["i", ["l", "Meter"], "update"]]
+
+
+def test_instances_held_on_self_in_any_method():
+    found = callees("""
+        class Meter:
+            def update(self, v): ...
+
+
+        class Other:
+            def update(self, v): ...
+
+
+        class Trainer:
+            def __init__(self):
+                self.meter = Meter()
+                self.mixed = Meter()
+
+            def reset(self):
+                self.mixed = Other()
+
+            def step(self):
+                self.meter.update(1)
+                self.mixed.update(2)
+
+            class Inner:
+                def go(self):
+                    self.meter.update(3)
+    """)
+    assert found == [["i", ["l", "Meter"], "update"]]
