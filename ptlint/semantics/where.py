@@ -142,7 +142,7 @@ class Placement(NamedTuple):
     function: ast.AST | None
     per_outer: bool  # the innermost loop runs once per outer iteration (an epoch loop's own code)
     set_up: bool  # the function is named for set-up (`init_weights`, `load_state`)
-    literal: bool  # every loop walks a literal display of constants
+    literal: bool  # every loop walks a literal display of constants (or a task's classes)
     structure: bool  # every loop walks a literal, a model's parts or a mapping
     after_model_loop: bool = False  # no loop around it, after a loop of its function that runs a model
     # under a lazy set-up guard: `if self.norm < 0: self.norm = ...` runs until the attribute is set
@@ -337,6 +337,20 @@ def _over_literal(loop: ast.AST) -> bool:
     source = loop.generators[0].iter if isinstance(loop, COMPREHENSIONS) else getattr(loop, "iter", None)
     return isinstance(source, (ast.List, ast.Tuple, ast.Set)) and all(
         isinstance(element, ast.Constant) for element in source.elts)
+
+
+# Words of a count or a list of a task's classes: `range(n_classes)`, `enumerate(class_names)`.
+CLASS_WORDS = {"classes", "class", "categories", "category"}
+
+
+def _over_classes(loop: ast.AST) -> bool:
+    """`for c in range(1, n_classes):`, `for i, name in enumerate(class_names):`: a loop over a
+    task's classes (a per-class metric), a few dozen iterations that repeat no step: what runs
+    in it runs as often as the code around it."""
+    source = getattr(loop, "iter", None)
+    return isinstance(source, ast.Call) and isinstance(source.func, ast.Name) \
+        and source.func.id in ("range", "enumerate") and bool(name_words(source) & CLASS_WORDS) \
+        and not iterable_is_data(loop)
 
 
 def _over_structure(loop: ast.AST) -> bool:
@@ -922,7 +936,7 @@ class ExecutionModel:
                     loops.append(parent)
                 first_iter_of = None
             child, parent = parent, self.ctx.parent(parent)
-        literal = all(_over_literal(loop) for loop in loops)
+        literal = all(_over_literal(loop) or _over_classes(loop) for loop in loops)
         scope = function or self.ctx.tree
         first_only = any(_lazy_set_up(guard, lambda name: _assigned(scope, name)) for guard in guards)
         return Placement(

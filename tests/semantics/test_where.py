@@ -602,6 +602,23 @@ class RF(torch.nn.Module):
     def tune(self):
         self.tuned = True
 """,
+    "a loop over a task's classes in once-code and in per-step code": """
+import torch
+
+def calculate_map(det_boxes, det_labels, n_classes, device):
+    for c in range(1, n_classes):
+        hits = torch.zeros(5).to(device)  # ctx: once
+    for i, name in enumerate(class_names):
+        print(name)  # ctx: once
+    for i in range(n_items):
+        x = torch.zeros(5).to(device)  # ctx: per-step
+
+def main(model, loader, n_classes):
+    calculate_map(None, None, n_classes, "cuda")
+    for x, y in loader:
+        for c in range(n_classes):
+            w = torch.ones(3).to(x.device)  # ctx: per-step
+""",
     "loops over a model's parts in once-code": """
 class Net:
     def __init__(self, convs, bns, blocks):
