@@ -67,7 +67,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 17
+SUMMARY_VERSION = 18
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -122,6 +122,15 @@ def summarize(ctx: "FileFacts") -> dict:
         target = _foreign_callee(call, ctx, bindings)
         if target is not None:
             edges.append(_edge(model, call, target, target[-1] if target[0] != "m" else target[3][-1]))
+    stars = [[level, module] for level, module, names in imports if names == ["*"]]
+    if stars:  # `from utils import *` ... `calculate_map(...)`: the solve looks the name up in each
+        for call in ctx.calls():
+            func = call.func
+            if type(func) is ast.Name and func.id not in _BUILTINS and ctx.names.binding_scope(func.id, call) is None:
+                for level, module in stars:
+                    reference = ["m", level, module, [func.id]]
+                    if _may_be_project(reference, ctx):
+                        edges.append(_edge(model, call, reference, func.id))
     by_name = _imports_by_name(ctx)
     return {
         "v": SUMMARY_VERSION,

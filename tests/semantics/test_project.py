@@ -81,6 +81,45 @@ def test_a_helper_in_another_module_called_per_step_is_reported_with_its_chain(t
         {"path": "train.py", "line": 12, "why": "calls `log_metrics`"}]}
 
 
+STAR_HELPERS = """
+    import torch
+
+
+    def per_class(n_classes, device):
+        for c in range(1, n_classes):
+            hits = torch.zeros(3).to(device){expect}
+        return hits
+"""
+
+
+@pytest.mark.parametrize("per_step", [True, False])
+def test_a_helper_reached_through_a_star_import(tmp_path, monkeypatch, capsys, per_step):
+    """`from helpers import *` ... `per_class(...)`: the call is looked up in the star-imported
+    module. Called every step, the helper's per-class work runs per step (with the chain); called
+    once from `main()`, once; with its callers unknown, as often as they call it (reported)."""
+    call = "per_class(21, device)"
+    train = f"""
+        import torch
+        from helpers import *
+
+
+        def main(model, loader, device):
+            {call if not per_step else "pass"}
+            for x in loader:
+                model(x.to(device)).sum().backward()
+                {call if per_step else "pass"}
+
+
+        if __name__ == "__main__":
+            main(None, [], "cuda")
+    """
+    write(tmp_path, {"train.py": train, "helpers.py": STAR_HELPERS.format(expect="  # expect: PTL201" if per_step else "")})
+    findings = check(tmp_path, monkeypatch, capsys, "PTL201")
+    assert found(findings) == markers(tmp_path, "PTL201")
+    if per_step:
+        assert [link["why"] for link in findings[0]["context"]["via"]] == ["for x in loader", "calls `per_class`"]
+
+
 def test_the_same_helper_called_only_from_main_is_silent(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"train.py": """
         import torch
