@@ -174,3 +174,35 @@ def test_instances_held_on_self_in_any_method():
                     self.meter.update(3)
     """)
     assert found == [["i", ["l", "Meter"], "update"]]
+
+
+@pytest.mark.parametrize("binding", [
+    "import os as x", "from os import path as x", "x = 1", "def x(): pass", "class x: pass",
+    "try:\n    pass\nexcept Exception as x:\n    pass", "def f():\n    global x\n    x = 1",
+    "for x in []:\n    pass", "with open('f') as x:\n    pass", "match 1:\n    case [*x]:\n        pass",
+    "match 1:\n    case {**x}:\n        pass", "match 1:\n    case int() as x:\n        pass",
+    "def f(x):\n    return x", "(x := 1)",
+])
+def test_every_way_of_binding_a_name_counts(binding):
+    """A file that uses only names it binds is whole (`unbound` False); one that uses a name bound
+    nowhere (an exercise with blanks) is not."""
+    assert summary_of(f"{binding}\nprint(x)\n")["unbound"] is False
+    assert summary_of(f"{binding}\nprint(y)\n")["unbound"] is True
+
+
+def test_the_loops_and_classes_the_scan_finds():
+    found = summary_of("""
+        import torch
+
+
+        class A:
+            class B:
+                pass
+
+
+        for x in loader:
+            loss = model(x)
+            loss.backward()
+    """)
+    assert found["trains"] is True
+    assert sorted(found["classes"]) == ["A", "A.B"]
