@@ -17,6 +17,7 @@ stands alone, as with `project = false`); notebooks and standard input stand alo
 
 from __future__ import annotations
 
+import ast
 import marshal
 import os
 import re
@@ -27,6 +28,7 @@ from ptlint.run.check import FileResult, check_files
 from ptlint.run.config import DEFAULT_EXCLUDES, Settings
 from ptlint.run.discover import Job
 from ptlint.semantics.project import ProjectFacts, ProjectModel, blake2b, find_root
+from ptlint.semantics.summary import names_accelerator, uses_unbound_names
 
 MAX_PROJECT_FILES = 10_000
 MAX_PROJECT_FOLDERS = 5_000  # a walk that finds no end (a home folder without a project marker): unknown
@@ -122,14 +124,35 @@ def _notebook_facts(job: Job) -> ProjectFacts | None:
     return notebook_facts(job.settings, data)
 
 
+# Text of a notebook that runs code it does not show: another script, a module loaded by name.
+NOTEBOOK_RUNS_OTHERS = re.compile(rb"%run|!python|importlib|__import__|runpy")
+
+
 def notebook_facts(settings, data: bytes) -> ProjectFacts | None:
-    """A notebook is a program of its own: where neither it (`data`, its file or its cells' code)
+    """A notebook is a program of its own. Where neither it (`data`, its file or its cells' code)
     nor the configuration compiles code (`torch.compile`, `torch._dynamo`, `compile = true`),
-    nothing compiles its `forward`s, and the compile rules have no graph to break. None (nothing
-    known) where it may."""
-    if settings.compile is not None:
-        return None if settings.compile else ProjectFacts(compiles=False)
-    return None if COMPILE_TEXT.search(data) else ProjectFacts(compiles=False)
+    nothing compiles its `forward`s, and the compile rules have no graph to break. Where it never
+    names a device or a library that places models (`.cuda()`, `device`, accelerate, ...) and runs
+    no other script, it stays on the CPU, and the sync and transfer rules have nothing to wait for.
+    None (nothing known) where it may do both."""
+    compiles = settings.compile if settings.compile is not None else COMPILE_TEXT.search(data) is not None
+    cpu_only = not names_accelerator(data.decode("utf-8", "replace")) and not NOTEBOOK_RUNS_OTHERS.search(data) \
+        and _whole(data)
+    if compiles and not cpu_only:
+        return None
+    return ProjectFacts(compiles=compiles, cpu_only=cpu_only)
+
+
+def _whole(data: bytes) -> bool:
+    """The notebook's code binds every name it uses: a snippet that uses names from elsewhere (a
+    kernel's earlier state, a model handed in) may run on any device."""
+    from ptlint.run.notebook import NotebookError, build_module, read_notebook  # (notebooks only: json)
+
+    try:
+        tree = ast.parse(build_module(read_notebook(data, "notebook")).text)
+    except (NotebookError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False  # reported where the notebook is read; nothing is known
+    return not uses_unbound_names(tree)
 
 
 class Project:

@@ -213,6 +213,33 @@ def test_compile_rules_in_a_notebook_follow_its_own_compile_evidence(tmp_path: P
     assert [(f["cell"], f["line"], f["code"]) for f in findings] == expect
 
 
+CPU_TRAINING_CELL = """import torch
+
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in [torch.randn(8, 4) for _ in range(10)]:
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    print(loss.item())
+"""
+
+
+@pytest.mark.parametrize("extra, expect", [
+    ("", []),  # a notebook that never names a device stays on the CPU: nothing waits
+    ("model = model.cuda()", [(1, 9, "PTL101")]),
+    ("device = 'mps'", [(1, 9, "PTL101")]),
+    ("%run prepare.py", [(1, 9, "PTL101")]),  # it runs a script it does not show
+])
+def test_sync_rules_in_a_notebook_follow_its_own_device_evidence(tmp_path: Path, extra: str, expect: list):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(CPU_TRAINING_CELL), nbformat.v4.new_code_cell(extra)]
+    (tmp_path / "nb.ipynb").write_text(nbformat.writes(notebook))
+    (tmp_path / "pyproject.toml").write_text("")
+    _, findings = check_json(tmp_path, "nb.ipynb")
+    assert [(f["cell"], f["line"], f["code"]) for f in findings if f["code"] == "PTL101"] == expect
+
+
 @pytest.mark.parametrize("content, needle", [
     (b'{"cells": [', "invalid JSON"),
     (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "source": "x",'
