@@ -67,7 +67,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 18
+SUMMARY_VERSION = 19
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -75,6 +75,13 @@ ACCELERATOR_WORDS = ("cuda", "xpu", "torch_xla", "accelerate", "lightning", "dee
                      "colossalai", "DataParallel", "nccl", "get_device", "device_ids", "ray.train")
 ALONE_WORDS = ("mps", "npu", "hpu", "tpu", ".device")  # (these only as words of their own: not `.devices`)
 ALONE_TEXT = re.compile(r"\b(?:mps|npu|hpu|tpu)\b|\.device\b")
+
+
+def uses_unbound_names(found: "ast.Module | _Scan") -> bool:
+    """The code (a tree, or its scan) uses a name that nothing binds (a snippet, an exercise with
+    blanks, names a notebook's kernel had from elsewhere): its own code is not all there."""
+    scan = found if isinstance(found, _Scan) else _Scan(found)
+    return bool(scan.used - scan.bound - _BUILTINS)
 
 
 def names_accelerator(text: str) -> bool:
@@ -146,7 +153,7 @@ def summarize(ctx: "FileFacts") -> dict:
         "dynamic": scan.star or by_name,
         # it uses names bound nowhere (a snippet, an exercise with blanks): its own code is not all
         # there, but what it imports is known
-        "unbound": bool(scan.used - scan.bound - _BUILTINS),
+        "unbound": uses_unbound_names(scan),
         # it loads modules by name at run time: its program holds code no summary shows
         "loads": by_name,
         "names": _names(ctx, scan, bindings, by_name),
@@ -209,7 +216,7 @@ def module_names(tree: ast.Module, scan: "_Scan | None" = None) \
             else:  # the defaults and annotations too
                 parts = [*statement.body, statement.args, *filter(None, [statement.returns])]
             used = _used_names(parts, dict_reads, in_def=True, scan=scan)
-            decorated = bool(statement.decorator_list)
+            decorated = any(not _plain_decorator(d) for d in statement.decorator_list)
             if decorated:
                 roots.update(_used_names(statement.decorator_list, dict_reads, scan=scan))
             known = tops.get(statement.name)
@@ -232,6 +239,19 @@ def module_names(tree: ast.Module, scan: "_Scan | None" = None) \
         else:
             roots.update(_used_names([statement], dict_reads, scan=scan))
     return roots, tops, entry, dict_reads
+
+
+# Decorators that wrap a def and register it nowhere: a def that only they decorate is used only
+# where its name is (`@torch.no_grad()`, `@functools.lru_cache`, `@contextmanager`).
+PLAIN_WRAPPERS = {"no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "lru_cache", "cache", "wraps",
+                  "contextmanager", "cached_property", "staticmethod", "classmethod", "property", "autocast",
+                  "custom_fwd", "custom_bwd"}
+
+
+def _plain_decorator(decorator: ast.AST) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+    return name in PLAIN_WRAPPERS
 
 
 def _is_main_test(test: ast.AST) -> bool:

@@ -1100,6 +1100,30 @@ def test_defs_nothing_in_a_training_program_uses_are_silent(tmp_path, monkeypatc
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
 
 
+@pytest.mark.parametrize("decorator, expect", [
+    ("@torch.no_grad()", ""),  # wrappers that register nothing: the def is used only where named
+    ("@torch.inference_mode()", ""),
+    ("@functools.lru_cache(maxsize=None)", ""),
+    ("@register", "  # expect: PTL201"),  # a decorator may register it: kept
+])
+def test_a_def_only_a_plain_wrapper_decorates_is_unused_like_any_other(tmp_path, monkeypatch, capsys,
+                                                                        decorator, expect):
+    helpers = HELPERS.format(scale="", attention="") + f"""
+
+    {decorator}
+    def sample_grid(device):
+        for i in range(4):
+            z = torch.randn(8).to(device){expect}
+
+
+    def register(f):
+        return f
+"""
+    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": "import functools\n" + textwrap.dedent(helpers)})
+    select = "PTL101,PTL201"
+    assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select)
+
+
 @pytest.mark.parametrize("user", [
     # a function of a file nothing imports (a program of its own) calls it
     {"other.py": "from helpers import scale_params, Pool\n\ndef tune(m):\n    scale_params(m, 2)\n    Pool()\n"},
