@@ -130,6 +130,18 @@ def body_nodes(statements: list[ast.stmt], stop_at: tuple[type, ...] = DEFINITIO
     return out
 
 
+def block_of(statement: ast.AST | None, holder: ast.AST | None) -> tuple[list[ast.stmt], int] | None:
+    """The block of `holder` (its body, `else` or `finally`) that holds `statement`, and the index
+    of `statement` there; None when `holder` holds it in no block."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(holder, field, None)
+        if isinstance(block, list):
+            for index, candidate in enumerate(block):
+                if candidate is statement:
+                    return block, index
+    return None
+
+
 def class_family(cls: ast.ClassDef, local: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
     """The class and its bases found in `local` (name -> class of this file), transitively."""
     family, pending = [], [cls]

@@ -55,6 +55,7 @@ from ptlint.semantics.nodes import (
     FUNCTION_DEFS,
     SELF_NAMES,
     STATEMENT_LOOPS,
+    block_of,
     body_nodes,
     callee_name,
     calls_in,
@@ -529,7 +530,7 @@ def after_drain(node: ast.AST, ctx: "FileFacts") -> bool:
         return False  # the read's own statement queues work: `model(x).item()`
     while statement is not stop:
         holder = ctx.parent(statement, within=scope)
-        place = _place(statement, holder)
+        place = block_of(statement, holder)
         if place is None:
             return False
         block, index = place
@@ -549,7 +550,7 @@ def before_read(node: ast.Call, ctx: "FileFacts") -> bool:
     read inside an `if`, a loop or a `try` may not run, and does not count."""
     statement = ctx.parent(node)
     holder = ctx.parent(statement) if isinstance(statement, ast.Expr) and statement.value is node else None
-    place = _place(statement, holder)
+    place = block_of(statement, holder)
     if place is None:
         return False
     block, index = place
@@ -568,18 +569,6 @@ def before_read(node: ast.Call, ctx: "FileFacts") -> bool:
 
 # Statements whose parts may not run (or run later): what they hold neither drains nor reads for sure.
 MAY_NOT_RUN = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, *DEFINITIONS)
-
-
-def _place(statement: ast.AST | None, holder: ast.AST | None) -> tuple[list[ast.stmt], int] | None:
-    """The block of `holder` (its body, `else` or `finally`) that holds `statement`, and the index
-    of `statement` there; None when `holder` holds it in no block."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(holder, field, None)
-        if isinstance(block, list):
-            for index, candidate in enumerate(block):
-                if candidate is statement:
-                    return block, index
-    return None
 
 
 def _drained(block: list[ast.stmt], ctx: "FileFacts") -> bool | None:

@@ -56,6 +56,7 @@ from ptlint.semantics.nodes import (  # noqa: F401 - def_key: where code runs na
     FUNCTION_DEFS,
     STATEMENT_LOOPS,
     SELF_NAMES,
+    block_of,
     body_nodes,
     callee_name,
     calls_in,
@@ -960,13 +961,12 @@ class ExecutionModel:
             return False
         child, parent = outer, self.ctx.parent(outer)
         while parent is not None:
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(parent, field, None)
-                if isinstance(block, list) and _contains(block, child):
-                    earlier = block[:next(i for i, s in enumerate(block) if s is child)]
-                    if any(type(n) in STATEMENT_LOOPS and runs_training_step(n)
-                           for statement in earlier for n in walk(statement, DEFINITIONS)):
-                        return True
+            place = block_of(child, parent)
+            if place is not None:
+                block, index = place
+                if any(type(n) in STATEMENT_LOOPS and runs_training_step(n)
+                       for statement in block[:index] for n in walk(statement, DEFINITIONS)):
+                    return True
             if isinstance(parent, DEFINITIONS):
                 return False
             child, parent = parent, self.ctx.parent(parent)
