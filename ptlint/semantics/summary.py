@@ -195,11 +195,10 @@ def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: boo
     return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry}
 
 
-def module_names(tree: ast.Module, scan: "_Scan | None" = None) \
-        -> tuple[set[str], dict[str, list], bool, list[ast.Attribute]]:
+def module_names(tree: ast.Module, scan: "_Scan") -> tuple[set[str], dict[str, list], bool, list[ast.Attribute]]:
     """(the names the module-level code uses; each top-level def and class: [decorated, the
     names its body uses]; whether the module is a program's entry; its `x.__dict__` reads).
-    Every node but docstrings is walked once: `scan` (a _Scan) is told of each."""
+    Every node but docstrings is walked once: `scan` (the _Scan it serves) is told of each."""
     roots: set[str] = set()
     tops: dict[str, list] = {}
     dict_reads: list[ast.Attribute] = []
@@ -208,17 +207,17 @@ def module_names(tree: ast.Module, scan: "_Scan | None" = None) \
     while pending:
         statement = pending.pop()
         kind = type(statement)
-        if scan is not None and kind in SCANNED:
+        if kind in SCANNED:
             scan.node(statement, kind)  # (not walked below: its parts are)
         if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if kind is ast.ClassDef:
                 parts = [*statement.body, *statement.bases, *statement.keywords]
             else:  # the defaults and annotations too
                 parts = [*statement.body, statement.args, *filter(None, [statement.returns])]
-            used = _used_names(parts, dict_reads, in_def=True, scan=scan)
+            used = _used_names(parts, dict_reads, scan, in_def=True)
             decorated = any(not _plain_decorator(d) for d in statement.decorator_list)
             if decorated:
-                roots.update(_used_names(statement.decorator_list, dict_reads, scan=scan))
+                roots.update(_used_names(statement.decorator_list, dict_reads, scan))
             known = tops.get(statement.name)
             if known is None:
                 tops[statement.name] = [decorated, " ".join(sorted(used))]
@@ -229,15 +228,14 @@ def module_names(tree: ast.Module, scan: "_Scan | None" = None) \
             for field in ("body", "orelse", "finalbody"):
                 pending.extend(getattr(statement, field, ()))
             for handler in getattr(statement, "handlers", ()):
-                if scan is not None:
-                    scan.node(handler, ast.ExceptHandler)
+                scan.node(handler, ast.ExceptHandler)
                 pending.extend(handler.body)
-                roots.update(_used_names([handler.type] if handler.type else [], dict_reads, scan=scan))
+                roots.update(_used_names([handler.type] if handler.type else [], dict_reads, scan))
             roots.update(_used_names([getattr(statement, name) for name in ("test", "iter", "target")
-                                      if getattr(statement, name, None) is not None], dict_reads, scan=scan))
-            roots.update(_used_names(list(getattr(statement, "items", ())), dict_reads, scan=scan))
+                                      if getattr(statement, name, None) is not None], dict_reads, scan))
+            roots.update(_used_names(list(getattr(statement, "items", ())), dict_reads, scan))
         else:
-            roots.update(_used_names([statement], dict_reads, scan=scan))
+            roots.update(_used_names([statement], dict_reads, scan))
     return roots, tops, entry, dict_reads
 
 
@@ -259,7 +257,7 @@ def _is_main_test(test: ast.AST) -> bool:
         isinstance(side, ast.Name) and side.id == "__name__" for side in (test.left, *test.comparators))
 
 
-def _used_names(nodes: list, dict_reads: list, in_def: bool = False, scan: "_Scan | None" = None) -> set[str]:
+def _used_names(nodes: list, dict_reads: list, scan: "_Scan", in_def: bool = False) -> set[str]:
     """The names, attributes, imported names and the parts of strings that may name one (an
     identifier or a dotted path: a registry's key, a `_target_` path, `__all__`; not free text or
     docstrings) under `nodes`. `in_def`: the body of one def or class, whose own locals (its
@@ -282,27 +280,23 @@ def _used_names(nodes: list, dict_reads: list, in_def: bool = False, scan: "_Sca
                 pending.append(node)
             elif kind is ast.Name:
                 (loads if type(node.ctx) is ast.Load else stored).add(node.id)
-                if scan is not None:
-                    scan.name(node)
+                scan.name(node)
             elif kind is ast.Attribute:
                 attributes.append(node)
                 if node.attr == "__dict__":
                     dict_reads.append(node)
-                if scan is not None:
-                    scan.attribute(node)
+                scan.attribute(node)
             elif kind is ast.arg:
                 stored.add(node.arg)
-                if scan is not None:
-                    scan.bound.add(node.arg)
+                scan.bound.add(node.arg)
             elif kind is ast.Import or kind is ast.ImportFrom:  # (nodes.walk does not enter `names`)
                 for alias in node.names:
                     out.update(alias.name.split("."))
-                if scan is not None:
-                    scan.imported(node)
+                scan.imported(node)
             elif kind is ast.Constant and type(node.value) is str and len(node.value) <= 200 \
                     and NAME_STRING.fullmatch(node.value):
                 out.update(WORD.findall(node.value))
-            elif scan is not None and kind in SCANNED:
+            elif kind in SCANNED:
                 scan.node(node, kind)
     if not in_def:
         return out | loads | {node.attr for node in attributes}

@@ -33,7 +33,7 @@ def _probabilities(ctx, node: ast.AST, names: set[str], hops: int = 6) -> Call |
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute) and (func.attr == "gather" and not node.keywords
-                                                or func.attr in PASS_THROUGH_METHODS or func.attr in PICK_METHODS):
+                                                or func.attr in KEEPS_VALUES or func.attr in PICK_METHODS):
             return _probabilities(ctx, func.value, names, hops - 1)
         if ctx.qualname(func) == "torch.gather" and node.args:
             return _probabilities(ctx, node.args[0], names, hops - 1)
@@ -57,9 +57,8 @@ def _reshaped_once(ctx, node: ast.AST) -> ast.AST | None:
     return values[0] if isinstance(values[0], ast.expr) else None
 
 
-# Methods that keep the probabilities as they are: `pi.gather(1, a).reshape(-1)`.
-PASS_THROUGH_METHODS = KEEPS_VALUES
-# Methods that pick some of them (their values first, when they return indices too):
+# Methods that pick some of the probabilities (their values first, when they return indices too;
+# KEEPS_VALUES keep them all):
 # `probs.index_select(1, ids)`, `top_p, top_i = probs.topk(k)`, `probs.max(dim=1)[0]`.
 PICK_METHODS = {"index_select", "topk", "sort", "max", "min", "kthvalue", "masked_select", "take", "narrow", "clone"}
 
