@@ -75,11 +75,13 @@ class RunResult:
     syncs: bool = False  # the host-sync sanitizer ran too
 
 
-def child_env() -> dict[str, str]:
+def child_env(device: str = "auto") -> dict[str, str]:
     env = dict(os.environ)
     # An empty TORCH_LOGS crashes `import torch`; any TORCH_LOGS/TORCH_TRACE would reconfigure logging.
     env.pop("TORCH_LOGS", None)
     env.pop("TORCH_TRACE", None)
+    if device == "cpu":  # the program runs on the CPU, where the device shadow stands in for the GPU:
+        env["CUDA_VISIBLE_DEVICES"] = env["HIP_VISIBLE_DEVICES"] = ""  # it must not find one and use it
     return env
 
 
@@ -119,7 +121,7 @@ def _run_worker(pending: list[dict[str, Any]], timeout: float, device: str, sys_
                  f"from ptlint.dynamic.worker import main; sys.path.pop(0); main({spec_path!r})")
     with open(stderr_path, "wb") as stderr:
         process = subprocess.Popen([sys.executable, "-c", bootstrap], stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=stderr, env=child_env(),
+                                   stdout=subprocess.DEVNULL, stderr=stderr, env=child_env(device),
                                    start_new_session=True)
     reader = _EventReader(events_path)
     state = {"current": None, "ready": False, "clock": time.monotonic()}

@@ -266,3 +266,21 @@ def test_the_summary_counts_graph_events_and_notes_targets_that_compiled_nothing
     for target in timed.targets:
         target["index"] = 0
     assert findings_from(timed)[1].notes == []
+
+
+@pytest.mark.parametrize("device, hidden", [("cpu", True), ("auto", False)])
+def test_device_cpu_hides_the_gpu_from_the_program(tmp_path, device, hidden):
+    """`--device cpu` runs the program on the CPU even on a GPU machine (the device shadow stands in
+    for the GPU); otherwise the program sees the machine's devices as the user set them."""
+    script = tmp_path / "sees.py"
+    script.write_text("import os\n\n"
+                      "seen = os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('HIP_VISIBLE_DEVICES')\n"
+                      "if seen != ('', ''):\n"
+                      "    raise SystemExit(f'visible devices: {seen}')\n")
+    result = run_ptlint("explain", "--device", device, "--output-format", "json", "--script", str(script),
+                        env={"CUDA_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"})
+    failures = [f["message"] for f in json.loads(result.stdout) if f["code"] == "PTL459"]
+    if hidden:
+        assert failures == [], result.stderr
+    else:
+        assert len(failures) == 1 and "visible devices: ('0', '0')" in failures[0], failures

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
@@ -41,9 +42,12 @@ def marked(case) -> dict[int, int]:
 
 
 def run(case, assume_device: bool) -> tuple[dict[int, int], list[dict]]:
-    """Run `case()` under the sanitizer on a shadowed CPU run; {line: count} of its syncs in this file."""
+    """Run `case()` under the sanitizer on a shadowed CPU run; {line: count} of its syncs in this file.
+    The shadow stands in for a GPU on a machine without one: on a GPU machine the cases still see
+    none (`device_from_cuda()` is the CPU there too), as they would in CI."""
     counter = SyncCounter(lambda path: is_user_file(path, torch_dirs()))
-    with sanitizing(counter, hypothetical=True, assume_device=assume_device):
+    with mock.patch.object(torch.cuda, "is_available", return_value=False), \
+            sanitizing(counter, hypothetical=True, assume_device=assume_device):
         case()
     events = counter.take()
     found: dict[int, int] = {}
@@ -493,8 +497,8 @@ def test_a_training_script_reports_exactly_its_three_reads():
     from helpers import FIXTURES, REPO, run_ptlint
 
     script = FIXTURES / "dynamic" / "shadow_train.py"
-    result = run_ptlint("explain", "--syncs", "--output-format", "json", "--script", str(script.relative_to(REPO)),
-                        "--", "--epochs", "2", cwd=REPO)
+    result = run_ptlint("explain", "--syncs", "--device", "cpu", "--output-format", "json", "--script",
+                        str(script.relative_to(REPO)), "--", "--epochs", "2", cwd=REPO)
     assert result.returncode == 1, result.stderr
     findings = json.loads(result.stdout)
     lines = script.read_text().splitlines()
@@ -518,7 +522,8 @@ def test_a_compiled_function_inside_the_guards_is_traced_as_without_them():
     from ptlint.testing import no_graph_breaks, no_host_syncs
 
     with no_graph_breaks() as breaks, no_host_syncs(max=1) as syncs:
-        total = torch.compile(positions, backend="eager")(torch.randn(5))
+        x = torch.randn(5)  # on a CPU-only machine the guard takes it to be on the device
+        total = torch.compile(positions, backend="eager")(x.cuda() if torch.cuda.is_available() else x)
         total.item()
     assert (breaks.count, syncs.count) == (0, 1)
 
@@ -531,6 +536,7 @@ def test_on_cuda_the_wait_at_a_read_is_the_queued_work():
     x = torch.randn(2048, 2048, device="cuda") / 64
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     counter = SyncCounter(lambda path: is_user_file(path, torch_dirs()))
+    torch.tanh(x @ x).sum().item()  # cuBLAS starts on the first product: not inside the timed queue
     with sanitizing(counter, hypothetical=False, assume_device=False, timed=True):
         torch.cuda.synchronize()
         start.record()

@@ -408,9 +408,11 @@ model with no parameters; mixed float32/float16/bfloat16 parameters; sparse grad
 that require grad; a gradient scale given as a Python number and as a 0-dim tensor; a generator
 as the iterable (read once); for pairs of models: a float16 average of a float32 model, a layer
 shared by both, and targets one parameter longer at the end or misaligned. On CUDA, lists mixing
-devices or dtypes give the loop's results bit for bit for `add_` (`bench/cuda_fix_check.py`);
-its checks of gradient scaling by a 0-dim tensor (on the GPU or the CPU) and of
-`torch.add(out=)` have not been run on a GPU yet.
+devices or dtypes give the loop's results bit for bit (`bench/cuda_fix_check.py`, run on an H200
+with torch 2.11): `add_` with `alpha` and `mul_` by a Python number in float32, float16 and
+bfloat16, `mul_` by a 0-dim tensor on the GPU or the CPU, `torch.add(out=)`, `zero_` over a list
+holding both devices. A tensor listed twice is updated twice by the loop and once by
+`_foreach_add_` on the GPU, which is why there is no fix where that can happen.
 
 ## References
 - https://pytorch.org/docs/stable/optim.html#algorithms (foreach and fused implementations)
