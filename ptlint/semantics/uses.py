@@ -586,9 +586,28 @@ def _drained(block: list[ast.stmt], ctx: "FileFacts") -> bool | None:
             drained = _drains(statement, ctx)
             if drained is not None:
                 return drained
+        elif isinstance(statement, ast.If) and device_branch_drains(statement, ctx):
+            return True
         elif device_work(statement, ctx):
             return False
     return None
+
+
+# Words of a test that picks the accelerator (`if device_type == "cuda":`, `elif device == "mps":`).
+DEVICE_TEST_WORDS = {"cuda", "mps", "xpu", "device", "device_type", "is_cuda", "accelerator", "gpu"}
+
+
+def device_branch_drains(branch: ast.If, ctx: "FileFacts") -> bool:
+    """`if device_type == "cuda": torch.cuda.synchronize()`, or an `elif` chain of such branches:
+    on the accelerator a finding is about, the branch for it runs, and drains."""
+    words = name_words(branch.test) | {node.value.lower() for node in ast.walk(branch.test)
+                                       if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    if not words & DEVICE_TEST_WORDS or device_work(branch.test, ctx):
+        return False
+    if _drained(branch.body, ctx):
+        return True
+    orelse = branch.orelse
+    return len(orelse) == 1 and isinstance(orelse[0], ast.If) and device_branch_drains(orelse[0], ctx)
 
 
 def _drains(statement: ast.stmt, ctx: "FileFacts") -> bool | None:

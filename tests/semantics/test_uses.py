@@ -183,6 +183,30 @@ def train(model, loader, opt, log, flag):
         helper(model, x)
         probe(acc)
         log.append(model(x).mean() + probe(acc))
+        out = model(x)
+        if device_type == "cuda":
+            torch.cuda.synchronize()
+        probe(out)
+        out = model(x)
+        if args.device == "mps":
+            torch.mps.synchronize()
+        elif args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        probe(out)
+        out = model(x)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        else:
+            opt.step()
+        probe(out)
+        out = model(x)
+        if device_type == "cuda":
+            log.append(1)
+        probe(out)
+        out = model(x)
+        if model(x).is_cuda:
+            torch.cuda.synchronize()
+        probe(out)
 """
 
 
@@ -198,6 +222,11 @@ def test_after_drain():
         True,  # after another read, with only small ops over results between
         False,  # a call of the project's code between
         False,  # device work in the read's own statement
+        True,  # a drain in the accelerator's own branch: it runs where the finding matters
+        True,  # ... in a chain of branches over devices
+        True,  # ... whatever the branch for the other device does
+        False,  # a branch on the device that does not drain
+        False,  # a test that itself queues work
     ]
 
 

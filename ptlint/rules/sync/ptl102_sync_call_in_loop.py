@@ -6,7 +6,7 @@ import ast
 import os
 
 from ptlint.engine.rule import PER_STEP, Rule
-from ptlint.semantics.nodes import FUNCTION_DEFS, name_words, parameter_names
+from ptlint.semantics.nodes import FUNCTION_DEFS, block_of, name_words, parameter_names
 from ptlint.semantics.uses import before_read
 
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
@@ -44,6 +44,41 @@ def _timer_method(call: ast.Call) -> bool:
         word.endswith("timer") or word in ("stopwatch", "clock") for word in name_words(func.value)))
 
 
+# Words of a test that picks the main process (`if master_process:`, `if rank == 0:`).
+MAIN_PROCESS_WORDS = {"master", "main", "rank", "is_main_process", "is_master", "local_rank"}
+SHOW_METHODS = {"write", "add_scalar", "add_scalars", "set_postfix", "set_description", "info"}
+
+
+def _shows(statements: list[ast.stmt], names: set[str]) -> bool:
+    """Some statement of `statements` that runs every time (or on the main process only) prints or
+    logs a value computed from `names` (`dt = t1 - t0`, then `print(f"{dt * 1000:.1f} ms")`)."""
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            if name_words(statement.test) & MAIN_PROCESS_WORDS and _shows(statement.body, names):
+                return True
+            continue
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            if _shows(statement.body, names):
+                return True
+            continue
+        if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+            continue  # a loop, a `try`, a definition: may not run
+        value = statement.value
+        if value is None:
+            continue
+        mentioned = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & names
+        if mentioned and isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names = names | {t.id for t in targets if isinstance(t, ast.Name)}
+        for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+            words = name_words(call.func)
+            shown = any(word.startswith(("print", "log")) for word in words) or \
+                (isinstance(call.func, ast.Attribute) and call.func.attr in SHOW_METHODS)
+            if shown and {n.id for n in ast.walk(call) if isinstance(n, ast.Name)} & names:
+                return True
+    return False
+
+
 class SyncCallInLoop(Rule):
     code = "PTL102"
     needs_accelerator = True
@@ -65,6 +100,8 @@ class SyncCallInLoop(Rule):
             return
         if qualname.endswith("synchronize") and before_read(node, self.ctx):
             return  # `.item()` right after waits for the same queue: dropping this saves nothing
+        if qualname.endswith("synchronize") and self._timing_shown_each_step(node):
+            return
         if qualname.endswith("synchronize") and self._beside_timer(node):
             if self._in_benchmark():
                 return
@@ -112,6 +149,27 @@ class SyncCallInLoop(Rule):
         scope = self.ctx.function or self.ctx.tree
         return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
                    and (self.ctx.qualname(n.func) in TIMERS or _timer_method(n)) for n in ast.walk(scope))
+
+    def _timing_shown_each_step(self, node: ast.Call) -> bool:
+        """The time the sync measures (a clock read within three statements of the loop body's
+        statement that holds it: `if device == "mps": ... elif device == "cuda": ...`) is printed or
+        logged by every iteration of its loop, or by its main process only: the user reads each
+        step's time, which needs the wait. Reported when the step only gathers it and shows it
+        every N steps (`batch_time.update(...)`, then `if i % print_freq == 0:`)."""
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        statement, holder = node, self.ctx.parent(node)
+        while holder is not None and holder is not loop:
+            statement, holder = holder, self.ctx.parent(holder)
+        place = block_of(statement, loop)
+        if place is None:
+            return False
+        body, index = place
+        names: set[str] = set()
+        for nearby in body[max(0, index - 3):index + 4]:
+            if isinstance(nearby, ast.Assign) and any(isinstance(n, ast.Call) and self.ctx.qualname(n.func) in TIMERS
+                                                      for n in ast.walk(nearby.value)):
+                names.update(t.id for t in nearby.targets if isinstance(t, ast.Name))
+        return bool(names) and _shows(body[index + 1:], names)
 
     def _deliberate(self, node: ast.Call, qualname: str) -> bool:
         """An `empty_cache()` placed on purpose: after `del` or `gc.collect()` (freeing memory
@@ -165,14 +223,19 @@ same queue, so removing the call saves nothing (PTL101 reports the read, where i
 Nor calls placed on purpose: `synchronize()` next to a timer read (a clock, or a timer object's
 `tic()` / `toc()`: how GPU work is timed, see PTL108) in a loop that does not train, or in a file
 or function named for measuring speed (`benchmark.py`, `speed_test.py`, `compute_time_train`:
-its backward pass is timed, not trained), and `empty_cache()` right after
+its backward pass is timed, not trained), or whose measured time every step prints or logs
+(`t1 = time.time()` after it, then `print(f"... {(t1 - t0) * 1000:.1f} ms")`, also on the main
+process only: the user reads each step's time, and that figure needs the wait), and
+`empty_cache()` right after
 `del` or `gc.collect()` (handing memory back before a big allocation) or under a condition that
 makes it a choice (a memory setting or measure, a size check, a user's option: `if
 args.empty_cache_every_step:`, or which device's cache: `if is_xpu_available():`). Under a branch of the step's own data (`if num_gt == 0: ...
-else: ... torch.cuda.empty_cache()`) it runs every step all the same, and is reported. A timer's `synchronize()` in a training step is reported: a
-helper such as `def timed(): torch.cuda.synchronize(); return time.time()` called around every
-step stalls every step of training to measure it, where `torch.cuda.Event(enable_timing=True)`
-pairs measure it without a stall.
+else: ... torch.cuda.empty_cache()`) it runs every step all the same, and is reported. A timer's `synchronize()` in a training step whose time is
+only gathered each step and shown every N steps (`batch_time.update(...)`, printed under `if i %
+print_freq == 0:`) is reported, and so is one in a helper such as `def timed():
+torch.cuda.synchronize(); return time.time()` called around every step (its caller is not
+followed): they stall every step of training for a figure read now and then, where
+`torch.cuda.Event(enable_timing=True)` pairs measure it without a stall.
 
 ## Where it reports
 - **Reports** in code that runs every step: the body of a loop (over data or anything else that
@@ -319,12 +382,32 @@ def timed():
     return time.time()
 
 def train(model, loader, opt, device):
-    for x in loader:
+    for step, x in enumerate(loader):
         start = timed()
         loss = model(x.to(device)).sum()
         loss.backward()
         opt.step()
-        print(f"step: {timed() - start:.3f}s")
+        elapsed = timed() - start
+        if step % 100 == 0:
+            print(f"step: {elapsed:.3f}s")
+""",
+        # a step's time gathered every step and shown every N steps: the sync stalls every step
+        # for a figure read once in a hundred
+        """
+import time
+import torch
+
+def train(model, loader, opt, batch_time, print_freq):
+    end = time.time()
+    for i, (x, y) in enumerate(loader):
+        loss = model(x.cuda(), y.cuda())
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()  # expect: PTL102
+        batch_time.update(time.time() - end)
+        end = time.time()
+        if i % print_freq == 0:
+            print(f"time {batch_time.avg:.3f}")
 """,
     ]
 
@@ -384,6 +467,27 @@ def benchmark(model, x, sync):
         print(timed() - start)
         sync()
         wait()
+""",
+        # a step's time printed by every step (on the main process): the figure the user reads
+        # each step needs the wait; the read after the device's own branch waits for nothing new
+        """
+import time
+import torch
+
+def train(model, loader, optimizer, device, master_process):
+    for step, (x, y) in enumerate(loader):
+        t0 = time.time()
+        loss = model(x.to(device), y.to(device))
+        loss.backward()
+        optimizer.step()
+        if device == "mps":
+            torch.mps.synchronize()
+        elif device == "cuda":
+            torch.cuda.synchronize()
+        t1 = time.time()
+        tokens_per_sec = x.numel() / (t1 - t0)
+        if master_process:
+            print(f"step {step} | loss {loss.item():.4f} | {tokens_per_sec:.0f} tok/s")
 """,
         # placed on purpose: timing GPU work, freeing memory, a memory setting
         """
