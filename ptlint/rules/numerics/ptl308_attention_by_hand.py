@@ -21,6 +21,10 @@ PRODUCTS = {"torch.matmul", "torch.bmm"}
 TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "t"}
 
 
+# Calls whose result has their operand's shape (`F.normalize(k, dim=-1)`, `k.contiguous()`).
+SHAPE_KEEPING = {"normalize", "contiguous", "float", "half", "bfloat16", "to", "type", "dropout", "clone", "detach"}
+
+
 def _last_two_swap(call: ast.Call) -> bool:
     """`x.transpose(-2, -1)` / `x.transpose(-1, -2)` (also `swapaxes`, `swapdims`)."""
     func = call.func
@@ -265,8 +269,29 @@ class AttentionByHand(NumericsRule):
         if not (isinstance(key, ast.Call) and _last_two_swap(key) and isinstance(key.func, ast.Attribute)
                 and isinstance(key.func.value, ast.Name)):
             return False
-        values = reaching_values(self.ctx, key.func.value, scope)
-        return bool(values) and all(isinstance(v, ast.Call) and _last_two_swap(v) for v in values)
+        return self._channels_first(key.func.value, scope, 0)
+
+    def _channels_first(self, node: ast.AST, scope: Scope, depth: int) -> bool:
+        """`node` was turned to channels × tokens (`k = k.transpose(-2, -1)`), perhaps through
+        calls that keep the shape since (`k = F.normalize(k, dim=-1)`, `k.contiguous()`)."""
+        if depth > 4:
+            return False
+        if isinstance(node, ast.Name):
+            values = reaching_values(self.ctx, node, scope)
+            return bool(values) and all(self._channels_first(v, scope, depth + 1) for v in values)
+        if not isinstance(node, ast.Call):
+            return False
+        if _last_two_swap(node):
+            return True
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in SHAPE_KEEPING:
+            return False
+        if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
+            operand = func.value  # `k.contiguous()`
+        else:
+            operand = node.args[0] if node.args else None  # `F.normalize(k, dim=-1)`
+        return operand is not None and self._channels_first(operand, scope, depth + 1)
 
     def _few_tokens(self, node: ast.AST, scope: Scope, depth: int) -> bool:
         """The queries or keys are a handful of tokens: one token sliced out (`x[:, 0:1]`, class
@@ -680,6 +705,7 @@ class XCA(nn.Module):
         k = k.transpose(-2, -1)
         v = v.transpose(-2, -1)
         q = torch.nn.functional.normalize(q, dim=-1)
+        k = torch.nn.functional.normalize(k, dim=-1).contiguous()
         attn = (q @ k.transpose(-2, -1)) * self.temperature
         attn = attn.softmax(dim=-1)
         return (attn @ v).permute(0, 3, 1, 2).reshape(B, N, C)
