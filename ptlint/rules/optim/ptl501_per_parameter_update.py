@@ -29,6 +29,9 @@ from ptlint.rules.optim._helpers import (
 UPDATE_METHODS = {"add_", "sub_", "mul_", "div_", "lerp_", "addcdiv_", "addcmul_", "clamp_", "clamp_min_",
                   "clamp_max_"}
 UPDATE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+# torch functions whose result, assigned to `p.data`, is an update of the parameter when it reads
+# the parameter's own values (`ema.data = torch.lerp(p.data, ema.data, beta)`); not a cast or a copy.
+VALUE_FUNCTIONS = {"lerp", "add", "sub", "mul", "div", "addcmul", "addcdiv", "clamp", "where"}
 # ... and on a gradient: scaling (`p.grad *= s`, `p.grad.div_(n)`) and clipping by value. Not
 # `p.grad += g`: accumulating into a gradient per parameter is what autograd itself does.
 GRAD_UPDATE_METHODS = {"mul_", "div_", "clamp_", "clamp_min_", "clamp_max_"}
@@ -157,11 +160,15 @@ class PerParameterUpdate(Rule):
             return _updated(self._kind(out[1], names, keys), method=out[0])
         if isinstance(node, ast.AugAssign) and isinstance(node.op, UPDATE_OPS):
             return _updated(self._kind(node.target, names, keys), op=node.op)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, (ast.BinOp, ast.Call)):
             target = node.targets[0]  # p.data = p.data - lr * p.grad
             kind = self._kind(target, names, keys)
             updates = isinstance(target, ast.Attribute) and target.attr == "data" and kind is not None \
                 and kind[0] == "param"
+            if updates and isinstance(node.value, ast.Call):  # ema.data = torch.lerp(p.data, ema.data, beta)
+                qualname = self.ctx.qualname(node.value.func) or ""
+                updates = qualname.startswith("torch.") and qualname.rpartition(".")[2] in VALUE_FUNCTIONS \
+                    and self._reads_value(node.value, kind, names, keys)
             return "param" if updates else None
         return None
 
@@ -290,7 +297,8 @@ Finds a loop over a model's parameters (or two models' parameters, as in an EMA)
 updates each parameter, or each gradient, in place: `p.add_(...)`, `ema_p.lerp_(p, w)`,
 `p.grad *= scale`.
 
-The updates: `p.add_(...)`, `p.data -= ...`, `p.data = p.data - ...`, `p.mul_(...)`,
+The updates: `p.add_(...)`, `p.data -= ...`, `p.data = p.data - ...`, `ema.data =
+torch.lerp(p.data, ema.data, beta)` (a torch function of the tensor's own values), `p.mul_(...)`,
 `ema_p.lerp_(p, w)`, `p.clamp_(...)`, `torch.add(t, p, alpha=tau, out=t)`; on gradients, scaling
 and clipping by value: `p.grad *= scale`, `p.grad /= n`, `p.grad.mul_(...)`, `p.grad.div_(...)`,
 `p.grad.data.clamp_(-c, c)`. The loops: over `model.parameters()`, `named_parameters()`,
@@ -455,6 +463,14 @@ def clip_critic(critic, c):
 def descend(model, lr):
     for p in model.parameters():  # expect: PTL501
         p.data = p.data - lr * p.grad
+""",
+        # an EMA that rebinds each average to a new tensor computed from it
+        """
+import torch as T
+
+def moving_average(model, model_test, beta=0.999):
+    for param, param_test in zip(model.parameters(), model_test.parameters()):  # expect: PTL501
+        param_test.data = T.lerp(param.data, param_test.data, beta)
 """,
         """
 def manual_step(model, lr):
@@ -657,6 +673,16 @@ def to_half(model, source):
     for p, q in zip(model.parameters(), source.parameters()):
         p.data = p.data.half()
         p.data.copy_(q.data)
+""",
+        # a copy of the other model's values, or a new tensor of the same shape: no update
+        """
+import torch
+
+def load_from(model, source):
+    for p, q in zip(model.parameters(), source.parameters()):
+        p.data = torch.clone(q.data)
+        p.data = torch.zeros_like(p.data)
+        p.data = torch.add(q.data, 1.0)
 """,
         # adding into gradients: accumulation, as autograd does per parameter
         """
