@@ -169,6 +169,22 @@ def _looks_up(index: ast.AST) -> bool:
     return isinstance(index, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
 
 
+# Builders of a tensor from Python data: `torch.LongTensor(range(n))` is `torch.arange(n)` built on the host.
+LEGACY_TYPES = {f"torch.{kind}Tensor" for kind in ("Long", "Int", "Float", "Double", "Short", "Half", "BFloat16",
+                                                   "Byte", "Char", "Bool")} | {"torch.Tensor"}
+
+
+def _python_range(node: ast.AST) -> ast.Call | None:
+    """`range(...)`, or `list(range(...))`: the numbers `torch.arange` makes on the device."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "list" \
+            and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" \
+            and 1 <= len(node.args) <= 3 and not node.keywords and not _has_star(node):
+        return node
+    return None
+
+
 def _repeated_list(node: ast.AST) -> tuple[ast.AST, ast.AST, int] | None:
     """`[x] * n`, `n * [x]`, `[[x]] * n`: one value repeated (not a literal list of values), as
     (the value, the count, how deep it sits in one-element lists); None for anything else."""
@@ -255,6 +271,10 @@ class MoveAfterCreate(Rule):
         - `torch.tensor([i] * n).to(device)`: see `_repeated_list`."""
         inner = move.func.value
         if not analyse_move(move, self.ctx)[0]:
+            return
+        if isinstance(inner, ast.Call) and len(inner.args) == 1 and not inner.keywords \
+                and self.ctx.qualname(inner.func) in HOST_DATA | LEGACY_TYPES and _python_range(inner.args[0]):
+            self._report_range(move, inner)
             return
         if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA and len(inner.args) == 1 \
                 and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
@@ -361,14 +381,33 @@ class MoveAfterCreate(Rule):
 
     def _repeated_list(self, call: ast.Call) -> None:
         """`torch.tensor([i] * n, device=device)`: a Python list built and copied to the device on
-        every call, where `torch.full((n,), i, device=device)` fills the tensor there."""
-        if len(call.args) != 1 or _has_star(call) or not _repeated_list(call.args[0]):
+        every call, where `torch.full((n,), i, device=device)` fills the tensor there; and
+        `torch.tensor(range(n), device=device)`, which `torch.arange` makes there."""
+        if len(call.args) != 1 or _has_star(call):
+            return
+        repeated, numbers = _repeated_list(call.args[0]), _python_range(call.args[0])
+        if not repeated and not numbers:
             return
         device = keyword(call, "device")
         if device is None or is_cpu_device(device, self.ctx) \
                 or not (is_device(device, self.ctx) or isinstance(device, (ast.Name, ast.Attribute))):
             return
-        self._report_repeated(call, call.args[0])
+        if numbers:
+            self._report_range(call, call)
+        else:
+            self._report_repeated(call, call.args[0])
+
+    def _report_range(self, move: ast.Call, built: ast.Call) -> None:
+        """`torch.LongTensor(range(n)).to(device)`: a Python range turned into a host tensor and
+        copied, on every call, where `torch.arange(n, device=...)` makes it on the device."""
+        numbers = _python_range(built.args[0])
+        bounds = ", ".join(self.ctx.edits.text(a) for a in numbers.args)
+        arange = f"torch.arange({bounds}, device=...)"
+        self._per_step_only.add(id(move))
+        self.report(move, f"`{self.ctx.edits.text(built.func)}(range(...))` builds the numbers on the host and copies "
+                          f"them to the device on every call: `{arange}` makes them there",
+                    help=f"Make the numbers on the device: `{arange}` (with `dtype=` where the type matters), "
+                         "instead of a Python range turned into a host tensor and copied.")
 
     def _report_repeated(self, node: ast.Call, data: ast.BinOp) -> None:
         element, count, depth = _repeated_list(data)
@@ -464,6 +503,9 @@ call:
   reported where it visibly runs per step (a loop that runs a model or walks data, `forward`,
   a helper per-step code calls), not in code whose callers the file does not show (a
   generation call's set-up: once per call);
+- a Python range turned into a tensor and copied, `torch.LongTensor(range(b)).to(device)` (any
+  legacy type, `torch.tensor(list(range(n)), device=device)`), which `torch.arange(b,
+  device=device)` makes on the device; reported where it runs per step, as repeated lists are;
 - an array NumPy draws or fills on the host (`np.random.normal`, `np.random.randint`,
   `np.ones`, ...) turned into a device tensor: `torch.from_numpy(np.random.rand(n)).to(device)`,
   `torch.cuda.FloatTensor(np.random.normal(0, 1, shape))`, also through a name every assignment
@@ -555,6 +597,23 @@ gives float32.
 """
 
     bad_examples = [
+        # a Python range made into a host tensor and copied, in a forward and in a training loop
+        """
+import torch
+from torch import nn
+
+class StyleEncoder(nn.Module):
+    def forward(self, x, y):
+        h = self.shared(x)
+        idx = torch.LongTensor(range(y.size(0))).to(y.device)  # expect: PTL201
+        return h[idx, y]
+
+def train(model, loader, opt, device):
+    for x, y in loader:
+        ids = torch.tensor(list(range(x.size(0))), device=device)  # expect: PTL201
+        model(x.to(device), ids).sum().backward()
+        opt.step()
+""",
         # the same comprehension where it repeats: in a training loop, and in a helper
         """
 import torch
@@ -646,6 +705,22 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a range kept on the host, made on the device, moved once at set-up; a literal list
+        """
+import torch
+from torch import nn
+
+class Picker(nn.Module):
+    def __init__(self, n, device):
+        super().__init__()
+        self.order = torch.LongTensor(range(n)).to(device)
+
+    def forward(self, x):
+        host_ids = torch.LongTensor(range(x.size(0)))
+        ids = torch.arange(x.size(0), device=x.device)
+        weights = torch.tensor([1.0, 2.0]).to(x.device)
+        return x[ids] * weights, host_ids
+""",
         # a list of inputs built once, in a script's set-up (a comprehension over no data)
         """
 import torch
