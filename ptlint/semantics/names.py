@@ -64,6 +64,9 @@ _UNKNOWN = Meaning(UNKNOWN)
 _WALRUS_STOPS = (ast.Lambda, *(kind for kind in vars(ast).values()
                                 if isinstance(kind, type) and issubclass(kind, ast.stmt)))
 _NAME_BEFORE = re.compile(r"(\w+)\s*$")
+# Modules code takes from a star import by their conventional names (`from utils import *`, where
+# utils imports torch): the name, then what it names.
+STAR_MODULES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "np": "numpy"}
 
 
 def _walrus_targets(text: str) -> set[str]:
@@ -131,6 +134,7 @@ class Names:
         # means walking every expression, only once one of these is asked about
         self._walrus_names = _walrus_targets(text)
         self._walrus = False
+        self._text = text
         self._parent_of = parent_of
         self._tables: dict[int, _Table] | None = None
         self.scopes: list[ast.AST] = []  # scopes the traversal is in, outermost first (not the module)
@@ -270,7 +274,16 @@ class Names:
             meaning = table.meanings.get(name)
             if meaning is not None:
                 return meaning
-        return _UNKNOWN if self._table(self.tree).star else _FREE
+        return self._through_star(name) if self._table(self.tree).star else _FREE
+
+    def _through_star(self, name: str) -> Meaning:
+        """A name no scope binds, in a file with a star import: unknown, unless it is a module's
+        conventional name (`torch`, `nn`, `F`, `np`) that the file itself uses as that module
+        (`torch.` in its text): `from utils import *` where utils does `import torch`."""
+        target = STAR_MODULES.get(name)
+        if target is None or not re.search(rf"(?<![\w.]){name}\.", self._text):
+            return _UNKNOWN
+        return Meaning(IMPORTED, target)
 
     # -- tables ------------------------------------------------------------------------------
     def _table(self, scope: ast.AST) -> _Table:

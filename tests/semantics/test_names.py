@@ -196,6 +196,20 @@ def g(x):
     del torch
     return torch  # torch: unknown
 """,
+    "a star import binds the conventional module names the file uses as modules (utils imports torch)": """
+from utils import *
+
+def f(x):
+    y = torch.zeros(3)  # torch: imported torch
+    z = F.relu(x)  # F: imported torch.nn.functional
+    return nn.Linear(3, 3)  # nn: imported torch.nn
+""",
+    "... and only those: a name the file never uses as a module stays unknown": """
+from utils import *
+
+def f(x):
+    return np  # np: unknown
+""",
     "a relative import binds a module of the project": """
 from . import torch
 from .utils import F

@@ -272,9 +272,13 @@ class MoveAfterCreate(Rule):
         inner = move.func.value
         if not analyse_move(move, self.ctx)[0]:
             return
-        if isinstance(inner, ast.Call) and len(inner.args) == 1 and not inner.keywords \
-                and self.ctx.qualname(inner.func) in HOST_DATA | LEGACY_TYPES and _python_range(inner.args[0]):
-            self._report_range(move, inner)
+        built = inner  # `torch.LongTensor(range(n)).unsqueeze(0).expand_as(x).to(device)`
+        while isinstance(built, ast.Call) and isinstance(built.func, ast.Attribute) \
+                and built.func.attr in EXPRESSION_METHODS | {"expand_as"}:
+            built = built.func.value
+        if isinstance(built, ast.Call) and len(built.args) == 1 and not built.keywords \
+                and self.ctx.qualname(built.func) in HOST_DATA | LEGACY_TYPES and _python_range(built.args[0]):
+            self._report_range(move, built)
             return
         if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA and len(inner.args) == 1 \
                 and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
@@ -606,7 +610,8 @@ class StyleEncoder(nn.Module):
     def forward(self, x, y):
         h = self.shared(x)
         idx = torch.LongTensor(range(y.size(0))).to(y.device)  # expect: PTL201
-        return h[idx, y]
+        ranks = torch.LongTensor(range(h.size(1))).unsqueeze(0).expand_as(h).to(h.device)  # expect: PTL201
+        return h[idx, y] * (ranks < 3)
 
 def train(model, loader, opt, device):
     for x, y in loader:
