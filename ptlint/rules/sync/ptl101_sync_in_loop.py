@@ -60,6 +60,17 @@ def _checks_type_first(test: ast.AST, found: ast.AST, ctx) -> bool:
     return bool(checked) and any(ast.dump(node) in checked for node in ast.walk(found))
 
 
+def _format_string(node: ast.AST) -> bool:
+    """A string constant, or one built from them (`"%11s" * 2 + "%11.4g" * 5`)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _format_string(node.left) and _format_string(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _format_string(node.left) and _is_number(node.right) or _is_number(node.left) and _format_string(node.right)
+    return False
+
+
 def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
     """The tensor a condition reads (`loss` of `loss > best`, of `not torch.isfinite(loss)`): the
     host-memory and NumPy questions are asked of it."""
@@ -257,13 +268,15 @@ class SyncInLoop(Rule):
             self._read(node.value, node.value, "formatting a tensor (f-string)")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        """`"%g" % t`, `"%s %.3f" % (name, t)`."""
-        left = node.left
-        if not (isinstance(node.op, ast.Mod) and isinstance(left, ast.Constant) and isinstance(left.value, str)):
+        """`"%g" % t`, `"%s %.3f" % (name, t)`, also a format built from strings (`("%11s" * 2 +
+        "%11.4g" * 5) % (...)`) and a tensor's elements spread into the values (`*mloss`: one
+        read per element)."""
+        if not (isinstance(node.op, ast.Mod) and _format_string(node.left)):
             return
         if not self._worth_asking(node):
             return
         values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        values = [v.value if isinstance(v, ast.Starred) else v for v in values]
         value = next((v for v in values if self._strong(v)), None)
         if value is not None:
             self._read(value, value, "`%` formatting of a tensor")
@@ -359,7 +372,8 @@ The reads it finds:
   model: one `.tolist()` reads them all with one sync;
 - implicit conversions of a value that is visibly a tensor (a torch op's or a reduction's result,
   a submodule's or loss module's output, a value `.backward()` is called on) to a number or text:
-  `float(t)`, `int(t)`, formatting it (`f"{loss:.3f}"`, `"%g" % loss`, `"{}".format(loss)`)
+  `float(t)`, `int(t)`, formatting it (`f"{loss:.3f}"`, `"%g" % loss`, `("%10s" + "%10.4g" * 3) %
+  (name, *mloss)`, `"{}".format(loss)`)
   and `print(t)` — `Tensor.__format__` calls `.item()` on a 0-dim tensor, and `print` / `str`
   format every value of any other;
 - a step counter kept in a tensor (`self.register_buffer("update_count", torch.tensor([0]))`
@@ -519,6 +533,19 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a running mean kept on the device, its elements spread into a built format every step
+        """
+import torch
+
+def train(model, loader, opt, pbar, device):
+    mloss = torch.zeros(3, device=device)
+    for i, (x, y) in enumerate(loader):
+        loss, items = model(x.to(device), y.to(device))
+        loss.backward()
+        opt.step()
+        mloss = (mloss * i + items) / (i + 1)
+        pbar.set_description(("%10s" + "%10.4g" * 3) % (f"{i}", *mloss))  # expect: PTL101
+""",
         # an assertion on the read's type needs no value: the read is a log's
         """
 import torch
@@ -931,6 +958,15 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # host numbers spread into a built format
+        """
+def train(model, loader, opt, pbar):
+    history = [0.0, 0.0]
+    for i, (x, y) in enumerate(loader):
+        model(x, y).backward()
+        opt.step()
+        pbar.set_description(("%10s" + "%10.4g" * 2) % (f"{i}", *history))
+""",
         # a counter in a Python int; a buffer the device computes (not a counter); a read at set-up
         """
 import torch
