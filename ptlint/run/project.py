@@ -41,6 +41,7 @@ TRAINS_TEXT = re.compile(rb"\.backward\s*\(|_step\s*\(")  # a first guess of Pro
 # notebook's call, a launch script's `python -c`, an example in the docs): the dead-code facts read
 # their words. Larger files are data; more files than this leave nothing known dead.
 OTHER_TEXT = (".yaml", ".yml", ".json", ".ipynb", ".toml", ".cfg", ".ini", ".sh", ".md", ".rst", ".txt", ".jsonnet")
+DOC_TEXT = (".md", ".rst", ".txt")  # of those, the docs: they name defs, and call none
 MAX_OTHER_SIZE = 2_000_000
 MAX_OTHER_FILES = 2_000
 WORD = re.compile(rb"[A-Za-z_]\w*")
@@ -177,6 +178,7 @@ class Project:
         self.files: list[str] | None = None
         self.others: list[str] = []  # the project's other text files (_files)
         self._other_names: set[str] | None = None
+        self._caller_names: set[str] | None = None  # of those, the files that may call code (not docs)
         # path -> [mtime, size, facts, files they come from], each entry marshalled on its own: a
         # one-file check reads one entry, not the whole project's (27 ms for transformers)
         self.last = _load(self.facts_file, self.root)
@@ -326,7 +328,8 @@ class Project:
         to no facts, said on standard error once: each file is then checked on its own, and the
         check goes on."""
         try:
-            model = ProjectModel(self.root, self.summaries, self.compile_setting(), self.other_names())
+            model = ProjectModel(self.root, self.summaries, self.compile_setting(), self.other_names(),
+                                 self._caller_names)
             self.facts = model.solve()
             self.dependencies = model.dependencies
         except Exception as exc:  # noqa: BLE001 - whatever it is, the files still get checked
@@ -345,16 +348,21 @@ class Project:
             return None
         if self._other_names is None and len(self.others) <= MAX_OTHER_FILES:
             words: set[bytes] = set()
+            callers: set[bytes] = set()  # of configs, notebooks, scripts: not docs, which call nothing
             try:
                 for path in self.others:
                     info = os.stat(path)
                     # a FIFO or a device named *.json could wait for ever: not a text file
                     if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_OTHER_SIZE:
                         with open(path, "rb") as handle:
-                            words.update(WORD.findall(handle.read()))
+                            found = WORD.findall(handle.read())
+                        words.update(found)
+                        if not path.endswith(DOC_TEXT):
+                            callers.update(found)
             except OSError:
                 return None
             self._other_names = {word.decode("ascii") for word in words}
+            self._caller_names = {word.decode("ascii") for word in callers}
         return self._other_names
 
     def compile_setting(self) -> bool | None:

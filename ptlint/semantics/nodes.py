@@ -130,6 +130,19 @@ def body_nodes(statements: list[ast.stmt], stop_at: tuple[type, ...] = DEFINITIO
     return out
 
 
+def built_string(node: ast.AST) -> bool:
+    """A string constant, or one built from them (`"%11s" * 2 + "%11.4g" * 5`)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return built_string(node.left) and built_string(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        left, right = node.left, node.right
+        return built_string(left) and isinstance(right, ast.Constant) and type(right.value) is int \
+            or built_string(right) and isinstance(left, ast.Constant) and type(left.value) is int
+    return False
+
+
 def block_of(statement: ast.AST | None, holder: ast.AST | None) -> tuple[list[ast.stmt], int] | None:
     """The block of `holder` (its body, `else` or `finally`) that holds `statement`, and the index
     of `statement` there; None when `holder` holds it in no block."""

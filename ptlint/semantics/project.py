@@ -226,11 +226,11 @@ class ProjectFacts:
     Only defs whose context or training the other files change are listed."""
 
     __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "program_trains",
-                 "dead", "inference_only", "host_arguments", "_digest")
+                 "dead", "inference_only", "host_arguments", "fixed_arguments", "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
                  compiles: bool = True, outer_loops=(), step_loops=(), program_trains: bool = False,
-                 dead=(), inference_only: bool = False, host_arguments=()) -> None:
+                 dead=(), inference_only: bool = False, host_arguments=(), fixed_arguments=None) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -256,6 +256,11 @@ class ProjectFacts:
         # this file's defs that every call in the project gives host values only (`meter.update(
         # loss=loss.item())`): a tensor branch there never runs
         self.host_arguments = frozenset(host_arguments)
+        # this file's top-level defs whose every call in the project passes known constants for some
+        # parameters: def -> parameter -> the values it receives (a branch on them may never run)
+        self.fixed_arguments: dict[str, dict[str, tuple]] = {
+            key: {name: tuple(values) for name, values in params.items()}
+            for key, params in (fixed_arguments or {}).items()}
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -275,19 +280,23 @@ class ProjectFacts:
                 "training": sorted(self.training), "cpu_only": self.cpu_only, "compiles": self.compiles,
                 "outer_loops": sorted(self.outer_loops), "step_loops": sorted(self.step_loops),
                 "program_trains": self.program_trains, "dead": sorted(self.dead),
-                "inference_only": self.inference_only, "host_arguments": sorted(self.host_arguments)}
+                "inference_only": self.inference_only, "host_arguments": sorted(self.host_arguments),
+                "fixed_arguments": {key: {name: list(values) for name, values in sorted(params.items())}
+                                    for key, params in sorted(self.fixed_arguments.items())}}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
                    data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()),
                    data.get("program_trains", False), data.get("dead", ()), data.get("inference_only", False),
-                   data.get("host_arguments", ()))
+                   data.get("host_arguments", ()), data.get("fixed_arguments"))
 
     def _key(self) -> tuple:
         return (tuple(sorted((key, tuple(sites)) for key, sites in self.callers.items())), tuple(sorted(self.training)),
                 self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)),
-                self.program_trains, tuple(sorted(self.dead)), self.inference_only, tuple(sorted(self.host_arguments)))
+                self.program_trains, tuple(sorted(self.dead)), self.inference_only, tuple(sorted(self.host_arguments)),
+                tuple(sorted((key, tuple(sorted((name, tuple(map(repr, values))) for name, values in params.items())))
+                             for key, params in self.fixed_arguments.items())))
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key (repr of plain tuples and
@@ -306,6 +315,34 @@ class ProjectFacts:
         return f"ProjectFacts({self.to_data()!r})"
 
 
+def _received(parameters: list, calls: list) -> dict[str, list]:
+    """Parameter -> the constants it receives at `calls` (each `[positional, {keyword: ...}]`, or
+    None where arguments are spread), for the parameters that receive only constants (a missing
+    one its constant default); {} where a call cannot be matched to the parameters."""
+    positional, defaults, variadic = parameters
+    if variadic:
+        return {}
+    seen: dict[str, dict] = {name: {} for name in defaults}
+    for arguments in calls:
+        if arguments is None or len(arguments[0]) > len(positional):
+            return {}
+        given = dict(zip(positional, arguments[0]))
+        for name, value in arguments[1].items():
+            if name not in defaults or name in given:
+                return {}
+            given[name] = value
+        for name, default in defaults.items():
+            value = given.get(name, default)
+            if value == "r":
+                return {}  # a required parameter left out: not a call this def accepts
+            if seen[name] is not None:
+                if value == 0:
+                    seen[name] = None
+                else:
+                    seen[name][(type(value[1]).__name__, repr(value[1]))] = value[1]
+    return {name: list(values.values()) for name, values in seen.items() if values}
+
+
 _RANK = {"o": 0, "e": 1, "c": 2, "s": 3}  # once, per outer iteration, called, per step
 _INDEX = {"o": 0, "e": 1, "c": 2, "s": 3}  # the position of a base in an edge's transfer
 _CONTEXT = {"o": "once", "e": "per-outer-iteration", "c": "called", "s": "per-step"}
@@ -314,14 +351,14 @@ MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
 
 class _Edge:
     __slots__ = ("path", "caller", "callee", "line", "transfer", "cold", "step_loop", "loop_line", "loop_why",
-                 "name", "loop_data", "host_arguments", "local")
+                 "name", "loop_data", "host_arguments", "arguments", "local")
 
     def __init__(self, path: str, raw: list, callee: tuple, local: bool) -> None:
         self.path = path
         self.caller = (path, raw[0])
         self.callee = callee
         self.line, self.transfer, self.cold, self.step_loop, self.loop_line, self.loop_why, self.name, \
-            self.loop_data, self.host_arguments = raw[2:11]
+            self.loop_data, self.host_arguments, self.arguments = raw[2:12]
         self.local = local
 
 
@@ -344,13 +381,15 @@ class ProjectModel:
     in evidence are absolute here (ProjectFacts.callers_of spells them for the user)."""
 
     def __init__(self, root: str, summaries: dict[str, dict], compile_setting: bool | None = None,
-                 other_names: set[str] | None = None) -> None:
+                 other_names: set[str] | None = None, caller_names: set[str] | None = None) -> None:
         self.root = os.path.abspath(root)
         self.summaries = summaries
         self.compile_setting = compile_setting
         # words of the project's other files (configs, notebooks, scripts, docs), which may name a
         # def of its Python files (`_target_: models.Net`); None: not read, nothing is known dead
         self.other_names = other_names
+        # ... of those but the docs: files that may call a def with arguments no summary shows
+        self.caller_names = caller_names if caller_names is not None else other_names
         self.dirs: set[str] = set()
         for path in summaries:
             folder = os.path.dirname(path)
@@ -662,6 +701,7 @@ class ProjectModel:
         host_arguments = {node for node, hosts in incoming.items() if all(hosts)}
         trains_anywhere = any(summary.get("trains") for summary in self.summaries.values())
         dead = self.dead() if trains_anywhere else {}
+        fixed, fixed_callers = self.fixed_arguments()
         out: dict[str, ProjectFacts] = {}
         # the files whose summaries each file's facts come from: its callers in other files, and
         # the files on their chains (a one-file check trusts its facts while these are unchanged)
@@ -694,8 +734,9 @@ class ProjectModel:
             steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
             # (only where it changes a finding: of the defs that training steps elsewhere call)
             host = [key for key in trains if (path, key) in host_arguments]
+            depends.update(fixed_callers.get(path, ()))
             out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
-                                     dead.get(path, ()), path in inference_only, host)
+                                     dead.get(path, ()), path in inference_only, host, fixed.get(path))
         return out
 
     # -- code that never runs ----------------------------------------------------------------------
@@ -752,6 +793,50 @@ class ProjectModel:
         for path, found in self._unused_methods(imported).items():
             out.setdefault(path, set()).update(found)
         return out
+
+    # -- arguments every call passes -----------------------------------------------------------------
+    def fixed_arguments(self) -> tuple[dict[str, dict[str, dict[str, list]]], dict[str, set[str]]]:
+        """Per file, its top-level functions whose every call in the project passes a known constant
+        for some parameters (or leaves them at a constant default): def -> parameter -> the values
+        (`compute_top_k(logits, labels, k=5, reduction="none")` at both calls: a `reduction ==
+        "mean"` branch there never runs); and per file, the files of those calls. Asked only where
+        the project holds a program (a library's users call its functions with anything), of defs
+        that are not decorated, not used otherwise than called (handed on, stored: `_passed`), not
+        named in a config file, in no module looked into by computed names, called with no
+        spread arguments."""
+        if self.caller_names is None or not any(summary["names"]["entry"] for summary in self.summaries.values()):
+            return {}, {}  # other files unread (or a file does not parse), or no program: callers unknown
+        passed: set[str] = set(self.caller_names)
+        looked: set[str] = set()
+        for path, summary in self.summaries.items():
+            passed.update(summary.get("passed", ()))
+            for lookup in summary["names"]["lookups"]:
+                if lookup == "*":
+                    return {}, {}
+                if lookup == "." or lookup[0] != "m":
+                    looked.add(path)
+                    continue
+                target = self.resolve_module(path, lookup[1], ".".join([lookup[2], *lookup[3]]).strip("."))
+                if target is None:
+                    return {}, {}
+                looked.add(os.path.dirname(target) if target.endswith("__init__.py") else target)
+        incoming: dict[tuple, list[_Edge]] = {}
+        for edge in self.edges:
+            incoming.setdefault(edge.callee, []).append(edge)
+        fixed: dict[str, dict[str, dict[str, list]]] = {}
+        callers: dict[str, set[str]] = {}
+        for (path, key), edges in incoming.items():
+            summary = self.summaries.get(path)
+            entry = summary["defs"].get(key) if summary is not None else None
+            top = summary["names"]["tops"].get(key) if summary is not None else None
+            if entry is None or len(entry) < 8 or entry[7] is None or top is None or top[0] or key in passed \
+                    or path in looked or any(path.startswith(folder + os.sep) for folder in looked):
+                continue
+            values = _received(entry[7], [edge.arguments for edge in edges])
+            if values:
+                fixed.setdefault(path, {})[key] = values
+                callers.setdefault(path, set()).update(edge.path for edge in edges)
+        return fixed, callers
 
     def _unused_methods(self, imported: set[str]) -> dict[str, set[str]]:
         """Per file of a program (a module another file `imported`, or a program's entry), the

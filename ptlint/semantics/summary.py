@@ -9,15 +9,18 @@ does — never a finding:
   is when that alone says how often it runs (`intrinsic`: a `forward`, a step hook, a compiled
   function, with the reason), the context it has when nothing calls it (`alone`: once for set-up
   names, else called), whether it is a training step by itself (`hook`), whether its body
-  is a placeholder for subclasses (`pass`, `raise NotImplementedError`), and whether it holds a
-  loop over data or one that trains (called from a loop, it is an epoch);
+  is a placeholder for subclasses (`pass`, `raise NotImplementedError`), whether it holds a
+  loop over data or one that trains (called from a loop, it is an epoch), and for a top-level
+  function its parameters with their constant defaults;
 - `classes`: every class, with its bases as references (a class of this file, or a name an import
   binds);
 - `edges`: every call that may run a def — of this file (resolved by ptlint.semantics.calls) or of
   another module of the project (a name bound by an import, `self.method()` that a base or a
   subclass elsewhere may define, `obj.method()` where `obj` is an instance of a known class) — with
   how its context follows from its function's (`transfer`, ptlint.semantics.where), whether it is
-  cold, whether a loop around it runs a training step, and the loop to cite as evidence;
+  cold, whether a loop around it runs a training step, the loop to cite as evidence, and its
+  constant arguments; `passed`, the defs the file uses otherwise than calling them (handed on,
+  stored): called with arguments no call site shows;
 - `imports`: the modules the file imports (for the programs it belongs to), and `exports`, the
   names its imports bind at module level (a package's `__init__` re-exporting `train`);
 - `names`: what code that never runs can be told by: `roots`, the names the file's module-level
@@ -67,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 20  # 20: a star import binds torch, nn, F, np where the file uses them as modules
+SUMMARY_VERSION = 21  # 21: parameters of top-level defs, the arguments of calls, names passed
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -114,7 +117,8 @@ def summarize(ctx: "FileFacts") -> dict:
         once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
         defs[key] = [function.lineno, LETTER[intrinsic] if intrinsic else "",
                      model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
-                     is_placeholder(function), model.holds_step_loop(function)]
+                     is_placeholder(function), model.holds_step_loop(function),
+                     _parameters(function) if parent(function) is ctx.tree else None]
     classes: dict[str, list] = {}
     for node in scan.classes:
         key = def_key(node, parent)
@@ -162,7 +166,52 @@ def summarize(ctx: "FileFacts") -> dict:
         "methods": _methods(ctx, scan, bindings),
         "attributes": " ".join(sorted(scan.attributes)),
         "attribute_lookup": _looks_up_attributes(ctx),
+        "passed": _passed(ctx, scan),
     }
+
+
+def _constant(node: ast.AST | None) -> list | int:
+    """["c", value] for a constant argument or default (a string, a number, a bool, None; `-1`), else 0."""
+    if type(node) is ast.UnaryOp and type(node.op) is ast.USub and type(node.operand) is ast.Constant \
+            and type(node.operand.value) in (int, float):
+        return ["c", -node.operand.value]
+    if type(node) is ast.Constant and (node.value is None or type(node.value) in (str, int, float, bool)):
+        return ["c", node.value]
+    return 0
+
+
+def _parameters(function: ast.AST) -> list:
+    """[positional names, {name: default}, takes *args or **kwargs]; a default is `_constant`'s,
+    or "r" where the parameter has none."""
+    args = function.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    pad = len(positional) - len(args.defaults)
+    defaults = {name: _constant(args.defaults[i - pad]) if i >= pad else "r" for i, name in enumerate(positional)}
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        defaults[arg.arg] = _constant(default) if default is not None else "r"
+    return [positional, defaults, bool(args.vararg or args.kwarg)]
+
+
+def _arguments(call: ast.Call) -> list | None:
+    """[positional arguments, {keyword: argument}] as `_constant`s; None where some are spread
+    (`*args`, `**kwargs`)."""
+    if any(type(a) is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    return [[_constant(a) for a in call.args], {k.arg: _constant(k.value) for k in call.keywords}]
+
+
+def _passed(ctx: "FileFacts", scan: "_Scan") -> list[str]:
+    """The defs' names (this file's top-level defs, names imported from modules, `module.f`) that the
+    file uses otherwise than calling them: handed on (`pool.map(f, xs)`, `partial(f)`), stored, decorated
+    with: called with arguments no call site shows."""
+    if not scan.name_refs and not scan.attribute_refs:
+        return []
+    called = {id(call.func) for call in ctx.calls()}
+    modules = {alias.asname or alias.name.split(".")[0] for node in scan.imports if type(node) is ast.Import
+               for alias in node.names}
+    out = {n.id for n in scan.name_refs if id(n) not in called}
+    out.update(a.attr for a in scan.attribute_refs if id(a) not in called and a.value.id in modules)
+    return sorted(out)
 
 
 # -- what uses a def (ptlint.semantics.project finds the defs nothing uses) --------------------------
@@ -318,7 +367,7 @@ def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     host = bool(arguments) and all(_host_argument(a, model.ctx, function) for a in arguments)
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
-            loop_why(loop) if loop is not None else "", name, data, host]
+            loop_why(loop) if loop is not None else "", name, data, host, _arguments(call)]
 
 
 HOST_CALLS = {"float", "int", "round", "len", "bool", "str"}
@@ -426,17 +475,28 @@ class _Scan:
         self.loops: list[ast.AST] = []
         self.attributes: set[str] = set()
         self.assignments: list[ast.Assign] = []  # one target each (_assignment_tables)
+        # names that may name a def (this file's top-level defs, names imported from modules) and
+        # `module.name` attributes, where they are loaded: a def used as a value (`pool.map(f,
+        # ...)`, `partial(f)`) is called with arguments no call site shows (_passed)
+        self.def_names = {s.name for s in tree.body if type(s) in (ast.FunctionDef, ast.AsyncFunctionDef)} | {
+            alias.asname or alias.name for s in tree.body if type(s) is ast.ImportFrom for alias in s.names}
+        self.name_refs: list[ast.Name] = []
+        self.attribute_refs: list[ast.Attribute] = []
         self.names = module_names(tree, self)
         self.classes.sort(key=lambda c: (c.lineno, c.col_offset))
         self.imports.sort(key=lambda i: (i.lineno, i.col_offset))
 
     def name(self, node: ast.Name) -> None:
         (self.used if type(node.ctx) is ast.Load else self.bound).add(node.id)
+        if node.id in self.def_names and type(node.ctx) is ast.Load:
+            self.name_refs.append(node)
         if node.id in ("compile", "optimize"):
             self.compile_refs.append(node)
 
     def attribute(self, node: ast.Attribute) -> None:
         self.attributes.add(node.attr)
+        if type(node.value) is ast.Name and type(node.ctx) is ast.Load:
+            self.attribute_refs.append(node)
         if node.attr in ("compile", "optimize") or node.attr.startswith("_dynamo"):
             self.compile_refs.append(node)
 

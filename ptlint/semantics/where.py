@@ -38,6 +38,7 @@ train?", "does it run a model?"): see the section `does this code train?`.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -1129,7 +1130,12 @@ class ExecutionModel:
     def _never_taken(self, branch: ast.If, body: bool) -> bool:
         """The branch (the body, or else the `else`) of `if self.flag:` / `if not self.flag:` that a
         fixed setting rules out: `__init__` sets `self.flag = False` (a constant) and nothing in the
-        file assigns the attribute again, on any object, or sets attributes by name."""
+        file assigns the attribute again, on any object, or sets attributes by name. Or a test of
+        the function's parameters that every call in the project decides the same way
+        (`if reduction == "mean":` where both calls pass `reduction="none"`)."""
+        decided = self._decided_by_callers(branch)
+        if decided is not None:
+            return decided != body
         test, negated = branch.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, True
@@ -1142,6 +1148,28 @@ class ExecutionModel:
         if value is _UNFIXED:
             return False
         return bool(value) != negated if not body else bool(value) == negated
+
+    def _decided_by_callers(self, branch: ast.If) -> bool | None:
+        """The value of the branch's test for every call of its function in the project (the
+        project's `fixed_arguments`), where the test reads only parameters the function never
+        rebinds and constants; None where it is not the same for all, or cannot be told."""
+        fixed = self.project.fixed_arguments if self.project is not None else None
+        if not fixed:
+            return None
+        function = self.ctx.enclosing_function(branch)
+        received = fixed.get(self.key(function)) if function is not None else None
+        if not received:
+            return None
+        names = {node.id for node in ast.walk(branch.test) if isinstance(node, ast.Name)}
+        if not names or not names <= received.keys() or not _decidable(branch.test) or any(
+                isinstance(node, ast.Name) and node.id in names and not isinstance(node.ctx, ast.Load)
+                for node in ast.walk(function)):
+            return None
+        ordered = sorted(names)
+        outcomes = set()
+        for values in itertools.islice(itertools.product(*(received[name] for name in ordered)), 64):
+            outcomes.add(bool(_evaluate(branch.test, dict(zip(ordered, values)))))
+        return outcomes.pop() if len(outcomes) == 1 else None
 
     def _fixed_attributes(self) -> dict[str, object]:
         """Attribute name -> the constant an `__init__` of the file gives it, for the attributes
@@ -1216,6 +1244,46 @@ class ExecutionModel:
             memo[key] = any(iterable_is_data(node) or runs_training_step(node)
                             for node in _step_loops_in(function.body))
         return memo[key]
+
+
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b,
+            ast.IsNot: lambda a, b: a is not b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+
+
+def _decidable(node: ast.AST) -> bool:
+    """A test `_evaluate` computes: names, constants, tuples or lists of constants, one `==`,
+    `!=`, `is`, `in` or their negations, `not`, `and`, `or`."""
+    if isinstance(node, (ast.Constant, ast.Name)):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(isinstance(e, ast.Constant) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not) and _decidable(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return all(_decidable(v) for v in node.values)
+    if isinstance(node, ast.Compare):
+        return len(node.ops) == 1 and type(node.ops[0]) in _COMPARE and _decidable(node.left) \
+            and _decidable(node.comparators[0])
+    return False
+
+
+def _evaluate(node: ast.AST, env: dict[str, object]) -> object:
+    """The value of a `_decidable` test with the names of `env`; None where Python would raise."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(e.value for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return not _evaluate(node.operand, env)
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v, env) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    try:
+        return _COMPARE[type(node.ops[0])](_evaluate(node.left, env), _evaluate(node.comparators[0], env))
+    except TypeError:  # `"a" in 3`
+        return None
 
 
 def _step_loops_in(statements: list[ast.stmt]):

@@ -1481,3 +1481,100 @@ def test_a_failing_project_model_leaves_each_file_checked_on_its_own(tmp_path, m
     monkeypatch.chdir(tmp_path)
     code = cli.run(["check", "--output-format", "json", "--select", "PTL101", "."])
     assert capsys.readouterr().err == ""
+
+
+FIXED_TRAIN = """
+    import torch
+    from metrics import top_k
+
+
+    def main(mode="none"):
+        model = torch.nn.Linear(4, 2).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in [torch.randn(8, 4) for _ in range(10)]:
+            logits = model(x.cuda())
+            logits.sum().backward()
+            opt.step()
+            acc1 = top_k(logits, 1, reduction="none")
+            acc5 = top_k(logits, 5, SECOND)
+    USER
+
+    if __name__ == "__main__":
+        main()
+"""
+FIXED_METRICS = """
+    import torch
+
+
+    DECORATOR
+    def top_k(logits, k, reduction="mean", scale=None):
+        values, _ = torch.topk(logits, k, dim=-1)
+        if reduction == "mean":
+            return values.sum(dim=-1).mean().item()EXPECT_MEAN
+        if scale is not None and reduction in ("sum", "mean"):
+            return values.sum().item()EXPECT_SCALE
+        return values.sum(dim=-1)
+"""
+
+
+REPORTED = "  # expect: PTL101"
+
+
+@pytest.mark.parametrize("second, user, decorator, config, expect_mean, expect_scale", [
+    ('"none"', "", "", "", "", ""),  # every call passes "none": the "mean" branch never runs
+    ('reduction="none"', "", "", "", "", ""),
+    ('"mean"', "", "", "", REPORTED, ""),  # one call passes "mean"; none passes `scale` still
+    ("mode", "", "", "", REPORTED, REPORTED),  # a value the call site does not show
+    ('*("none",)', "", "", "", REPORTED, REPORTED),  # spread arguments
+    ('"none"', "    stats = list(map(top_k, [logits], [1]))\n", "", "", REPORTED, REPORTED),  # handed on
+    ('"none"', "", "@register", "", REPORTED, REPORTED),  # a decorator may call it with anything
+    ('"none"', "", "", "hook: top_k\n", REPORTED, REPORTED),  # a config names it
+    ('"none"', "", "", "# top_k\n", "", ""),  # a doc that names it calls nothing (a .md below)
+])
+def test_a_branch_no_call_in_the_project_takes_never_runs(tmp_path, monkeypatch, capsys, second, user, decorator,
+                                                            config, expect_mean, expect_scale):
+    """`if reduction == "mean":` in a helper every training step calls, where every call passes
+    `reduction="none"`: the read there never runs (guided-diffusion's classifier_train.py). The
+    `scale` test is decided with it: no call passes `scale`, its default is None."""
+    metrics = FIXED_METRICS.replace("DECORATOR", decorator).replace("EXPECT_MEAN", expect_mean) \
+        .replace("EXPECT_SCALE", expect_scale)
+    if decorator:
+        metrics = metrics.replace("    import torch\n", "    import torch\n\n\n    def register(f):\n        return f\n")
+    files = {"train.py": FIXED_TRAIN.replace("SECOND", second).replace("    USER\n", user),
+             "metrics.py": metrics}
+    if config.startswith("#"):
+        files["README.md"] = config
+    elif config:
+        files["configs/run.yaml"] = config
+    write(tmp_path, files)
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+def test_a_branch_on_a_parameter_the_function_rebinds_or_of_a_library_is_kept(tmp_path, monkeypatch, capsys):
+    """A parameter assigned in the function may hold anything at the test; in a project with no
+    program (a library), its users call the function with any arguments."""
+    metrics = FIXED_METRICS.replace("DECORATOR", "").replace("EXPECT_MEAN", REPORTED) \
+        .replace("EXPECT_SCALE", REPORTED).replace('values, _ = torch', 'reduction = reduction or "mean"\n        values, _ = torch')
+    write(tmp_path, {"train.py": FIXED_TRAIN.replace("SECOND", '"none"').replace("    USER\n", ""), "metrics.py": metrics})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101") != set()
+    library = FIXED_TRAIN.replace("SECOND", '"none"').replace("    USER\n", "").split("\n\n    if __name__")[0] + "\n"
+    metrics = FIXED_METRICS.replace("DECORATOR", "").replace("EXPECT_MEAN", REPORTED).replace("EXPECT_SCALE", REPORTED)
+    write(tmp_path, {"train.py": library, "metrics.py": metrics})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101") != set()
+
+
+def test_received_arguments_per_parameter():
+    from ptlint.semantics.project import _received
+
+    parameters = [["x", "k", "mode"], {"x": "r", "k": ["c", 1], "mode": ["c", "mean"]}, False]
+    c = lambda value: ["c", value]  # noqa: E731
+    assert _received(parameters, [[[0], {"mode": c("none")}], [[0, c(5)], {"mode": c("none")}]]) == {
+        "k": [1, 5], "mode": ["none"]}
+    assert _received(parameters, [[[0, c(True)], {}], [[0, c(1)], {}]]) == {"k": [True, 1], "mode": ["mean"]}
+    assert _received(parameters, [[[0, 0], {}]]) == {"mode": ["mean"]}  # k unknown
+    assert _received(parameters, [[[0], {}], None]) == {}  # spread arguments at a call
+    assert _received(parameters, [[[0, 0, 0, 0], {}]]) == {}  # more positional arguments than it takes
+    assert _received(parameters, [[[0], {"other": c(1)}]]) == {}  # a keyword it does not take
+    assert _received(parameters, [[[0, c(1)], {"k": c(2)}]]) == {}  # `k` given twice
+    assert _received(parameters, [[[], {}]]) == {}  # `x` left out
+    assert _received([["x"], {"x": "r"}, True], [[[c(1)], {}]]) == {}  # *args or **kwargs: unknown calls

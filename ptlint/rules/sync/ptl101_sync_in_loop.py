@@ -6,7 +6,7 @@ import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.compiled import is_traced
-from ptlint.semantics.nodes import SELF_NAMES, chain_head
+from ptlint.semantics.nodes import SELF_NAMES, built_string, chain_head
 from ptlint.semantics.pipeline import in_host_code
 from ptlint.semantics.uses import (
     after_drain,
@@ -58,17 +58,6 @@ def _checks_type_first(test: ast.AST, found: ast.AST, ctx) -> bool:
                    isinstance(value.func, ast.Name) and value.func.id == "isinstance"
                    or ctx.qualname(value.func) == "torch.is_tensor")}
     return bool(checked) and any(ast.dump(node) in checked for node in ast.walk(found))
-
-
-def _format_string(node: ast.AST) -> bool:
-    """A string constant, or one built from them (`"%11s" * 2 + "%11.4g" * 5`)."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, str)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _format_string(node.left) and _format_string(node.right)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _format_string(node.left) and _is_number(node.right) or _is_number(node.left) and _format_string(node.right)
-    return False
 
 
 def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
@@ -271,7 +260,7 @@ class SyncInLoop(Rule):
         """`"%g" % t`, `"%s %.3f" % (name, t)`, also a format built from strings (`("%11s" * 2 +
         "%11.4g" * 5) % (...)`) and a tensor's elements spread into the values (`*mloss`: one
         read per element)."""
-        if not (isinstance(node.op, ast.Mod) and _format_string(node.left)):
+        if not (isinstance(node.op, ast.Mod) and built_string(node.left)):
             return
         if not self._worth_asking(node):
             return
