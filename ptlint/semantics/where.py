@@ -155,6 +155,10 @@ class Placement(NamedTuple):
     # the outermost loop around it is one pass over data that trains nothing, after a training loop
     # of the same code (a script's test pass after training): in once-code, it runs once
     final_pass: bool = False
+    # the outermost loop around it is one pass over data that trains nothing (an evaluation pass) in
+    # a program that trains: in once-code (a script's test pass, an `evaluate()` only `main()`
+    # calls), it runs once per run of the program
+    data_pass: bool = False
 
 
 def context_for(placement: Placement, base: str) -> str:
@@ -168,7 +172,8 @@ def context_for(placement: Placement, base: str) -> str:
     if base == PER_STEP:
         # the loops below a periodic test are small (over a dict of losses): on some steps only
         return PER_OUTER if placement.gated else PER_STEP
-    if (base == ONCE and (placement.set_up or placement.builds or placement.final_pass)) or placement.literal \
+    if (base == ONCE and (placement.set_up or placement.builds or placement.final_pass or placement.data_pass)) \
+            or placement.literal \
             or (base in (ONCE, PER_OUTER) and placement.structure):
         return base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
     if placement.periodic or placement.per_outer:
@@ -248,6 +253,14 @@ def iterable_is_data(loop: ast.AST) -> bool:
                 and child.func.attr in STRUCTURE_METHODS:
             return False
     return _data_words(name_words(source))
+
+
+def _walks_a_dataset(loop: ast.AST) -> bool:
+    """A `for` over a data source itself (`test_loader`, `enumerate(tqdm(val_batches))`), not over
+    a step count (`range(steps)`: a rollout or a sampling loop, steps of the run itself)."""
+    return isinstance(loop, (ast.For, ast.AsyncFor)) and iterable_is_data(loop) and not any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+        for node in ast.walk(loop.iter))
 
 
 def _set_up_name(name: str) -> bool:
@@ -950,7 +963,24 @@ class ExecutionModel:
             first_only=first_only,
             builds=bool(loops) and all(isinstance(loop, COMPREHENSIONS) and not iterable_is_data(loop)
                                        and not runs_model(loop, self.ctx) for loop in loops),
-            final_pass=bool(loops) and self._after_training(loops))
+            final_pass=bool(loops) and self._after_training(loops),
+            data_pass=bool(loops) and _walks_a_dataset(loops[-1])
+            and not any(self.loop_trains(loop) for loop in loops if isinstance(loop, STATEMENT_LOOPS))
+            and self._program_trains())
+
+    def _program_trains(self) -> bool:
+        """The program this file belongs to trains a model (the project says so, and not every
+        program holding the file trains nothing; without a project, a loop of the file trains): an
+        evaluation pass there is a small part of the run. In an inference program the pass over
+        the data is the run, and each of its steps counts."""
+        project = self.project
+        if project is not None:
+            return project.program_trains and not project.inference_only
+        key = "file-trains"
+        if key not in self.ctx.memo:
+            self.ctx.memo[key] = may_hold_training_step(self.ctx.text) and any(
+                runs_training_step(node) for node in walk(self.ctx.tree) if type(node) in STATEMENT_LOOPS)
+        return self.ctx.memo[key]
 
     def _after_training(self, loops: list[ast.AST]) -> bool:
         """The outermost of `loops` walks data and trains nothing (an evaluation pass), and a

@@ -1578,3 +1578,48 @@ def test_received_arguments_per_parameter():
     assert _received(parameters, [[[0, c(1)], {"k": c(2)}]]) == {}  # `k` given twice
     assert _received(parameters, [[[], {}]]) == {}  # `x` left out
     assert _received([["x"], {"x": "r"}, True], [[[c(1)], {}]]) == {}  # *args or **kwargs: unknown calls
+
+
+def test_an_evaluation_pass_run_once_after_training_is_once_and_an_inference_programs_is_not(
+        tmp_path, monkeypatch, capsys):
+    """`evaluate_standard(test_loader, model)` once after the training loop (fast_adversarial's
+    train_fgsm.py): its per-batch reads cost one pass of a run that trains. The same pass in a
+    program that trains nothing (an evaluation script) is that program's work: each batch counts."""
+    utils = """
+        import torch
+
+
+        def evaluate_standard(loader, model):
+            total = 0.0
+            for x, y in loader:
+                total += torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).item()MARK
+            return total
+    """
+    train = """
+        import torch
+        from utils import evaluate_standard
+
+
+        def main(model, loader, test_loader, opt):
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.cuda()).sum()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            evaluate_standard(test_loader, model)
+
+
+        if __name__ == "__main__":
+            main(None, [], [], None)
+    """
+    evaluate = """
+        from utils import evaluate_standard
+
+        if __name__ == "__main__":
+            evaluate_standard([], None)
+    """
+    write(tmp_path, {"train.py": train, "utils.py": utils.replace("MARK", "")})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == set()
+    write(tmp_path, {"train.py": evaluate, "utils.py": utils.replace("MARK", "  # expect: PTL101")})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101") != set()

@@ -183,6 +183,9 @@ while True:
     torch.cuda.synchronize()  # ctx: per-step
 for x, y in train_loader:
     loss = model(x)  # ctx: per-step
+    loss.backward()
+for x, y in test_loader:
+    correct = model(x).sum().item()  # ctx: once
 """,
     "a function that backpropagates outside a loop of its own is a step": """
 def create_trainer(model, optimizer, loss_fn):
@@ -534,6 +537,49 @@ def trains_again():
     for x, y in finetune_loader:
         model(x).sum().backward()  # ctx: per-step
 """,
+    "a pass over data that trains nothing, in code that runs once, runs once": """
+import torch
+
+def evaluate(model, loader):
+    for x, y in loader:
+        correct = (model(x).argmax(1) == y).sum().item()  # ctx: once
+    for step in range(100):
+        sample = model.sample().item()  # ctx: per-step
+
+def validate(model, loader):
+    for x, y in loader:
+        correct = (model(x).argmax(1) == y).sum().item()  # ctx: per-step
+
+def tune(model, loader):
+    for x, y in loader:
+        model(x).sum().backward()  # ctx: per-step
+
+def main():
+    for epoch in range(10):
+        validate(model, val_loader)
+    evaluate(model, test_loader)
+    tune(model, train_loader)
+    for x, y in test_loader:
+        correct = model(x).sum().item()  # ctx: once
+
+if __name__ == "__main__":
+    main()
+""",
+    "an inference program's pass over data is its run: each batch is a step": """
+import torch
+
+def evaluate(model, loader):
+    for x, y in loader:
+        correct = (model(x).argmax(1) == y).sum().item()  # ctx: per-step
+
+def main():
+    evaluate(model, test_loader)
+    for x, y in test_loader:
+        correct = model(x).sum().item()  # ctx: per-step
+
+if __name__ == "__main__":
+    main()
+""",
     "a block that leaves the loop runs once per run of the loop": """
 def decode(model, seq, steps, eos):
     for step in range(steps):
@@ -616,6 +662,7 @@ def calculate_map(det_boxes, det_labels, n_classes, device):
 def main(model, loader, n_classes):
     calculate_map(None, None, n_classes, "cuda")
     for x, y in loader:
+        model(x).sum().backward()
         for c in range(n_classes):
             w = torch.ones(3).to(x.device)  # ctx: per-step
 """,

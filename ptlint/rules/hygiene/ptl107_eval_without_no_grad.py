@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptlint.engine.rule import CALLED, PER_STEP, Rule
+from ptlint.engine.rule import CALLED, ONCE, PER_STEP, Rule
 from ptlint.semantics.autograd import GradRegions, graph_wanted
 from ptlint.semantics.nodes import DEFINITIONS, dotted, is_constant
 from ptlint.semantics.where import iterable_is_data
@@ -72,8 +72,9 @@ class EvalWithoutNoGrad(Rule):
               "gradients: every call records an autograd graph; wrap the loop in `torch.no_grad()` " \
               "or `torch.inference_mode()`"
     help = "Wrap the evaluation loop in `with torch.no_grad():` or `with torch.inference_mode():`."
-    # not once per epoch (a sample grid, a test batch in the epoch loop): a graph of one batch
-    contexts = frozenset({PER_STEP, CALLED})
+    # not once per epoch (a sample grid, a test batch in the epoch loop): a graph of one batch; but a
+    # pass over data in once-code (a script's test pass) records a graph for every batch of it
+    contexts = frozenset({PER_STEP, CALLED, ONCE})
     cold = False
     triggers = (".eval()", ".train(False)", ".train(mode=False)")
 
@@ -106,6 +107,11 @@ class EvalWithoutNoGrad(Rule):
             return
         self.ctx.memo[key] = True
         self.report(node, self.message.format(model=model))
+
+    def keep(self, node: ast.AST, where) -> bool:
+        """In once-code, only a loop that walks data (a test pass, an `evaluate()` only `main()`
+        calls): each of its batches records a graph; a loop over settings there is set-up."""
+        return where.context != ONCE or self.ctx.model.placement(node).data_pass
 
     def _called_model(self, call: ast.Call) -> str | None:
         """`model(x)` / `model.forward(x)` -> "model"; `self(x)` -> "self"."""
