@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 21  # 21: parameters of top-level defs, the arguments of calls, names passed
+SUMMARY_VERSION = 22  # 22: a class through a module-level alias (`Exp = Exp_Main`)
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -256,8 +256,8 @@ def module_names(tree: ast.Module, scan: "_Scan") -> tuple[set[str], dict[str, l
     while pending:
         statement = pending.pop()
         kind = type(statement)
-        if kind in SCANNED:
-            scan.node(statement, kind)  # (not walked below: its parts are)
+        if kind in WALKED_IN_PARTS:
+            scan.node(statement, kind)  # (not walked below: its parts are; other statements are walked whole)
         if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if kind is ast.ClassDef:
                 parts = [*statement.body, *statement.bases, *statement.keywords]
@@ -529,6 +529,8 @@ class _Scan:
                 self.bound.add(node.rest)
 
 
+# Module-level statements `module_names` walks in parts (their bodies, tests, targets), never whole.
+WALKED_IN_PARTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.While})
 SCANNED = frozenset({ast.Assign, ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                      ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
 
@@ -581,9 +583,10 @@ def _attribute_chain(node: ast.AST) -> tuple[ast.Name | None, list[str]]:
     return (node if isinstance(node, ast.Name) else None), list(reversed(names))
 
 
-def _reference(node: ast.AST, at: ast.AST, ctx: "FileFacts", bindings: dict) -> list | None:
+def _reference(node: ast.AST, at: ast.AST, ctx: "FileFacts", bindings: dict, alias: bool = True) -> list | None:
     """A class or function named by `node` (a name or an attribute chain): of this file, or
-    bound by an import; None otherwise."""
+    bound by an import, also through a module-level alias assigned once (`Exp = Exp_Main`);
+    None otherwise."""
     head, names = _attribute_chain(node)
     if head is None:
         return None
@@ -592,6 +595,10 @@ def _reference(node: ast.AST, at: ast.AST, ctx: "FileFacts", bindings: dict) -> 
         return ["m", bound[1], bound[2], bound[3] + names] if _may_be_project(bound, ctx) else None
     if not names and head.id in local_classes(ctx):
         return ["l", def_key(local_classes(ctx)[head.id], ctx.parent)]
+    if alias and not names:
+        values = _assignment_tables(ctx)[0].get(id(ctx.tree), {}).get(head.id)
+        if values is not None and len(values) == 1 and isinstance(values[0], (ast.Name, ast.Attribute)):
+            return _reference(values[0], values[0], ctx, bindings, alias=False)
     return None
 
 

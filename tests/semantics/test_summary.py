@@ -206,3 +206,49 @@ def test_the_loops_and_classes_the_scan_finds():
     """)
     assert found["trains"] is True
     assert sorted(found["classes"]) == ["A", "A.B"]
+
+
+def test_instances_of_a_class_through_a_module_level_alias():
+    """`Exp = Exp_Main` then `exp = Exp(args)`: the experiment loop of a script (LTSF-Linear's,
+    Informer's) calls the training method of the aliased class. An alias bound twice, or an alias
+    of an alias, names no class."""
+    found = callees("""
+        class Exp_Main:
+            def train(self, i): ...
+
+
+        class Other:
+            def train(self, i): ...
+
+
+        Exp = Exp_Main
+        Twice = Exp_Main
+        Twice = Other
+        Again = Exp
+
+        for ii in range(3):
+            exp = Exp(args)
+            exp.train(ii)
+        twice = Twice(args)
+        twice.train(0)
+        again = Again(args)
+        again.train(0)
+    """)
+    assert found == [["i", ["l", "Exp_Main"], "train"]]
+
+
+def test_module_level_assignments_and_loops_are_scanned_once():
+    """Each assignment and loop once (an alias assigned once is one value, not two)."""
+    import ast
+
+    from ptlint.engine.file_context import FileContext
+    from ptlint.engine.source import SourceFile
+    from ptlint.semantics import summary
+
+    text = "x = 1\nfor i in range(3):\n    y = i\nwhile x:\n    x = 0\n\ndef f():\n    z = 2\n"
+    ctx = FileContext(SourceFile("m.py", text), ast.parse(text))
+    summary.summarize(ctx)
+    module = summary._assignment_tables(ctx)[0][id(ctx.tree)]
+    assert {name: len(values) for name, values in module.items()} == {"x": 2, "y": 1}
+    scan = summary._Scan(ctx.tree)
+    assert len(scan.loops) == 2 and len(scan.assignments) == 4
