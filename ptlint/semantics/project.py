@@ -774,7 +774,7 @@ class ProjectModel:
             if path not in imported or os.path.basename(path) == "__init__.py":
                 all_live.add(path)  # a program of its own, a library's module, a package's front
         by_name: dict[str, list[list]] = {}
-        pending: list[str] = list(self.other_names)
+        pending: list[str] = list(self.caller_names)  # (docs name defs, and run none)
         for path, summary in self.summaries.items():
             names = summary["names"]
             pending += names["roots"].split()
@@ -847,7 +847,7 @@ class ProjectModel:
         program's entry is a library's: its users may call any method."""
         if any(summary.get("attribute_lookup", True) for summary in self.summaries.values()):
             return {}
-        words: set[str] = set(self.other_names or ())
+        words: set[str] = set(self.caller_names or ())
         for summary in self.summaries.values():
             names = summary["names"]
             words.update(summary["attributes"].split())

@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 22  # 22: a class through a module-level alias (`Exp = Exp_Main`)
+SUMMARY_VERSION = 23  # 23: `eval` of a text reaches the file's globals, not any module
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -160,7 +160,7 @@ def summarize(ctx: "FileFacts") -> dict:
         "unbound": uses_unbound_names(scan),
         # it loads modules by name at run time: its program holds code no summary shows
         "loads": by_name,
-        "names": _names(ctx, scan, bindings, by_name),
+        "names": _names(ctx, scan, bindings, by_name, imports),
         # methods only the project's own code can call, per class; every attribute name the file
         # uses; whether it reaches attributes by computed names (the solve finds unused methods)
         "methods": _methods(ctx, scan, bindings),
@@ -222,14 +222,17 @@ NAME_STRING = re.compile(r"[A-Za-z_][\w.:]*")
 LOOKUP_BUILTINS = {"globals": ".", "vars": ".", "locals": ".", "eval": "*", "exec": "*"}
 
 
-def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: bool) -> dict:
+def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: bool, imports: list) -> dict:
     roots, tops, entry, dict_reads = scan.names
     lookups: list = ["*"] if imports_by_name else []  # what it loads is unknown, and may use any def
     for call in ctx.calls():
         func = call.func
         if isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and ctx.names.qualname(func, at=call) in (
                 None, func.id, f"builtins.{func.id}"):
-            lookups.append(LOOKUP_BUILTINS[func.id])
+            if LOOKUP_BUILTINS[func.id] == "*":
+                lookups.extend(_evaluated(call, imports, ctx))
+            else:
+                lookups.append(LOOKUP_BUILTINS[func.id])
         elif isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2 \
                 and not isinstance(call.args[1], ast.Constant) and isinstance(call.args[0], (ast.Name, ast.Attribute)):
             ref = _reference(call.args[0], call, ctx, bindings)
@@ -242,6 +245,20 @@ def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: boo
     # names as one string each (split where the solve follows them): a large project's summaries
     # hold a million of them
     return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry}
+
+
+def _evaluated(call: ast.Call, imports: list, ctx: "FileFacts") -> list:
+    """What `eval(text)` / `exec(text)` may reach (Pyraformer's `eval(opt.model).Model(opt)`): a
+    constant text only the names it spells (already names the file uses); any other text any
+    name of the file's globals: its own defs ("."), and the project's modules it imports, whole."""
+    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        return []
+    out: list = ["."]
+    for level, module, _ in imports:
+        reference = ["m", level, module, []]
+        if (level or module) and _may_be_project(reference, ctx):
+            out.append(reference)
+    return out
 
 
 def module_names(tree: ast.Module, scan: "_Scan") -> tuple[set[str], dict[str, list], bool, list[ast.Attribute]]:

@@ -1093,9 +1093,16 @@ HELPERS = """
 """
 
 
-def test_defs_nothing_in_a_training_program_uses_are_silent(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("other", [
+    {},
+    # docs name code and run none: a README's words keep nothing alive
+    {"README.md": "Call `scale_params(model, 2)` to halve the step; `Pool` pools.\n"},
+    # a text given to eval is only ever the file's own names and what it imports
+    {"run.py": "import sys\nimport torch\n\nmodel = eval(sys.argv[1])\nstep = eval('torch.optim.SGD')\n"},
+])
+def test_defs_nothing_in_a_training_program_uses_are_silent(tmp_path, monkeypatch, capsys, other):
     """`scale_params` is never called; `Attention` is used only by `Pool`, which nothing uses."""
-    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": HELPERS.format(scale="", attention="")})
+    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": HELPERS.format(scale="", attention=""), **other})
     select = "PTL101,PTL501,PTL308"
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
 
@@ -1137,7 +1144,7 @@ def test_a_def_only_a_plain_wrapper_decorates_is_unused_like_any_other(tmp_path,
     # a file looks the module's names up by a computed name
     {"other.py": "import helpers, sys\nmake = getattr(helpers, sys.argv[1])\n"},
     {"other.py": "import helpers, sys\nmake = helpers.__dict__[sys.argv[1]]\n"},
-    {"other.py": "import sys\nmake = eval(sys.argv[1])\n"},
+    {"other.py": "import sys\nimport helpers\nmake = eval(sys.argv[1])\n"},  # eval reaches what the file imports
 ])
 def test_a_def_a_file_config_or_lookup_may_use_is_reported(tmp_path, monkeypatch, capsys, user):
     write(tmp_path, {"train.py": USES_HELPERS, **user,

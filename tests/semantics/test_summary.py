@@ -252,3 +252,12 @@ def test_module_level_assignments_and_loops_are_scanned_once():
     assert {name: len(values) for name, values in module.items()} == {"x": 2, "y": 1}
     scan = summary._Scan(ctx.tree)
     assert len(scan.loops) == 2 and len(scan.assignments) == 4
+
+
+def test_eval_of_a_text_reaches_the_files_globals_only():
+    """`eval(opt.model)` may name any global of the file: its own defs and the modules it imports;
+    a text spelled out names only what it spells (words the file already uses)."""
+    assert summary_of("import sys\nimport torch\n\nmodel = eval('torch.nn.Linear')\n")["names"]["lookups"] == []
+    lookups = summary_of("import sys\nimport torch\nfrom . import models\n\nm = eval(sys.argv[1])\n")["names"]["lookups"]
+    assert lookups == [".", ["m", 1, "", []]]  # torch and sys are not the project's
+    assert summary_of("exec(compile(src, 'f', 'exec'))\n")["names"]["lookups"] == ["."]
