@@ -316,14 +316,17 @@ class ProjectFacts:
 
 
 def _received(parameters: list, calls: list) -> dict[str, list]:
-    """Parameter -> the constants it receives at `calls` (each `[positional, {keyword: ...}]`, or
-    None where arguments are spread), for the parameters that receive only constants (a missing
-    one its constant default); {} where a call cannot be matched to the parameters."""
+    """Parameter -> the constants it receives at `calls`, for the parameters that receive only
+    constants (a missing one its constant default); {} where a call cannot be matched to the
+    parameters. A call is `[positional, {keyword: ...}]`, the number of its positional arguments
+    where none is a constant, or None where arguments are spread."""
     positional, defaults, variadic = parameters
     if variadic:
         return {}
     seen: dict[str, dict] = {name: {} for name in defaults}
     for arguments in calls:
+        if isinstance(arguments, int):  # that many positional arguments, none a constant
+            arguments = [[0] * arguments, {}]
         if arguments is None or len(arguments[0]) > len(positional):
             return {}
         given = dict(zip(positional, arguments[0]))

@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 23  # 23: `eval` of a text reaches the file's globals, not any module
+SUMMARY_VERSION = 24  # 24: a call of positional non-constant arguments keeps only their number
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -192,12 +192,16 @@ def _parameters(function: ast.AST) -> list:
     return [positional, defaults, bool(args.vararg or args.kwarg)]
 
 
-def _arguments(call: ast.Call) -> list | None:
-    """[positional arguments, {keyword: argument}] as `_constant`s; None where some are spread
+def _arguments(call: ast.Call) -> list | int | None:
+    """[positional arguments, {keyword: argument}] as `_constant`s; only their number where they
+    are positional and none is a constant (most calls: kept small); None where some are spread
     (`*args`, `**kwargs`)."""
     if any(type(a) is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    return [[_constant(a) for a in call.args], {k.arg: _constant(k.value) for k in call.keywords}]
+    positional = [_constant(a) for a in call.args]
+    if not call.keywords and not any(positional):
+        return len(positional)
+    return [positional, {k.arg: _constant(k.value) for k in call.keywords}]
 
 
 def _passed(ctx: "FileFacts", scan: "_Scan") -> list[str]:

@@ -1630,3 +1630,12 @@ def test_an_evaluation_pass_run_once_after_training_is_once_and_an_inference_pro
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == set()
     write(tmp_path, {"train.py": evaluate, "utils.py": utils.replace("MARK", "  # expect: PTL101")})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101") != set()
+
+
+def test_received_counts_positional_arguments_kept_as_a_number():
+    from ptlint.semantics.project import _received
+
+    parameters = [["x", "k"], {"x": "r", "k": ["c", 1]}, False]
+    assert _received(parameters, [1, 1]) == {"k": [1]}  # `f(a)` twice: k at its default
+    assert _received(parameters, [2]) == {}  # `f(a, b)`: k unknown
+    assert _received(parameters, [3]) == {}  # more than it takes
