@@ -391,6 +391,45 @@ def train(model, loader, opt, device):
         if step % 100 == 0:
             print(f"step: {elapsed:.3f}s")
 """,
+        # the time shown only every N steps (what every step prints is not the time); a clock read
+        # four statements away is no reading of this sync's time; a time shown before the sync
+        """
+import time
+import torch
+
+def train(model, loader, opt, device):
+    t0 = time.time()
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.to(device), y.to(device))
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()  # expect: PTL102
+        t1 = time.time()
+        print(f"step {step} loss {loss}")
+        if step % 100 == 0:
+            print(f"{(t1 - t0) * 1000:.1f} ms")
+
+def far(model, loader, opt, device):
+    for step, (x, y) in enumerate(loader):
+        t0 = time.time()
+        loss = model(x.to(device), y.to(device))
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()  # expect: PTL102
+        opt.zero_grad()
+        lr = opt.param_groups[0]["lr"]
+        step += 1
+        t1 = time.time()
+        print(f"{t1 - t0:.3f} s")
+
+def before(model, loader, opt, device):
+    for step, (x, y) in enumerate(loader):
+        t0 = time.time()
+        model(x.to(device), y.to(device)).backward()
+        print(f"{time.time() - t0:.3f} s")
+        torch.cuda.synchronize()  # expect: PTL102
+        opt.step()
+""",
         # a step's time gathered every step and shown every N steps: the sync stalls every step
         # for a figure read once in a hundred
         """
@@ -488,6 +527,43 @@ def train(model, loader, optimizer, device, master_process):
         tokens_per_sec = x.numel() / (t1 - t0)
         if master_process:
             print(f"step {step} | loss {loss.item():.4f} | {tokens_per_sec:.0f} tok/s")
+""",
+        # the time read right before the sync, shown every step past other statements; written to a
+        # file, logged, kept in an annotated local
+        """
+import time
+import torch
+import wandb
+
+def train(model, loader, opt, device, log_file):
+    for step, (x, y) in enumerate(loader):
+        t0 = time.time()
+        model(x.to(device), y.to(device)).backward()
+        torch.cuda.synchronize()
+        print(f"{(time.time() - t0) * 1000:.1f} ms")
+
+def logged(model, loader, opt, device, log_file):
+    for step, (x, y) in enumerate(loader):
+        t0 = time.time()
+        model(x.to(device), y.to(device)).backward()
+        opt.step()
+        torch.cuda.synchronize()
+        dt: float = time.time() - t0
+        for group in opt.param_groups:
+            lr = group["lr"]
+        if step % 100 == 0:
+            opt.zero_grad()
+        wandb.log({"step_time": dt})
+
+def written(model, loader, opt, device, log_file):
+    for step, (x, y) in enumerate(loader):
+        t0 = time.time()
+        model(x.to(device), y.to(device)).backward()
+        opt.step()
+        torch.cuda.synchronize()
+        t1 = time.time()
+        with open(log_file, "a") as f:
+            f.write(f"{t1 - t0} ")
 """,
         # placed on purpose: timing GPU work, freeing memory, a memory setting
         """
