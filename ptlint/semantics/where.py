@@ -275,12 +275,23 @@ def _lazy_set_up(branch: ast.If, values: Callable[[str], list] | None = None) ->
     with a sentinel constant or asks the type, length or presence of, so it runs until the first
     time it has (not a running best, `if loss < self.best:`). `values(name)`: what a local name
     of the function was assigned."""
-    assigned = {_held_attribute(target) for statement in branch.body for target in (
+    targets = [target for statement in branch.body for target in (
         statement.targets if isinstance(statement, ast.Assign) else
-        [statement.target] if isinstance(statement, ast.AnnAssign) else [])} - {None}
-    if not assigned:  # the usual branch: the test's locals need not be looked up
+        [statement.target] if isinstance(statement, ast.AnnAssign) else [])]
+    assigned = {_held_attribute(target) for target in targets} - {None}
+    names = {target.id for target in targets if isinstance(target, ast.Name)}
+    if not assigned and not names:  # the usual branch: the test's locals need not be looked up
         return False
-    return any(_tested_attribute(part, values) in assigned for part in _sentinel_tests(branch.test))
+    return any(_tested_attribute(part, values) in assigned or isinstance(part, ast.Name) and part.id in names
+               and _first_value_only(part.id, branch, values) for part in _sentinel_tests(branch.test))
+
+
+def _first_value_only(name: str, branch: ast.If, values: Callable[[str], list] | None) -> bool:
+    """The local `name` is given a constant once, before `branch` (`loss_ema = None` before the
+    loop, then `if loss_ema is None: loss_ema = loss.item()`): the branch that sets it runs the
+    first time only."""
+    constants = [v for v in values(name) if isinstance(v, ast.Constant)] if values is not None else []
+    return len(constants) == 1 and constants[0].lineno < branch.lineno
 
 
 def _sentinel_tests(test: ast.AST) -> list[ast.AST]:

@@ -225,6 +225,26 @@ class Tool(object):
     def forward(self, x):
         return x  # ctx: called
 """,
+    "a local given a constant once before the loop and set under its sentinel test: the first step only": """
+def train(model, loader, opt):
+    loss_ema = None
+    best = 0
+    count = None
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        if loss_ema is None:
+            loss_ema = loss.item()  # ctx: once
+        else:
+            loss_ema = 0.9 * loss_ema + 0.1 * loss.item()  # ctx: per-step
+        if not best:
+            best = loss.item()  # ctx: once
+        if count is None:
+            count = loss.item()  # ctx: per-step
+        count = None
+        if loss > best:
+            best = loss.item()  # ctx: per-step
+""",
     "a lazy set-up guard on an attribute runs once; a running best does not": """
 import torch
 
