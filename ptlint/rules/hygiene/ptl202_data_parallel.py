@@ -43,6 +43,14 @@ def _holding(test: ast.AST, holds: bool) -> list[ast.AST]:
     return [test]  # `c`, `a or b` (one of them holds), `strategy == "dp"`
 
 
+def _asks_for_a_gpu(test: ast.AST, ctx) -> bool:
+    """`torch.cuda.is_available()`, `use_gpu`, `args.cuda`, `self.use_cuda`: whether there is (or
+    the user wants) a GPU; not a count (`device_count() > 1` asks for several)."""
+    if isinstance(test, ast.Call):
+        return (ctx.qualname(test.func) or "").endswith("cuda.is_available")
+    return isinstance(test, (ast.Name, ast.Attribute)) and bool(name_words(test) & {"cuda", "gpu", "use_cuda", "use_gpu"})
+
+
 def _starts_training(call: ast.Call, ctx) -> bool:
     """`loss.backward()`, `optimizer.step()`, `zero_grad()`, `model.train()`, `train_one_epoch(...)`,
     `trainer.fit()`, an optimizer built (`torch.optim.SGD(...)`)."""
@@ -93,7 +101,25 @@ class UsesDataParallel(Rule):
 
     def _is_data_parallel(self, node: ast.AST) -> bool:
         return isinstance(node, (ast.Name, ast.Attribute)) and self.ctx.qualname(node) in DATA_PARALLEL \
-            and not self._offered_as_an_option()
+            and not self._offered_as_an_option() and not self._without_a_gpu()
+
+    def _without_a_gpu(self) -> bool:
+        """In the branch taken when no GPU is there (`else:` of `if torch.cuda.is_available():`,
+        of `if use_gpu:` / `if args.cuda:`, or under `if not ...`): DataParallel over no GPU
+        calls the model, and costs nothing."""
+        stack = self.ctx.stack
+        for index, ancestor in enumerate(stack[:-1]):
+            if not isinstance(ancestor, ast.If):
+                continue
+            child = stack[index + 1]
+            test, taken = ancestor.test, any(statement is child for statement in ancestor.body)
+            if not taken and not any(statement is child for statement in ancestor.orelse):
+                continue  # in the test itself
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, taken = test.operand, not taken
+            if not taken and _asks_for_a_gpu(test, self.ctx):
+                return True
+        return False
 
     def _offered_as_an_option(self) -> bool:
         """In a class (or a method) that implements a parallelism option, or in the branch taken
@@ -222,7 +248,9 @@ those places DataParallel is the user's explicit choice. The other branch of suc
 reported: DataParallel in the `else:` of `if args.distributed:` (or of `if
 args.multiprocessing_distributed:`, or an `elif torch.cuda.device_count() > 1:` there, or under
 `if not args.distributed:`) is the training script's own multi-GPU path whenever the option is
-off, which is how it usually runs.
+off, which is how it usually runs. Nor the branch taken without a GPU (`else:` of `if
+torch.cuda.is_available():`, of `if use_gpu:` or `if args.cuda:`, or under `if not ...`), where
+DataParallel over no device only calls the model.
 
 ## Where it reports
 - **Reports** wherever DataParallel is used: in once-code (the usual place: the model is wrapped
@@ -274,6 +302,17 @@ No automatic fix: DDP needs a launcher, a process group and a distributed sample
 """
 
     bad_examples = [
+        # the branch taken with a GPU
+        """
+import torch
+
+def build(model, use_gpu):
+    if torch.cuda.is_available():
+        model = torch.nn.DataParallel(model).cuda()  # expect: PTL202
+    if use_gpu:
+        model = torch.nn.DataParallel(model)  # expect: PTL202
+    return model
+""",
         """
 import torch
 
@@ -388,6 +427,19 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # the branch taken without a GPU: DataParallel over no device calls the model
+        """
+import torch
+
+def build(model, args):
+    if torch.cuda.is_available():
+        model = model.cuda()
+    else:
+        model = torch.nn.DataParallel(model)
+    if not args.cuda:
+        model = torch.nn.DataParallel(model)
+    return model
+""",
         # a sampling method of a runner that also trains: wrapped, put in eval mode, kept local
         """
 import torch
