@@ -174,6 +174,18 @@ LEGACY_TYPES = {f"torch.{kind}Tensor" for kind in ("Long", "Int", "Float", "Doub
                                                    "Byte", "Char", "Bool")} | {"torch.Tensor"}
 
 
+def _python_number(node: ast.AST) -> bool:
+    """A number worked out in Python: a numeric constant, or arithmetic of names, attributes and
+    numbers (`i / self.n_T`, `1.0 - t`)."""
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)):
+        return False
+    return all(_python_number(leaf) or isinstance(leaf, (ast.Name, ast.Attribute)) for leaf in (node.left, node.right))
+
+
 def _python_range(node: ast.AST) -> ast.Call | None:
     """`range(...)`, or `list(range(...))`: the numbers `torch.arange` makes on the device."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "list" \
@@ -234,11 +246,12 @@ class MoveAfterCreate(Rule):
             return
         self._random[id(node)] = factory in RANDOM
         inner = func.value
-        if _has_star(inner) or any(k.arg in FACTORY_BLOCKERS for k in inner.keywords):
-            return
+        if any(k.arg is None or k.arg in FACTORY_BLOCKERS for k in inner.keywords):
+            return  # (`**kwargs` may hold `device=`; a shape spread in, `randn(n, *size)`, holds none)
         moves, fixable, has_dtype = analyse_move(node, self.ctx)
         if not moves:
             return
+        fixable = fixable and not _has_star(inner)  # reported, not rewritten
         fix = None
         if fixable and has_dtype and keyword(inner, "dtype") is not None:
             fixable = False  # two dtypes: which one wins is for a person to decide
@@ -286,6 +299,14 @@ class MoveAfterCreate(Rule):
                 return
             if self.ctx.qualname(inner.func) == "torch.tensor" and _repeated_list(inner.args[0]):
                 self._report_repeated(move, inner.args[0])
+                return
+            if _python_number(inner.args[0]):
+                self._per_step_only.add(id(move))
+                self.report(move, "`torch.tensor(<number>)` makes a tensor on the host and copies it to the device "
+                                  "(a blocking copy) on every call: fill it there",
+                            help="Make it on the device: `torch.full(shape, value, device=device)` (or "
+                                 "`torch.tensor(value, device=device)`), or pass the Python number itself where the "
+                                 "operation takes one.")
                 return
             parent = self.ctx.parent(move)
             if isinstance(parent, ast.Subscript) and parent.value is move and _looks_up(parent.slice) \
@@ -507,6 +528,8 @@ call:
   reported where it visibly runs per step (a loop that runs a model or walks data, `forward`,
   a helper per-step code calls), not in code whose callers the file does not show (a
   generation call's set-up: once per call);
+- a Python number made into a tensor and copied, `torch.tensor(i / n_T).to(device)`, which
+  `torch.full(shape, value, device=device)` makes on the device; per step only;
 - a Python range turned into a tensor and copied, `torch.LongTensor(range(b)).to(device)` (any
   legacy type, `torch.tensor(list(range(n)), device=device)`), which `torch.arange(b,
   device=device)` makes on the device; reported where it runs per step, as repeated lists are;
@@ -601,6 +624,27 @@ gives float32.
 """
 
     bad_examples = [
+        # a Python number made into a tensor and copied, every step of a denoising loop
+        """
+import torch
+
+def sample(model, x, n_T, device):
+    for i in range(n_T, 0, -1):
+        t = torch.tensor(i / n_T).to(device).repeat(x.shape[0], 1)  # expect: PTL201
+        x = model(x, t)
+    return x
+""",
+        # a shape spread into the factory: a denoising loop's noise, every step
+        """
+import torch
+
+def sample(model, n, size, steps, device):
+    x = torch.randn(n, *size, device=device)
+    for i in range(steps, 0, -1):
+        z = torch.randn(n, *size).to(device) if i > 1 else 0  # expect: PTL201
+        x = model(x, i) + z
+    return x
+""",
         # a Python range made into a host tensor and copied, in a forward and in a training loop
         """
 import torch
@@ -710,6 +754,19 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a number made into a tensor and moved once, at set-up; a value that is no Python number
+        """
+import torch
+from torch import nn
+
+class Scaled(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.scale = torch.tensor(1.0 / 255).to(device)
+
+    def forward(self, x, mean):
+        return (x - torch.tensor(mean).to(x.device)) * self.scale
+""",
         # a range kept on the host, made on the device, moved once at set-up; a literal list
         """
 import torch
