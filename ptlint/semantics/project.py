@@ -365,17 +365,23 @@ class _Edge:
         self.local = local
 
 
-def live_names(pending: list[str], by_name: dict[str, list[list]]) -> set[str]:
-    """The names `pending` uses, and those the defs of used names use, transitively (`by_name`:
-    a name -> the module_names entries of the top-level defs and classes so named)."""
-    live: set[str] = set()
+def live_names(pending: list[tuple], by_name: dict[str, list[tuple]], local: dict[str, set[str]]) -> set[tuple]:
+    """The defs (path, name) that `pending` uses, and those their bodies use, transitively.
+    `pending`: (path, name), a use in the file `path` (None: from outside the Python files); a use
+    of a name the file names only bare (`local`) is of the file's own def, any other use of every
+    def so named (`by_name`: a name -> (path, module_names entry) of the top-level defs and classes)."""
+    live: set[tuple] = set()
     while pending:
-        name = pending.pop()
-        if name in live:
-            continue
-        live.add(name)
-        for entry in by_name.get(name, ()):
-            pending += entry[1].split()
+        path, name = pending.pop()
+        if path is not None and name in local.get(path, ()):
+            targets = [(p, entry) for p, entry in by_name.get(name, ()) if p == path]
+        else:
+            targets = by_name.get(name, ())
+        for target_path, entry in targets:
+            if (target_path, name) in live:
+                continue
+            live.add((target_path, name))
+            pending += [(target_path, word) for word in entry[1].split()]
     return live
 
 
@@ -750,8 +756,9 @@ class ProjectModel:
         word of the project's other files. A training program's code nobody uses never runs; a
         library's would run in its users' programs, so this is asked only where the project
         trains and holds a program (a file with `if __name__ == "__main__":` or a loop at top
-        level), and only of modules another file imports (one nothing imports is a program of its
-        own, or a library's). Nothing is dead where a file looks names up in a way that cannot be
+        level), and only of a program's entry (a script: what its own code never calls, no other
+        file names either) and of modules another file imports (one nothing imports that is no
+        entry is a library's). Nothing is dead where a file looks names up in a way that cannot be
         followed."""
         if self.other_names is None or not any(s["names"]["entry"] for s in self.summaries.values()):
             return {}  # no program here, only a library: its users are unknown
@@ -774,23 +781,25 @@ class ProjectModel:
                 all_live.add(target)
                 folder = os.path.dirname(target) if target.endswith("__init__.py") else target
                 all_live.update(p for p in self.summaries if p.startswith(folder + os.sep))
-            if path not in imported or os.path.basename(path) == "__init__.py":
-                all_live.add(path)  # a program of its own, a library's module, a package's front
-        by_name: dict[str, list[list]] = {}
-        pending: list[str] = list(self.caller_names)  # (docs name defs, and run none)
+            if path not in imported and not summary["names"]["entry"] or os.path.basename(path) == "__init__.py":
+                all_live.add(path)  # a library's module (its users call it), a package's front
+        by_name: dict[str, list[tuple]] = {}
+        local: dict[str, set[str]] = {}
+        pending: list[tuple] = [(None, word) for word in self.caller_names]  # (docs name defs, and run none)
         for path, summary in self.summaries.items():
             names = summary["names"]
-            pending += names["roots"].split()
+            local[path] = set(names.get("local", "").split())
+            pending += [(path, word) for word in names["roots"].split()]
             for name, entry in names["tops"].items():
-                by_name.setdefault(name, []).append(entry)
+                by_name.setdefault(name, []).append((path, entry))
                 if entry[0] or path in all_live:  # decorated (a decorator may register it), or kept whole
-                    pending.append(name)
-        live = live_names(pending, by_name)
+                    pending.append((path, name))
+        live = live_names(pending, by_name, local)
         out: dict[str, set[str]] = {}
         for path, summary in self.summaries.items():
             if path in all_live:
                 continue
-            found = {name for name in summary["names"]["tops"] if name not in live and not name.startswith("__")}
+            found = {name for name in summary["names"]["tops"] if (path, name) not in live and not name.startswith("__")}
             if found:
                 out[path] = found
         for path, found in self._unused_methods(imported).items():

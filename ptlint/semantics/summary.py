@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 24  # 24: a call of positional non-constant arguments keeps only their number
+SUMMARY_VERSION = 27  # 27: `vars(obj)` reads an object, not the file's globals
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -233,10 +233,17 @@ def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: boo
         func = call.func
         if isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and ctx.names.qualname(func, at=call) in (
                 None, func.id, f"builtins.{func.id}"):
-            if LOOKUP_BUILTINS[func.id] == "*":
+            if func.id == "vars" and call.args:  # `vars(opt)`: an object's attributes, as `opt.__dict__`
+                ref = _reference(call.args[0], call, ctx, bindings) \
+                    if isinstance(call.args[0], (ast.Name, ast.Attribute)) else None
+                if ref is not None:
+                    lookups.append(ref)
+            elif LOOKUP_BUILTINS[func.id] == "*":
                 lookups.extend(_evaluated(call, imports, ctx))
             else:
                 lookups.append(LOOKUP_BUILTINS[func.id])
+        elif not call.args and (ctx.names.qualname(func, at=call) or "").endswith("fire.Fire"):
+            lookups.append(".")  # `fire.Fire()` makes every global of the file a command
         elif isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2 \
                 and not isinstance(call.args[1], ast.Constant) and isinstance(call.args[0], (ast.Name, ast.Attribute)):
             ref = _reference(call.args[0], call, ctx, bindings)
@@ -248,7 +255,23 @@ def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: boo
             lookups.append(ref)
     # names as one string each (split where the solve follows them): a large project's summaries
     # hold a million of them
-    return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry}
+    return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry,
+            "local": " ".join(sorted(_local_names(ctx, scan, tops)))}
+
+
+STRING_WORD = re.compile(r"""['"]([A-Za-z_][\w.:]*)['"]""")
+
+
+def _local_names(ctx: "FileFacts", scan: "_Scan", tops: dict) -> set[str]:
+    """This file's top-level defs that it names only as bare names (`fliplr(img)`), never as an
+    attribute or in a string: each such use is of its own def, not of a namesake elsewhere
+    (train.py's and test.py's own `fliplr`)."""
+    own = {name for name in tops if name in scan.def_names}
+    if not own:
+        return set()
+    bare = {node.id for node in scan.name_refs if node.id in own}
+    strings = {part for word in STRING_WORD.findall(ctx.text) for part in WORD.findall(word)}
+    return bare - scan.attributes - strings
 
 
 def _evaluated(call: ast.Call, imports: list, ctx: "FileFacts") -> list:

@@ -1639,3 +1639,47 @@ def test_received_counts_positional_arguments_kept_as_a_number():
     assert _received(parameters, [1, 1]) == {"k": [1]}  # `f(a)` twice: k at its default
     assert _received(parameters, [2]) == {}  # `f(a, b)`: k unknown
     assert _received(parameters, [3]) == {}  # more than it takes
+
+
+SCRIPT_WITH_HELPER = """
+    import argparse
+    import torch
+
+
+    def fliplr(img):
+        inv_idx = torch.arange(img.size(3) - 1, -1, -1).long().cuda(){expect}
+        return img.index_select(3, inv_idx)
+
+
+    def main(model, loader, opt):
+        args = argparse.Namespace(lr=0.1)
+        print(vars(args))
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            opt.step()
+            {use}
+
+
+    if __name__ == "__main__":
+        main(None, [], None)
+"""
+
+
+@pytest.mark.parametrize("use, expect", [
+    ("pass", ""),  # train.py never calls its own copy: test.py's calls are of test.py's fliplr
+    ("fliplr(x)", "  # expect: PTL201"),
+])
+def test_a_scripts_own_helper_that_only_a_namesake_elsewhere_calls_never_runs(tmp_path, monkeypatch, capsys,
+                                                                               use, expect):
+    """train.py and test.py each define `fliplr` (copied helpers, Person_reID's scripts); only
+    test.py calls its own. `vars(args)` reads an object, not the script's globals."""
+    test_script = SCRIPT_WITH_HELPER.format(expect="  # expect: PTL201", use="fliplr(x)")
+    write(tmp_path, {"train.py": SCRIPT_WITH_HELPER.format(expect=expect, use=use), "test.py": test_script})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201") != set()
+
+
+def test_a_script_that_reads_its_own_globals_keeps_its_defs(tmp_path, monkeypatch, capsys):
+    script = SCRIPT_WITH_HELPER.format(expect="  # expect: PTL201", use="pass").replace("vars(args)", "vars()")
+    write(tmp_path, {"train.py": script})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201") != set()
