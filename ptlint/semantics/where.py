@@ -50,6 +50,7 @@ from ptlint.semantics.compiled import (
     is_module_class,
     local_classes,
 )
+from ptlint.semantics.names import IMPORTED
 from ptlint.semantics.nodes import (  # noqa: F401 - def_key: where code runs names defs so
     COMPREHENSIONS,
     def_key,
@@ -1175,6 +1176,8 @@ class ExecutionModel:
         the function's parameters that every call in the project decides the same way
         (`if reduction == "mean":` where both calls pass `reduction="none"`)."""
         decided = self._decided_by_callers(branch)
+        if decided is None:
+            decided = self._decided_by_torch_version(branch)
         if decided is not None:
             return decided != body
         test, negated = branch.test, False
@@ -1211,6 +1214,44 @@ class ExecutionModel:
         for values in itertools.islice(itertools.product(*(received[name] for name in ordered)), 64):
             outcomes.add(bool(_evaluate(branch.test, dict(zip(ordered, values)))))
         return outcomes.pop() if len(outcomes) == 1 else None
+
+    def _decided_by_torch_version(self, branch: ast.If) -> bool | None:
+        """The value of a test of torch's version (`if int(version[0]) > 0 or int(version[2]) > 3:`
+        after `version = torch.__version__`, `if torch.__version__ < "1.0":`) that is the same for
+        every torch 2 release: the branch for torch 0.x or 1.x never runs today."""
+        if "__version__" not in self.ctx.text:
+            return None
+        called = {id(node.func) for node in ast.walk(branch.test) if isinstance(node, ast.Call)}
+        called |= {id(node.value) for node in ast.walk(branch.test) if isinstance(node, ast.Attribute)
+                   and id(node) in called and self.ctx.names.meaning(getattr(node.value, "id", ""), at=node).kind
+                   == IMPORTED}  # `version.parse(...)`: a module, not a value (`version.split(".")` is one)
+        called |= {id(node) for node in ast.walk(branch.test) if isinstance(node, ast.Name) and node.id in ("int", "str")}
+        versions = [node for node in ast.walk(branch.test) if isinstance(node, ast.Attribute) and node.attr == "__version__"]
+        called |= {id(node.value) for node in versions}  # `torch` of `torch.__version__`
+        names = {node.id for node in ast.walk(branch.test) if isinstance(node, ast.Name) and id(node) not in called}
+        if any(self.ctx.qualname(node) != "torch.__version__" for node in versions):
+            return None  # numpy's, a package's own
+        if not versions:
+            scope = self.ctx.enclosing_function(branch) or self.ctx.tree
+            if not names or not all(self._holds_torch_version(name, scope) for name in names):
+                return None
+        elif names:
+            return None
+        outcomes = set()
+        for version in TORCH_VERSIONS:
+            try:
+                outcomes.add(bool(_version_value(branch.test, version, self.ctx)))
+            except _Undecided:
+                return None
+        return outcomes.pop() if len(outcomes) == 1 else None
+
+    def _holds_torch_version(self, name: str, scope: ast.AST) -> bool:
+        """`name` is assigned `torch.__version__` once at module level, and not in `scope`."""
+        if scope is not self.ctx.tree and _assigned(scope, name):
+            return False
+        values = _assigned(self.ctx.tree, name)
+        return len(values) == 1 and isinstance(values[0], ast.Attribute) \
+            and self.ctx.names.qualname(values[0], at=values[0]) == "torch.__version__"
 
     def _fixed_attributes(self) -> dict[str, object]:
         """Attribute name -> the constant an `__init__` of the file gives it, for the attributes
@@ -1289,6 +1330,78 @@ class ExecutionModel:
 
 _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b,
             ast.IsNot: lambda a, b: a is not b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+
+
+# Releases a version test is read for: where it answers the same for each, it answers so today.
+TORCH_VERSIONS = ("2.0.1", "2.4.0", "2.13.0+cu130")
+
+
+class _Undecided(Exception):
+    """A version test made of something `_version_value` does not compute."""
+
+
+def _version_value(node: ast.AST, version: str, ctx: "FileFacts") -> object:
+    """`node` computed with torch's version `version`: `torch.__version__` or a name holding it,
+    constants, `int()`, `str()`, indexing and slicing, `.split(...)`, `tuple(map(int, ...))`,
+    `version.parse(...)` / `LooseVersion(...)` (compared as tuples of numbers), comparisons,
+    `not`, `and`, `or`."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Attribute) and node.attr == "__version__" or isinstance(node, ast.Name):
+        return version  # (names are checked to hold torch.__version__)
+    if isinstance(node, ast.Subscript):
+        index = node.slice
+        value = _version_value(node.value, version, ctx)
+        if isinstance(index, ast.Slice):
+            parts = [None if part is None else _version_value(part, version, ctx)
+                     for part in (index.lower, index.upper, index.step)]
+            return value[slice(*parts)]
+        return value[_version_value(index, version, ctx)]
+    if isinstance(node, ast.Tuple):
+        return tuple(_version_value(element, version, ctx) for element in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        operand = _version_value(node.operand, version, ctx)
+        if isinstance(node.op, ast.Not):
+            return not operand
+        if isinstance(node.op, ast.USub):
+            return -operand
+    if isinstance(node, ast.BoolOp):
+        values = [_version_value(value, version, ctx) for value in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _ORDER:
+        left, right = (_version_value(side, version, ctx) for side in (node.left, node.comparators[0]))
+        try:
+            return _ORDER[type(node.ops[0])](left, right)
+        except TypeError:
+            raise _Undecided from None
+    if isinstance(node, ast.Call) and not node.keywords:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name == "split" and isinstance(func, ast.Attribute) and len(node.args) <= 1:
+            separator = _version_value(node.args[0], version, ctx) if node.args else None
+            return _version_value(func.value, version, ctx).split(separator)
+        if len(node.args) == 1:
+            value = _version_value(node.args[0], version, ctx) if name != "tuple" else node.args[0]
+            if name == "int":
+                try:
+                    return int(value)
+                except (TypeError, ValueError):
+                    raise _Undecided from None
+            if name == "str":
+                return str(value)
+            if name in ("parse", "LooseVersion", "StrictVersion", "Version"):
+                return tuple(int(part) for part in re.findall(r"\d+", str(value).split("+")[0])[:3])
+            if name == "tuple" and isinstance(value, ast.Call) and getattr(value.func, "id", None) == "map" \
+                    and len(value.args) == 2 and getattr(value.args[0], "id", None) == "int":
+                try:
+                    return tuple(int(part) for part in _version_value(value.args[1], version, ctx))
+                except (TypeError, ValueError):
+                    raise _Undecided from None
+    raise _Undecided
+
+
+_ORDER = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+          ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
 def _decidable(node: ast.AST) -> bool:

@@ -245,6 +245,32 @@ def train(model, loader, opt):
         if loss > best:
             best = loss.item()  # ctx: per-step
 """,
+    "a branch for a torch release older than 2 never runs": """
+import numpy as np
+import torch
+from packaging import version as pv
+
+version = torch.__version__
+
+def train(model, loader):
+    for x in loader:
+        loss = model(x).mean()
+        loss.backward()
+        if int(version[0]) > 0 or int(version[2]) > 3:
+            value = loss.item()  # ctx: per-step
+        else:
+            value = loss.data[0]  # ctx: per-step, cold
+        if torch.__version__ < "1.0":
+            value = loss.data[0]  # ctx: per-step, cold
+        if pv.parse(torch.__version__) >= pv.parse("1.6"):
+            value = loss.item()  # ctx: per-step
+        if tuple(map(int, version.split(".")[:2])) < (1, 8):
+            value = loss.data[0]  # ctx: per-step, cold
+        if pv.parse(torch.__version__) >= pv.parse("2.4"):
+            value = loss.item()  # ctx: per-step
+        if np.__version__ < "1.0":
+            value = loss.item()  # ctx: per-step
+""",
     "a lazy set-up guard on an attribute runs once; a running best does not": """
 import torch
 
