@@ -1683,3 +1683,21 @@ def test_a_script_that_reads_its_own_globals_keeps_its_defs(tmp_path, monkeypatc
     script = SCRIPT_WITH_HELPER.format(expect="  # expect: PTL201", use="pass").replace("vars(args)", "vars()")
     write(tmp_path, {"train.py": script})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201") != set()
+
+
+@pytest.mark.parametrize("lookup, decided", [
+    ("import other\n\nfn = getattr(other, sys.argv[1])\n", True),  # another module looked into: metrics is known
+    ("import metrics\n\nfn = getattr(metrics, sys.argv[1])\n", False),  # metrics looked into: any call
+    ("import pkg\n\nfn = getattr(pkg, sys.argv[1])\n", True),  # a package looked into: its modules, not metrics
+    ("fn = globals()[sys.argv[1]]\n", True),  # this file's own names
+    ("import importlib\n\nm = importlib.import_module(sys.argv[1])\n", False),  # anything
+])
+def test_a_branch_no_call_takes_is_decided_only_where_no_lookup_reaches_it(tmp_path, monkeypatch, capsys,
+                                                                            lookup, decided):
+    expect = "" if decided else REPORTED
+    metrics = FIXED_METRICS.replace("DECORATOR", "").replace("EXPECT_MEAN", expect).replace("EXPECT_SCALE", expect)
+    write(tmp_path, {"train.py": FIXED_TRAIN.replace("SECOND", '"none"').replace("    USER\n", ""),
+                     "metrics.py": metrics, "other.py": "def helper(x):\n    return x\n",
+                     "pkg/__init__.py": "", "pkg/inner.py": "def helper(x):\n    return x\n",
+                     "run.py": "import sys\n" + lookup})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
