@@ -1241,8 +1241,8 @@ class ExecutionModel:
         for version in TORCH_VERSIONS:
             try:
                 outcomes.add(bool(_version_value(branch.test, version, self.ctx)))
-            except _Undecided:
-                return None
+            except (_Undecided, IndexError, KeyError, TypeError, ValueError, AttributeError):
+                return None  # (`version[9]`, `version.major`: what the code would do is not read here)
         return outcomes.pop() if len(outcomes) == 1 else None
 
     def _holds_torch_version(self, name: str, scope: ast.AST) -> bool:

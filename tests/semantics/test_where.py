@@ -270,6 +270,8 @@ def train(model, loader):
             value = loss.item()  # ctx: per-step
         if np.__version__ < "1.0":
             value = loss.item()  # ctx: per-step
+        if int(version[9]) > 1 or version.major > 1 or version[None] == 2:
+            value = loss.item()  # ctx: per-step
 """,
     "a lazy set-up guard on an attribute runs once; a running best does not": """
 import torch
