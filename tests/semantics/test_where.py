@@ -834,3 +834,34 @@ def fit(model, loader, epochs):
     assert model.where(inner) == Where(PER_OUTER, False, outer, function,
                                        (Via("t.py", 3, "for epoch in range(epochs)"),))
     assert model.where(function.body[1]) == Where(CALLED, False, None, function, ())
+
+
+@pytest.mark.parametrize("expression, value", [
+    ('torch.__version__', "2.13.0+cu130"),
+    ('version[0]', "2"),
+    ('version[:3]', "2.1"),
+    ('version[::2]', "21.+u3"),
+    ('version[-1]', "0"),
+    ('int(version.split(".")[1])', 13),
+    ('version.split()', ["2.13.0+cu130"]),
+    ('str(int(version[0]))', "2"),
+    ('tuple(map(int, version.split("+")[0].split(".")))', (2, 13, 0)),
+    ('pv.parse(version) >= pv.parse("2.4")', True),
+    ('LooseVersion(torch.__version__) < LooseVersion("1.10")', False),
+    ('not version < "1"', True),
+    ('-int(version[0]) == -2 and version != "1.0"', True),
+    ('(int(version[0]), 1) > (1, 9)', True),
+])
+def test_a_version_test_is_computed_as_python_would(expression, value):
+    from ptlint.semantics.where import _version_value
+
+    assert _version_value(ast.parse(expression, mode="eval").body, "2.13.0+cu130", None) == value
+
+
+@pytest.mark.parametrize("expression", ["version.major", "len(version)", "version[0] + 1", "f(version)",
+                                        "version.split('.', 1)", "int(version[2]) > int(version)"])
+def test_a_version_test_made_of_anything_else_is_undecided(expression):
+    from ptlint.semantics.where import _Undecided, _version_value
+
+    with pytest.raises((_Undecided, TypeError, ValueError, AttributeError)):
+        _version_value(ast.parse(expression, mode="eval").body, "2.13.0+cu130", None)
