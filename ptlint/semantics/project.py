@@ -412,6 +412,7 @@ class ProjectModel:
         self._imports_graph: dict[str, set[str]] | None = None
         self.edges: list[_Edge] = []
         self._runners: set[tuple] | None = None  # _pass_runners
+        self._memo: dict[str, object] = {}  # answers asked more than once per solve (_looked_into)
         self._resolve_edges()
 
     # -- resolving names across files -------------------------------------------------------------
@@ -767,20 +768,11 @@ class ProjectModel:
             for level, module, names in summary["imports"]:
                 imported.add(self.resolve_module(path, level, module))
                 imported.update(self.resolve_module(path, level, f"{module}.{name}".strip(".")) for name in names)
-        all_live: set[str] = set()  # modules whose defs are all taken as used
+        looked = self._looked_into()
+        if looked is None:
+            return {}
+        all_live: set[str] = set(looked)  # modules whose defs are all taken as used
         for path, summary in self.summaries.items():
-            for lookup in summary["names"]["lookups"]:
-                if lookup == "*":
-                    return {}
-                if lookup == "." or lookup[0] != "m":  # this file's names, or a def of its own looked into
-                    all_live.add(path)
-                    continue
-                target = self.resolve_module(path, lookup[1], ".".join([lookup[2], *lookup[3]]).strip("."))
-                if target is None:
-                    return {}
-                all_live.add(target)
-                folder = os.path.dirname(target) if target.endswith("__init__.py") else target
-                all_live.update(p for p in self.summaries if p.startswith(folder + os.sep))
             if path not in imported and not summary["names"]["entry"] or os.path.basename(path) == "__init__.py":
                 all_live.add(path)  # a library's module (its users call it), a package's front
         by_name: dict[str, list[tuple]] = {}
@@ -806,6 +798,32 @@ class ProjectModel:
             out.setdefault(path, set()).update(found)
         return out
 
+    def _looked_into(self) -> set[str] | None:
+        """The files whose names some file looks up by a computed name (`getattr(models, name)`: the
+        module, or every module of a package; its own `globals()` or a def of its own looked into:
+        the file itself); None where a lookup may reach anything (`eval` of any module, an import
+        by name, a module that cannot be found)."""
+        if "looked" not in self._memo:
+            self._memo["looked"] = self._compute_looked_into()
+        return self._memo["looked"]
+
+    def _compute_looked_into(self) -> set[str] | None:
+        looked: set[str] = set()
+        for path, summary in self.summaries.items():
+            for lookup in summary["names"]["lookups"]:
+                if lookup == "*":
+                    return None
+                if lookup == "." or lookup[0] != "m":
+                    looked.add(path)
+                    continue
+                target = self.resolve_module(path, lookup[1], ".".join([lookup[2], *lookup[3]]).strip("."))
+                if target is None:
+                    return None
+                looked.add(target)
+                folder = os.path.dirname(target) if target.endswith("__init__.py") else target
+                looked.update(p for p in self.summaries if p.startswith(folder + os.sep))
+        return looked
+
     # -- arguments every call passes -----------------------------------------------------------------
     def fixed_arguments(self) -> tuple[dict[str, dict[str, dict[str, list]]], dict[str, set[str]]]:
         """Per file, its top-level functions whose every call in the project passes a known constant
@@ -818,20 +836,12 @@ class ProjectModel:
         spread arguments."""
         if self.caller_names is None or not any(summary["names"]["entry"] for summary in self.summaries.values()):
             return {}, {}  # other files unread (or a file does not parse), or no program: callers unknown
+        looked = self._looked_into()
+        if looked is None:
+            return {}, {}
         passed: set[str] = set(self.caller_names)
-        looked: set[str] = set()
-        for path, summary in self.summaries.items():
+        for summary in self.summaries.values():
             passed.update(summary.get("passed", ()))
-            for lookup in summary["names"]["lookups"]:
-                if lookup == "*":
-                    return {}, {}
-                if lookup == "." or lookup[0] != "m":
-                    looked.add(path)
-                    continue
-                target = self.resolve_module(path, lookup[1], ".".join([lookup[2], *lookup[3]]).strip("."))
-                if target is None:
-                    return {}, {}
-                looked.add(os.path.dirname(target) if target.endswith("__init__.py") else target)
         incoming: dict[tuple, list[_Edge]] = {}
         for edge in self.edges:
             incoming.setdefault(edge.callee, []).append(edge)
@@ -842,7 +852,7 @@ class ProjectModel:
             entry = summary["defs"].get(key) if summary is not None else None
             top = summary["names"]["tops"].get(key) if summary is not None else None
             if entry is None or len(entry) < 8 or entry[7] is None or top is None or top[0] or key in passed \
-                    or path in looked or any(path.startswith(folder + os.sep) for folder in looked):
+                    or path in looked:
                 continue
             values = _received(entry[7], [edge.arguments for edge in edges])
             if values:
