@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import operator
 import re
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -1328,8 +1329,13 @@ class ExecutionModel:
         return memo[key]
 
 
-_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b,
-            ast.IsNot: lambda a, b: a is not b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+# Python's comparisons, for the two evaluators of tests below: `_evaluate` takes the equality and
+# membership ones (a parameter's value), `_version_value` the equality and ordering ones (a version).
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+            ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+_EQUALITY = frozenset({ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn})
+_ORDERING = frozenset({ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE})
 
 
 # Releases a version test is read for: where it answers the same for each, it answers so today.
@@ -1368,10 +1374,10 @@ def _version_value(node: ast.AST, version: str, ctx: "FileFacts") -> object:
     if isinstance(node, ast.BoolOp):
         values = [_version_value(value, version, ctx) for value in node.values]
         return all(values) if isinstance(node.op, ast.And) else any(values)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _ORDER:
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _ORDERING:
         left, right = (_version_value(side, version, ctx) for side in (node.left, node.comparators[0]))
         try:
-            return _ORDER[type(node.ops[0])](left, right)
+            return _COMPARE[type(node.ops[0])](left, right)
         except TypeError:
             raise _Undecided from None
     if isinstance(node, ast.Call) and not node.keywords:
@@ -1400,9 +1406,6 @@ def _version_value(node: ast.AST, version: str, ctx: "FileFacts") -> object:
     raise _Undecided
 
 
-_ORDER = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-          ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
-
 
 def _decidable(node: ast.AST) -> bool:
     """A test `_evaluate` computes: names, constants, tuples or lists of constants, one `==`,
@@ -1416,7 +1419,7 @@ def _decidable(node: ast.AST) -> bool:
     if isinstance(node, ast.BoolOp):
         return all(_decidable(v) for v in node.values)
     if isinstance(node, ast.Compare):
-        return len(node.ops) == 1 and type(node.ops[0]) in _COMPARE and _decidable(node.left) \
+        return len(node.ops) == 1 and type(node.ops[0]) in _EQUALITY and _decidable(node.left) \
             and _decidable(node.comparators[0])
     return False
 
