@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 from ptlint.engine.rule import ONCE, Rule
 from ptlint.semantics.autograd import NO_GRAD, SET_GRAD
@@ -107,19 +108,31 @@ class UsesDataParallel(Rule):
         """In the branch taken when no GPU is there (`else:` of `if torch.cuda.is_available():`,
         of `if use_gpu:` / `if args.cuda:`, or under `if not ...`): DataParallel over no GPU
         calls the model, and costs nothing."""
-        stack = self.ctx.stack
-        for index, ancestor in enumerate(stack[:-1]):
-            if not isinstance(ancestor, ast.If):
+        for branch, taken in self._branches():
+            if not isinstance(branch, ast.If):
                 continue
-            child = stack[index + 1]
-            test, taken = ancestor.test, any(statement is child for statement in ancestor.body)
-            if not taken and not any(statement is child for statement in ancestor.orelse):
-                continue  # in the test itself
+            test = branch.test
             if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, taken = test.operand, not taken
             if not taken and _asks_for_a_gpu(test, self.ctx):
                 return True
         return False
+
+    def _branches(self) -> Iterator[tuple[ast.If | ast.IfExp, bool]]:
+        """Each `if` (or `x if c else y`) holding where the traversal is in one of its branches
+        (not in its test), with whether that is its first branch."""
+        stack = self.ctx.stack
+        for index, ancestor in enumerate(stack[:-1]):
+            if not isinstance(ancestor, (ast.If, ast.IfExp)):
+                continue
+            child = stack[index + 1]
+            if isinstance(ancestor, ast.If):
+                first = any(statement is child for statement in ancestor.body)
+                other = any(statement is child for statement in ancestor.orelse)
+            else:
+                first, other = child is ancestor.body, child is ancestor.orelse
+            if first or other:
+                yield ancestor, first
 
     def _offered_as_an_option(self) -> bool:
         """In a class (or a method) that implements a parallelism option, or in the branch taken
@@ -136,20 +149,7 @@ class UsesDataParallel(Rule):
         y`) whose first branch holds it, and `c` of `if not c:` whose `else` does. The `else` of
         `if args.distributed:` (or an `elif torch.cuda.device_count() > 1:` there) is the path
         taken when the option is off: a training script's own choice of DataParallel."""
-        stack = self.ctx.stack
-        tests = []
-        for index, ancestor in enumerate(stack[:-1]):
-            if not isinstance(ancestor, (ast.If, ast.IfExp)):
-                continue
-            child = stack[index + 1]
-            if isinstance(ancestor, ast.If):
-                first = any(statement is child for statement in ancestor.body)
-                other = any(statement is child for statement in ancestor.orelse)
-            else:
-                first, other = child is ancestor.body, child is ancestor.orelse
-            if first or other:
-                tests += [ast.unparse(part) for part in _holding(ancestor.test, first)]
-        return tests
+        return [ast.unparse(part) for branch, first in self._branches() for part in _holding(branch.test, first)]
 
     def keep(self, node: ast.AST, where) -> bool:
         """Not in a program that trains nothing: DataParallel's cost is paid per training step.
