@@ -16,15 +16,24 @@ the queue was already drained. The questions, each answered here once:
     or as a loop count (`range(n.item())`);
   - KEPT: kept or passed on where the file does not show what becomes of it — kept in a
     container that is not logged, returned, handed to other code, tested by an `if`;
+  - METER: given to a meter's or tracker's `update()` (`losses.update(v)`,
+    `running_metrics.update(gt, pred)`): a scalar there is logging; a whole tensor there is
+    computed with on the host (a NumPy confusion matrix), not shown;
   - NONE: dropped.
-  Where a name has several uses, the strongest wins: HOST over KEPT over LOG over NONE;
+  Where a name has several uses, the strongest wins: HOST over KEPT over METER over LOG over NONE;
 - `needed_on_host(node, ctx)`: the value decides the control flow (`if tok.item() == eos:
   break`, also through a name), is asserted, picks a Python object, or steps an environment;
 - `avoidable(node, ctx, scalar)`: whether the read is worth reporting for where its value goes.
   A scalar read (`.item()`, `float(t)`, formatting, a copy of a one-element tensor) is, unless
-  the host needs its value (HOST, `needed_on_host`); a bulk copy (`.cpu()`, `.numpy()`,
+  the host needs its value (HOST, `needed_on_host`; a read of the module's own state is, even
+  then: the host could keep that number); a bulk copy (`.cpu()`, `.numpy()`,
   `.tolist()` of a tensor not visibly one element) only when its value feeds logging alone:
   collecting results on the host keeps device memory bounded and is the intended form;
+- `adds_no_wait(node, ctx)`: `after_drain` or `waits_anyway`, below;
+- `waits_anyway(node, ctx)`: the iteration around the read waits for the device elsewhere, by
+  design: unconditionally in the loop body, a guard on a tensor's value that leaves the
+  iteration (`if not torch.isfinite(loss): continue`), or another read the host needs (a bulk
+  copy kept or computed with, a value decoded or evaluated). Moving this read saves no wait;
 - `after_drain(node, ctx)`: the read adds no new wait — earlier in the same loop body (or
   function body), unconditionally, a full drain (`torch.cuda.synchronize()` in any spelling,
   `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read,
@@ -72,8 +81,11 @@ from ptlint.semantics.values import (
     hidden_read,
     in_host_memory,
     is_module_call,
+    is_scalar_tensor,
     is_torch_op,
+    reads_module_state,
     tensor_kind,
+    value_test,
 )
 from ptlint.semantics.where import RUNS_MODEL_WORDS, is_log_call
 
@@ -81,7 +93,7 @@ if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
 # Where a read's value goes, weakest first: a name with several uses goes where the strongest does.
-NONE, LOG, KEPT, HOST = 0, 1, 2, 3
+NONE, LOG, METER, KEPT, HOST = 0, 1, 2, 3, 4
 HOPS = 3  # names followed from the read: `v = x.item()`, `row = [v]`, `stats.append(row)`
 
 # The methods that read a tensor back: name -> whether it takes arguments (`.cpu()` may).
@@ -125,13 +137,19 @@ CONTAINER_METHODS = {"append", "extend", "insert", "add", "appendleft", "update"
 CARRYING_BUILTINS = {"float", "int", "round", "abs", "str", "repr", "format", "sum", "max", "min", "list", "tuple",
                      "dict", "set", "sorted", "bool", "zip", "enumerate", "map", "reversed", "divmod", "pow"}
 HOST_BUILTINS = {"range", "chr"}
+# torch functions and tensor methods whose arguments are sizes, counts or ranges the host needs
+SIZED_FACTORIES = {"empty", "zeros", "ones", "rand", "randn", "randint", "randperm", "arange", "linspace", "logspace",
+                   "eye", "Tensor", "ByteTensor", "CharTensor", "IntTensor", "LongTensor", "FloatTensor",
+                   "DoubleTensor", "HalfTensor", "BoolTensor", "split", "narrow", "tensor_split"}
+SIZING_METHODS = {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "split", "narrow",
+                  "tensor_split", "split_with_sizes", "unflatten"}
 # Nodes whose value carries the read's value on: arithmetic, comparisons, formatting, displays.
 CARRYING = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.FormattedValue, ast.JoinedStr, ast.Tuple,
             ast.List, ast.Set, ast.Dict, ast.Starred, ast.keyword, ast.Slice, ast.IfExp, *COMPREHENSIONS)
 
 
 def destination(node: ast.AST, ctx: "FileFacts") -> int:
-    """Where the value read at `node` goes: NONE, LOG, KEPT or HOST (see the module docstring)."""
+    """Where the value read at `node` goes: NONE, LOG, METER, KEPT or HOST (see the module docstring)."""
     return _climb(node, ctx, _scope(ctx), HOPS)
 
 
@@ -140,8 +158,66 @@ def avoidable(node: ast.AST, ctx: "FileFacts", scalar: bool) -> bool:
     unless the host needs the value; a bulk copy only when its value feeds logging alone."""
     if needed_on_host(node, ctx):
         return False
+    if scalar and reads_module_state(node):
+        return True  # a number kept in a buffer (`int(self.params[0].item())`): the host could keep it itself
     goes = destination(node, ctx)
     return goes != HOST if scalar else goes == LOG
+
+
+def _needed_read(call: ast.Call, ctx: "FileFacts") -> bool:
+    """`call` reads a device tensor back, and the host needs what it reads: it goes where the host
+    needs it (HOST), or it is a whole tensor a meter computes with (a NumPy confusion matrix)."""
+    if not _reads(call, ctx) or hidden_read(call, ctx):
+        return False
+    goes = destination(call, ctx)
+    if goes == HOST:
+        return True
+    return goes == METER and is_read_call(call) and call.func.attr != "item" \
+        and not is_scalar_tensor(call.func.value, ctx)
+
+
+def adds_no_wait(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The read adds no wait the loop could save: the queue was just drained (`after_drain`), or
+    every iteration waits elsewhere by design (`waits_anyway`)."""
+    return after_drain(node, ctx) or waits_anyway(node, ctx)
+
+
+def waits_anyway(node: ast.AST, ctx: "FileFacts") -> bool:
+    """In the body of the statement loop around the read, on the path every iteration takes
+    (not inside an `if`, a loop or a def; `with` and `try` bodies count), a guard on a tensor's
+    value that leaves the iteration, or another read the host needs: the iteration waits for the
+    device there by design, so reading this value later or keeping it on the device saves none."""
+    loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), None)
+    if loop is None:
+        return False
+    own = {id(n) for n in ast.walk(node)}
+    for statement in _every_iteration(loop.body):
+        if isinstance(statement, ast.AugAssign):
+            continue  # a running total (`correct += (p == y).cpu().sum()`) could be summed on the device
+        if isinstance(statement, (ast.If, ast.While)):
+            if isinstance(statement, ast.If) and _leaves_loop(statement.body) \
+                    and value_test(statement.test, ctx) is not None:
+                return True
+            parts = [statement.test]
+        else:
+            parts = [statement]
+        if any(id(call) not in own and node not in ast.walk(call) and _needed_read(call, ctx)
+               for call in calls_in(parts)):
+            return True
+    return False
+
+
+def _every_iteration(block: list[ast.stmt]):
+    """The statements of a loop body that run on every iteration (an `if` or `while` for its test)."""
+    for statement in block:
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield from _every_iteration(statement.body)
+        elif isinstance(statement, ast.Try):
+            yield from _every_iteration(statement.body)
+        elif isinstance(statement, (ast.If, ast.While)):
+            yield statement
+        elif not isinstance(statement, (ast.For, ast.AsyncFor, *DEFINITIONS)):
+            yield statement
 
 
 def _scope(ctx: "FileFacts") -> ast.AST:
@@ -229,6 +305,8 @@ def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: in
             return HOST
         if qual.startswith(LOG_MODULES):
             return LOG
+        if qual.startswith("torch.") and qual.rpartition(".")[2] in SIZED_FACTORIES:
+            return HOST  # a size or a range: the host allocates with it (`torch.empty((n,))`)
         if qual.startswith(("numpy.", "math.", "statistics.", "torch.")):
             return None
         return KEPT
@@ -246,12 +324,16 @@ def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: in
     method, words = func.attr, name_words(func.value)
     if method in DECODE_METHODS or method.startswith("post_process") or _steps_environment(call):
         return HOST
-    if is_log_call(call) or method in LOG_SINK_METHODS or (method == "update" and words & METER_WORDS):
+    if is_log_call(call) or method in LOG_SINK_METHODS:
         return LOG
+    if method == "update" and words & METER_WORDS:
+        return METER
     if method in WRITE_METHODS:
         return LOG if any("log" in word for word in words) else HOST
     if method in EVALUATOR_METHODS or words & EVALUATOR_WORDS:
         return HOST
+    if method in SIZING_METHODS:
+        return HOST  # `x.view(n, -1)`, `x.new_zeros(n)`, `x.split(sizes)`: a size the host needs
     if method in ("join", "format") and isinstance(func.value, ast.Constant):
         return None  # `", ".join(...)`, `"{}".format(v)`: a string of the value
     if method in CONTAINER_METHODS:

@@ -821,11 +821,14 @@ def type_guarded(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> b
 
 # -- module state ---------------------------------------------------------------------------------
 def reads_module_state(node: ast.AST) -> bool:
-    """`int(self.queue_ptr)`, `self.count.item()`: a read of an attribute of `self`."""
+    """`int(self.queue_ptr)`, `self.count.item()`, `self.params[0].item()`: a read of an attribute
+    of `self` (or of an element of one)."""
     if not isinstance(node, ast.Call):
         return False
     target = node.args[0] if isinstance(node.func, ast.Name) and node.args else \
         node.func.value if isinstance(node.func, ast.Attribute) else None
+    while isinstance(target, ast.Subscript):
+        target = target.value
     return own_attribute(target) is not None
 
 

@@ -14,6 +14,7 @@ from ptlint.semantics.uses import (
     HOST,
     KEPT,
     LOG,
+    METER,
     NONE,
     after_drain,
     avoidable,
@@ -21,6 +22,7 @@ from ptlint.semantics.uses import (
     destination,
     elementwise_read,
     masked_write_only,
+    waits_anyway,
 )
 from ptlint.semantics.values import (
     STRONG,
@@ -70,7 +72,8 @@ def goes(body: str, setup: str = "") -> int:
     ('writer.add_scalar("loss", probe(x), 0)', LOG),
     ('log.info("loss %.3f", probe(x))', LOG),
     ('pbar.set_postfix(loss=probe(x))', LOG),
-    ("losses_m.update(probe(x), 4)", LOG),
+    ("losses_m.update(probe(x), 4)", METER),  # a meter: logging for a scalar, host work for a whole tensor
+    ("running_metrics.update(gt, probe(x))", METER),
     ('wandb.log({"loss": probe(x)})', LOG),
     ('self.log("loss", round(probe(x), 4))', LOG),
     ('v = probe(x)\nmsg = f"{v:.3f}"\nprint(msg)', LOG),  # through names
@@ -98,6 +101,13 @@ def goes(body: str, setup: str = "") -> int:
     ("helper(pixels[probe(x):5])", HOST),  # a slice bound: Python slices need the number
     ("helper(pixels[:, probe(x)])", HOST),
     ("for i in range(probe(x)):\n    pass", HOST),
+    ("helper(torch.zeros(probe(x), 4))", HOST),  # a size the host allocates with
+    ("n = int(probe(x))\nhelper(torch.empty((n,)))", HOST),
+    ("helper(torch.arange(probe(x)))", HOST),
+    ("helper(x.view(probe(x), -1))", HOST),  # a shape
+    ("helper(x.new_zeros(probe(x)))", HOST),
+    ("helper(torch.full((2,), probe(x)))", KEPT),  # a fill value could have stayed a tensor
+    ("helper(torch.exp(probe(x)))", KEPT),
     ("preds = []\npreds.append(probe(x))\nroc_auc_score(preds, preds)", HOST),
     # kept or passed on: the file does not show what becomes of it
     ("preds = []\npreds.append(probe(x))", NONE),  # the list is never read: nothing goes anywhere
@@ -136,6 +146,47 @@ def test_avoidable(body, scalar, expected):
     source = "def f(model, loader, tok):\n    for x in loader:\n" + \
              "".join(f"        {line}\n" for line in body.strip().splitlines())
     assert probe(source, lambda node, ctx: avoidable(node, ctx, scalar)) == [expected]
+
+
+@pytest.mark.parametrize("body,scalar,expected", [
+    ("running_metrics.update(gt, probe(x))", False, False),  # a whole tensor a meter computes with
+    ("losses.update(probe(x), 4)", True, True),  # a scalar a meter shows
+    ("helper(torch.zeros(probe(x)))", True, False),  # a size
+])
+def test_avoidable_meters_and_sizes(body, scalar, expected):
+    source = "import torch\ndef f(model, loader, gt, losses, running_metrics):\n    for x in loader:\n" + \
+             "".join(f"        {line}\n" for line in body.strip().splitlines())
+    assert probe(source, lambda node, ctx: avoidable(node, ctx, scalar)) == [expected]
+
+
+def test_a_buffer_read_is_avoidable_whatever_its_value_is_for():
+    source = ("import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.register_buffer('params', torch.tensor([4, 1]))\n    def forward(self, v):\n"
+              "        k = int(probe(self.params[0]))\n        return v.view(k, -1)\n")
+    assert probe(source, lambda node, ctx: avoidable(node, ctx, True)) == [True]
+    assert probe(source.replace("self.params[0]", "v.sum()"), lambda node, ctx: avoidable(node, ctx, True)) == [False]
+
+
+@pytest.mark.parametrize("body,expected", [
+    # a guard on the step's value that skips the iteration, on every iteration's path (also in a try)
+    ("loss = model(x)\nif not torch.isfinite(loss):\n    continue\nwriter.add_scalar('l', probe(loss), 0)", True),
+    ("try:\n    loss = model(x)\n    if torch.isnan(loss).any():\n        continue\nexcept ValueError:\n    pass\nprobe(loss)", True),
+    ("loss = model(x)\nwith ctx:\n    if torch.isnan(loss).any():\n        break\nprobe(loss)", True),
+    # another read the host needs: a whole tensor a meter computes with, decoded tokens
+    ("out = model(x)\nrunning_metrics.update(x, out.argmax(1).cpu().numpy())\nprobe(out)", True),
+    ("out = model(x)\nprobe(out)\nprint(tok.decode(out.argmax(-1).tolist()))", True),
+    # not every iteration, or not a wait the host needs
+    ("loss = model(x)\nif flag:\n    if not torch.isfinite(loss):\n        continue\nprobe(loss)", False),
+    ("out = model(x)\nfor o in out:\n    tok.decode(o.tolist())\nprobe(out)", False),
+    ("out = model(x)\nprint(out.mean().item())\nprobe(out)", False),  # a logged read: reported itself
+    ("out = model(x)\nif out.sum() > 0:\n    helper()\nprobe(out)", False),  # a branch that stays
+    ("out = model(x)\ncorrect += out.argmax(1).cpu().sum()\nprobe(out)", False),  # a running total
+    ("out = model(x)\nprobe(out)", False),
+])
+def test_waits_anyway(body, expected):
+    source = "import torch\ndef f(model, loader, tok, writer, running_metrics, ctx, flag, correct):\n" \
+             "    for x in loader:\n" + "".join(f"        {line}\n" for line in body.strip().splitlines())
+    assert probe(source, waits_anyway) == [expected]
 
 
 DRAINS = """

@@ -9,7 +9,7 @@ from ptlint.semantics.compiled import is_traced
 from ptlint.semantics.nodes import SELF_NAMES, built_string, chain_head
 from ptlint.semantics.pipeline import in_host_code
 from ptlint.semantics.uses import (
-    after_drain,
+    adds_no_wait,
     avoidable,
     elementwise_read,
     is_read_call,
@@ -291,7 +291,7 @@ class SyncInLoop(Rule):
             return self._report_read(node, f"{what} on each element of a tensor", True, ELEMENTWISE_HELP)
         if not may_be_step(ctx) or already_waited(value, ctx) or not avoidable(node, ctx, scalar):
             return
-        if after_drain(node, ctx) or self._read_again(statement):
+        if adds_no_wait(node, ctx) or self._read_again(statement):
             return
         self._report_read(node, what, in_model_loop(ctx), help)
 
@@ -402,14 +402,25 @@ Not reported, wherever the code runs:
   code): collecting results on the host keeps device memory bounded and is the form to aim for;
   outside a loop it is reported only for a one-element tensor (a loss, `x.sum()`), which waits
   like `.item()`. A bulk copy whose value only feeds logging (`print(probs.tolist())`) is
-  reported. A scalar read (`.item()`, `float(t)`, formatting) whose destination the file does not
-  show is reported;
+  reported; one a meter's `update()` computes with (`running_metrics.update(gt, pred)`, a NumPy
+  confusion matrix) is not: a scalar there is logging, a whole tensor is host work. A scalar
+  read (`.item()`, `float(t)`, formatting) whose destination the file does not show is reported;
 - a read whose value the host needs every iteration, followed through the names it is assigned
   to (three hops): decoded (`tokenizer.decode(ids.tolist())`, a sampled token kept and decoded
   later), written to a file or stream (`f.write(...)`, `json.dump`, `torch.save`), handed to a
   host-side evaluator (`coco_evaluator.update(...)`, `metric.add_batch(...)`, `evaluator.process`)
-  or to scikit-learn, SciPy, pycocotools, used as an index into a Python container or as a loop
-  count (`range(n.item())`): moving the read saves nothing;
+  or to scikit-learn, SciPy, pycocotools, used as an index into a Python container, as a loop
+  count (`range(n.item())`) or as a size the host allocates or reshapes with (`torch.zeros(n)`,
+  `torch.empty((biggest,))`, `x.view(n, -1)`, `x.split(sizes)`): moving the read saves nothing.
+  A read of the module's own state (`int(self.params[0].item())` of a buffer) is reported
+  whatever its value is for: the host could keep that number itself;
+- a read in a loop whose every iteration waits for the device anyway, by design: on the path
+  each iteration takes (not inside an `if` or an inner loop; `with` and `try` bodies count), a
+  test of a tensor's value that skips or ends the iteration (`if loss == 0 or not
+  torch.isfinite(loss): continue`), or another read the host needs (decoded, evaluated, a
+  whole tensor a meter computes with). Reading this value every N steps would save no wait;
+  a running total (`correct += (p == y).cpu().sum()`) is not such a read, since it could be
+  summed on the device;
 - a read right after a full drain, which adds no new wait: earlier in the same loop body (or
   function body), unconditionally, `torch.cuda.synchronize()` in any spelling (`from torch.cuda
   import synchronize`, an alias `sync = torch.cuda.synchronize`,
@@ -887,6 +898,68 @@ class Memory(torch.nn.Module):
         self.enqueue(keys.detach())
         return loss
 """,
+        # constants kept in a buffer, read every forward for sizes: the host could keep them itself
+        """
+import torch
+
+class ContrastModel(torch.nn.Module):
+    def __init__(self, encoder, k, t):
+        super().__init__()
+        self.encoder = encoder
+        self.register_buffer("params", torch.tensor([k, t]))
+
+    def contrast(self, v):
+        k = int(self.params[0].item())  # expect: PTL101
+        return v.view(v.size(0), k + 1, -1).sum(1) / self.params[1]
+
+    def training_step(self, batch, idx):
+        return self.contrast(self.encoder(batch)).mean()
+""",
+        # a running total of a bulk copy is no wait the host needs: the copy, shown only, is reported
+        """
+import torch
+
+def train(net, loader, opt, criterion):
+    correct = 0
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        out = net(x)
+        loss = criterion(out, y)
+        loss.backward()
+        opt.step()
+        correct += out.argmax(1).eq(y).cpu().sum()  # expect: PTL101
+        print(f"loss {loss.item():.3f} acc {100. * correct / len(loader)}")
+""",
+        # a running total saved after the loop is no read the host needs every iteration: it could
+        # be summed on the device, so the loop's other read is still a wait of its own
+        """
+import torch
+
+def test(net, loader, criterion, epoch):
+    correct, total_loss = 0, 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            out = net(x)
+            total_loss += criterion(out, y).item()  # expect: PTL101
+            correct += out.argmax(1).eq(y).cpu().sum()
+    print(f"test loss {total_loss / len(loader):.3f}")
+    torch.save({"acc": correct / len(loader.dataset), "epoch": epoch}, "best.pth")
+""",
+        # the skip test sits in a branch that not every iteration takes: the logged read is its own wait
+        """
+import torch
+
+def train(model, loader, opt, writer, check):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.cuda(), y.cuda())
+        if check:
+            if not torch.isfinite(loss):
+                continue
+        loss.backward()
+        opt.step()
+        writer.add_scalar("loss", loss.item(), step)  # expect: PTL101
+""",
         # `.item()` on each element of one tensor: one `.tolist()` reads them all with one sync,
         # even in a loop that does not run the model
         """
@@ -947,6 +1020,50 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # every iteration already waits by design, at a test that skips bad steps or at a copy
+        # a NumPy metric computes with: the logged reads add no wait the loop could save
+        """
+import torch
+import torch.nn.functional as F
+
+def train(model, loader, opt, writer):
+    for step, (x, y) in enumerate(loader):
+        try:
+            loss = model(x.cuda(), y.cuda())
+            if loss == 0 or not torch.isfinite(loss):
+                continue
+            loss.backward()
+            opt.step()
+            writer.add_scalar("loss", loss.item(), step)
+        except RuntimeError:
+            continue
+
+def validate(model, loader, running_metrics, loss_meter):
+    with torch.no_grad():
+        for x, y in loader:
+            out = model(x.cuda())
+            loss_meter.update(F.cross_entropy(out, y.cuda()).item())
+            pred = out.argmax(1).cpu().numpy()
+            running_metrics.update(y.numpy(), pred)
+""",
+        # sizes the host allocates with: a count of rows, a view's shape
+        """
+import torch
+
+def train(model, loader, opt, sink):
+    for x, y in loader:
+        scores = model(x.cuda())
+        n = int((scores > 0).sum().item())
+        sink(torch.zeros(n, 4, device="cuda"))
+        scores.mean().backward()
+        opt.step()
+
+def regroup(model, loader, opt):
+    for x, groups in loader:
+        out = model(x.cuda())
+        out.view(int(groups.cuda().max().item()), -1).sum().backward()
+        opt.step()
+""",
         # host numbers spread into a built format
         """
 def train(model, loader, opt, pbar):
