@@ -55,12 +55,13 @@ def factory_name(call: ast.AST, ctx) -> str | None:
 # Functions of an expression computed from factories alone (a frequency table, an embedding's
 # scales): elementwise maths and joins. `math.*` on numbers too.
 EXPRESSION_FUNCTIONS = {"exp", "log", "sin", "cos", "sqrt", "rsqrt", "pow", "cat", "stack", "outer", "exp2", "log2",
-                        "reciprocal", "neg", "abs", "sigmoid", "tanh", "floor", "ceil", "round", "meshgrid"}
+                        "reciprocal", "neg", "abs", "sigmoid", "tanh", "floor", "ceil", "round", "meshgrid",
+                        "tril", "triu", "diag", "flip", "cumsum", "clamp", "square", "log1p", "expm1", "erf"}
 # Methods on such an expression (a cast, a change of shape) that keep it where it is.
 EXPRESSION_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "bool", "byte", "short", "unsqueeze",
                       "squeeze", "view", "reshape", "transpose", "permute", "contiguous", "exp", "log", "sin", "cos",
                       "sqrt", "pow", "neg", "abs", "reciprocal", "mul", "add", "sub", "div", "triu", "tril", "repeat",
-                      "expand", "flatten", "outer", "type", "t"}
+                      "expand", "flatten", "outer", "type", "t", "fill_", "zero_", "clamp", "cumsum", "flip"}
 # Constructors from host data: `torch.from_numpy(table)`, `torch.tensor(table)`.
 HOST_DATA = {"torch.from_numpy", "torch.tensor", "torch.as_tensor"}
 # NumPy arrays drawn or filled on the host, and the torch factory that makes them on the device.
@@ -186,6 +187,28 @@ def _python_number(node: ast.AST) -> bool:
     return all(_python_number(leaf) or isinstance(leaf, (ast.Name, ast.Attribute)) for leaf in (node.left, node.right))
 
 
+def _constant_list(node: ast.AST) -> bool:
+    """`[0.0448, 0.2856, 0.3001]`, `(1, 2)`: a list or tuple of numbers written out (nested too)."""
+    if not isinstance(node, (ast.List, ast.Tuple)) or not node.elts:
+        return False
+    return all(_constant_list(e) if isinstance(e, (ast.List, ast.Tuple)) else
+               isinstance(e.operand if isinstance(e, ast.UnaryOp) else e, ast.Constant) and _python_number(e)
+               for e in node.elts)
+
+
+def _legacy_shape(call: ast.Call, ctx) -> bool:
+    """`torch.Tensor(b, b)`, `torch.FloatTensor(3)`, `torch.LongTensor(x.size(0))`: a legacy
+    constructor given a shape, which allocates uninitialised memory like `torch.empty` (not one
+    given data: `torch.FloatTensor(array)`)."""
+    if ctx.qualname(call.func) not in LEGACY_TYPES or call.keywords or _has_star(call) or not call.args:
+        return False
+    if len(call.args) >= 2:
+        return all(not isinstance(a, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.Set)) for a in call.args)
+    [arg] = call.args
+    return _literal_int(arg) or isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) \
+        and arg.func.attr == "size" and bool(arg.args)
+
+
 def _python_range(node: ast.AST) -> ast.Call | None:
     """`range(...)`, or `list(range(...))`: the numbers `torch.arange` makes on the device."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "list" \
@@ -293,6 +316,11 @@ class MoveAfterCreate(Rule):
                 and self.ctx.qualname(built.func) in HOST_DATA | LEGACY_TYPES and _python_range(built.args[0]):
             self._report_range(move, built)
             return
+        if isinstance(inner, ast.Call) and len(inner.args) == 1 and _constant_list(inner.args[0]) \
+                and self.ctx.qualname(inner.func) in HOST_DATA | LEGACY_TYPES \
+                and not any(k.arg == "device" for k in inner.keywords):
+            self._report_constants(move, inner)
+            return
         if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA and len(inner.args) == 1 \
                 and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
             if self._numpy_copied(move, inner.args[0]):
@@ -319,13 +347,31 @@ class MoveAfterCreate(Rule):
                                  "`torch.as_tensor(table, device=device)` kept on `self`) and index it there.")
             return
         factories = self._factories_in(inner)
-        if factories:
+        if factories and factories[0] == "Tensor":  # a legacy constructor takes no `device=`
+            self.report(move, "`torch.Tensor(...)` allocates on the CPU and this expression is computed there, then "
+                              "copied: create it on the device and drop the move",
+                        help="Replace the legacy constructor with `torch.empty(shape, device=device)` (or "
+                             "`torch.full(shape, value, device=device)` for `.fill_(value)`) and drop the "
+                             "`.to(device)` / `.cuda()` after it.")
+        elif factories:
             self._random[id(move)] = any(f in RANDOM for f in factories)
             self.report(move, f"`torch.{factories[0]}(...)` is built on the CPU and this expression computed there, "
                               "then copied: create it with `device=` and drop the move",
                         help="Pass `device=` to the factory inside the expression (`torch.arange(n, device=device)`) "
                              "and drop the `.to(device)` / `.cuda()` after it: the whole expression then runs on the "
                              "device.")
+
+    def _report_constants(self, move: ast.Call, built: ast.Call) -> None:
+        """`torch.tensor([0.0448, 0.2856]).to(device)`, `torch.FloatTensor([...]).cuda()` in code
+        that runs every step: the same numbers copied from the host each time (a blocking copy),
+        where one copy at set-up would do. Per step only, and without a fix (where to keep the
+        tensor is the module's choice)."""
+        self._per_step_only.add(id(move))
+        name = self.ctx.qualname(built.func)
+        self.report(move, f"`{name}([...])` copies the same constants from the host to the device (a blocking copy) "
+                          "on every call: make it once and keep it on the device",
+                    help="Build it once at set-up and keep it on the device (`self.register_buffer(\"weights\", "
+                         "torch.tensor([...]))` moves with the module), or create it there with `device=`.")
 
     def _numpy_copied(self, node: ast.Call, data: ast.AST) -> bool:
         """`torch.from_numpy(np.random.normal(0, 1, shape)).to(device)`, `Tensor(np.ones(shape))`
@@ -372,7 +418,7 @@ class MoveAfterCreate(Rule):
         while pending:
             node = pending.pop()
             if isinstance(node, ast.Call):
-                factory = factory_name(node, self.ctx)
+                factory = factory_name(node, self.ctx) or ("Tensor" if _legacy_shape(node, self.ctx) else None)
                 if factory is not None:
                     if _has_star(node) or any(k.arg in FACTORY_BLOCKERS for k in node.keywords):
                         return []
@@ -511,9 +557,10 @@ Finds a tensor made by a torch factory (`zeros`, `ones`, `empty`, `full`, `arang
 `linspace`, `logspace`, `eye`, the window functions, `rand`, `randn`, `randint`, `randperm`,
 `normal` with a size) and immediately moved with `.cuda()` or `.to(device)`.
 
-Also, reported without a fix, four ways of building on the host what the device needs on every
+Also, reported without a fix, other ways of building on the host what the device needs on every
 call:
-- an expression computed on the CPU from a factory, then moved: a timestep embedding's
+- an expression computed on the CPU from a factory, then moved: a causal mask
+  (`torch.tril(torch.ones(n, n)).to(device)`), a timestep embedding's
   `torch.exp(-math.log(max_period) * torch.arange(0, half) / half).to(device=t.device)`, ViLT's
   `torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(device)`, a reshaped or cast
   factory (`torch.arange(n).view(-1, 1).to(device)`) (arithmetic, elementwise torch functions,
@@ -530,6 +577,15 @@ call:
   generation call's set-up: once per call);
 - a Python number made into a tensor and copied, `torch.tensor(i / n_T).to(device)`, which
   `torch.full(shape, value, device=device)` makes on the device; per step only;
+- the same constants copied from the host on every call, `torch.tensor([0.0448, 0.2856]).to(device)`
+  or a legacy type (`torch.FloatTensor([...]).cuda()`): `.to(device)` of host memory without
+  `non_blocking=True` waits for the device's queue before it copies, so each call is a sync as
+  well as a copy; the remedy is to make the tensor once, at set-up (a buffer), and keep it on
+  the device; per step only;
+- a legacy constructor given a shape (`torch.Tensor(b, b).fill_(v).to(device)`,
+  `torch.FloatTensor(n, d).zero_().cuda()`), memory allocated and filled on the CPU, which
+  `torch.full((b, b), v, device=device)` or `torch.zeros(n, d, device=device)` makes on the
+  device (a legacy constructor takes no `device=`, so no fix);
 - a Python range turned into a tensor and copied, `torch.LongTensor(range(b)).to(device)` (any
   legacy type, `torch.tensor(list(range(n)), device=device)`), which `torch.arange(b,
   device=device)` makes on the device; reported where it runs per step, as repeated lists are;
@@ -553,9 +609,9 @@ Not reported: `.to(torch.float16)`, `.to(other_tensor)`, `.cuda()` on an existin
 `model.to(device)`, `torch.from_numpy(a).cuda()` (the data comes from NumPy: a batch is copied
 every step, as it must be) unless the moved array is then indexed to read a few entries,
 `torch.as_tensor(MEAN).to(device)[None, :, None, None]` (indexing that only adds dimensions),
-`torch.tensor(data)` (it copies the data from the host whatever `device=` says: a pageable
-host-to-device copy either way, 30 µs against 30 µs for a scalar on an H100, so there is
-nothing to gain) unless it is one value repeated, `torch.tensor([row] * n)` of a list (rows,
+`torch.tensor(data)` of data the code computes (it copies the data from the host whatever
+`device=` says: a pageable host-to-device copy either way, 30 µs against 30 µs for a scalar on
+an H100, so there is nothing to gain) unless it is one value repeated or constants written out, `torch.tensor([row] * n)` of a list (rows,
 not one value), a factory followed only by casts or reshapes before the move
 (`torch.zeros(3).float().to(device)`, `torch.arange(n).view(-1, 1).to(device)`), an
 expression that also holds a tensor (`torch.cat([sigmas, torch.zeros(1)]).to(device)`: it is
@@ -754,6 +810,26 @@ def grid(steps):
     ]
 
     good_examples = [
+        # constants made once at set-up, a legacy constructor given data (not a shape), and
+        # constants copied in a loop that runs no model (results shown once)
+        """
+import torch
+from torch import nn
+
+class Loss(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.levels = torch.FloatTensor([0.0448, 0.2856, 0.3001]).to(device)
+        self.mask = torch.tril(torch.ones(8, 8)).to(device)
+
+    def forward(self, x, table):
+        rows = torch.FloatTensor(table).to(x.device)
+        return (x * self.levels.sum() * self.mask.sum() * rows.sum()).mean()
+
+def report(results, device):
+    for name, value in results.items():
+        print(name, torch.tensor([value, 1.0]).to(device))
+""",
         # a number made into a tensor and moved once, at set-up; a value that is no Python number
         """
 import torch
@@ -780,7 +856,7 @@ class Picker(nn.Module):
     def forward(self, x):
         host_ids = torch.LongTensor(range(x.size(0)))
         ids = torch.arange(x.size(0), device=x.device)
-        weights = torch.tensor([1.0, 2.0]).to(x.device)
+        weights = torch.tensor(self.table).to(x.device)
         return x[ids] * weights, host_ids
 """,
         # a list of inputs built once, in a script's set-up (a comprehension over no data)
@@ -999,6 +1075,32 @@ def denoise(unet, latents, timesteps, device):
         ids = T.tensor([[t]] * 2, device=device)  # expect: PTL201
         latents = unet(latents, t_in, ids)
     return latents
+""",
+        # every forward: a causal mask from a factory through `tril` and a cast, a legacy
+        # constructor's buffer filled on the CPU, constant weights copied from the host
+        """
+import torch
+from torch import nn
+
+class Decoder(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        n, b = x.shape[1], x.shape[0]
+        mask = torch.tril(torch.ones(n, n)).type(torch.ByteTensor).to(self.device)  # expect: PTL201
+        weights = torch.Tensor(b, b).fill_(1 / (b - 1)).to(x.device)  # expect: PTL201
+        levels = torch.FloatTensor([0.0448, 0.2856, 0.3001]).to(x.device)  # expect: PTL201
+        scale = torch.tensor([[0.1, 0.1], [0.2, 0.2]]).cuda()  # expect: PTL201
+        seen = torch.LongTensor(x.size(0)).zero_().cuda()  # expect: PTL201
+        return self.proj(x) * mask.sum() * weights.sum() * levels.sum() * scale.sum() + seen.sum()
+
+def train(model, loader, opt):
+    for x in loader:
+        model(x.cuda()).mean().backward()
+        opt.step()
 """,
     ]
 
