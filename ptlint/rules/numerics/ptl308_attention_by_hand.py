@@ -362,8 +362,68 @@ class AttentionByHand(NumericsRule):
             parent = self.ctx.parent(node, function)
             if isinstance(parent, ast.Attribute) and parent.attr in HARMLESS_ATTRIBUTES:
                 continue
+            if self._returned_and_dropped(node, parent, function, scope):
+                continue
             return True
         return False
+
+    def _returned_and_dropped(self, name: ast.Name, parent: ast.AST, function: ast.AST, scope: Scope) -> bool:
+        """`return out, weights`, where every call of the function in this file drops the
+        weights (`out, _ = self.attention(q, k, v)`, `out = attend(q, k, v)[0]`) or keeps them
+        only in a branch (`if self.log_weights: self.weights = weights`): the product is all
+        the usual path needs. Unknown (no call in the file) counts as needed."""
+        returned = self.ctx.parent(parent, function) if isinstance(parent, ast.Tuple) else None
+        if not (isinstance(returned, ast.Return) and returned.value is parent):
+            return False
+        index = next(i for i, element in enumerate(parent.elts) if element is name)
+        calls = self._calls_of(function, scope)
+        return bool(calls) and all(self._drops(call, index, len(parent.elts)) for call in calls)
+
+    def _calls_of(self, function: ast.AST, scope: Scope) -> list[ast.Call]:
+        """The calls of `function` in this file: `self.name(...)` of a method, `name(...)` of a
+        function, and for a module's `forward`, calls of the attributes its class is assigned to
+        (`self.attention = Attention(...)` ... `self.attention(q, k, v)`)."""
+        name, cls = function.name, scope.cls
+        if cls is not None and function in cls.body and name == "forward":
+            holders = {target.attr for node in ast.walk(self.ctx.tree) if isinstance(node, ast.Assign)
+                       and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                       and node.value.func.id == cls.name
+                       for target in node.targets if isinstance(target, ast.Attribute)}
+            return [call for call in self.ctx.calls() if isinstance(call.func, ast.Attribute)
+                    and call.func.attr in holders and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "self"]
+        if cls is not None and function in cls.body:
+            return [call for call in self.ctx.calls() if isinstance(call.func, ast.Attribute)
+                    and call.func.attr == name and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "self"]
+        return [call for call in self.ctx.calls() if isinstance(call.func, ast.Name) and call.func.id == name]
+
+    def _drops(self, call: ast.Call, index: int, width: int) -> bool:
+        """The call's result at `index` of `width` is dropped, or only kept in a branch."""
+        parent = self.ctx.parent(call)
+        if isinstance(parent, ast.Subscript) and parent.value is call:
+            key = parent.slice
+            return isinstance(key, ast.Constant) and type(key.value) is int and key.value % width != index
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0], (ast.Tuple, ast.List)) and len(parent.targets[0].elts) == width):
+            return False
+        target = parent.targets[0].elts[index]
+        if not isinstance(target, ast.Name):
+            return False
+        holder = self.ctx.enclosing_function(call)
+        if holder is None:
+            return False
+        return all(any(isinstance(a, ast.If) and use not in ast.walk(a.test) for a in self._ancestors(use, holder))
+                   for use in ast.walk(holder) if isinstance(use, ast.Name) and use.id == target.id
+                   and isinstance(use.ctx, ast.Load))
+
+    def _ancestors(self, node: ast.AST, root: ast.AST) -> list[ast.AST]:
+        out = []
+        node = self.ctx.parent(node, root)
+        while node is not None and node is not root:
+            out.append(node)
+            node = self.ctx.parent(node, root)
+        return out
 
     def _fused_alternative(self, scope: Scope) -> bool:
         """The function, its class, or a function of this file that refers to it, also names a
@@ -422,7 +482,12 @@ long sequences fit and training runs several times faster. It takes the same ing
 Not reported: code whose function or class also calls a fused kernel
 (`scaled_dot_product_attention`, FlashAttention, xformers, an `attn_implementation` switch) — the
 hand-written path is then a deliberate fallback; attention whose probabilities are used besides
-the product (returned, stored, logged: the fused kernel does not give them); anything between
+the product (returned, stored, logged: the fused kernel does not give them) — except
+probabilities returned beside the product where every call of the function in the file drops
+them (`out, _ = self.attention(q, k, v)`, `attend(q, k, v)[0]`, a module's `forward` called
+through the attribute it is assigned to) or keeps them only in a branch (`if
+self.log_attention_weights: self.weights = weights`, `if return_attention: return attn`): the
+usual path needs the product alone, and these are reported; anything between
 the softmax and the product other than dropout, a cast or a layout change (re-normalisation,
 talking heads), which the fused kernel cannot express; two score products summed under one
 softmax (LiLT's text and layout scores); queries or keys that are a handful of tokens — one token
@@ -492,6 +557,51 @@ evaluation), and the result differs from the hand-written one by float rounding.
 """
 
     bad_examples = [
+        # the weights are returned, but every call in the file drops them or keeps them only
+        # when a flag asks: a method of the layer, and a module's forward called through `self`
+        """
+import math
+import torch
+from torch import nn
+
+class MultiHeadedAttention(nn.Module):
+    def __init__(self, d, log_weights=False):
+        super().__init__()
+        self.softmax = nn.Softmax(dim=-1)
+        self.log_weights = log_weights
+        self.weights = None
+
+    def attention(self, query, key, value, mask):
+        scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(query.size(-1))
+        scores.masked_fill_(mask == 0, float("-inf"))
+        weights = self.softmax(scores)
+        return torch.matmul(weights, value), weights  # expect: PTL308
+
+    def forward(self, q, k, v, mask):
+        out, weights = self.attention(q, k, v, mask)
+        if self.log_weights:
+            self.weights = weights
+        return out
+
+class ScaleDotProductAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, q, k, v):
+        score = self.softmax((q @ k.transpose(2, 3)) / math.sqrt(k.size(-1)))
+        return score @ v, score  # expect: PTL308
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = ScaleDotProductAttention()
+
+    def forward(self, x):
+        out, _ = self.attn(x, x, x)
+        first = self.attn(x, x, x)[0]
+        return out + first
+""",
         # another function of the file uses the fused kernel, but nothing routes this one there
         """
 import torch
@@ -690,6 +800,32 @@ def sagan(query, key, value):
     ]
 
     good_examples = [
+        # the weights are returned and a caller uses them (attention maps kept every call), or
+        # no call in the file shows what becomes of them (a library's layer)
+        """
+import torch
+from torch import nn
+
+class Attention(nn.Module):
+    def forward(self, q, k, v):
+        attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+        return attn @ v, attn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+        self.maps = []
+
+    def forward(self, x):
+        out, attn = self.attn(x, x, x)
+        self.maps.append(attn)
+        return out
+
+def attend(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+    return w @ v, w
+""",
         # cross-covariance attention (XCiT): q and k turned to channels × tokens first, so the
         # score matrix is channels × channels
         """
