@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import CALLED, ONCE, PER_STEP, Rule
-from ptlint.semantics.autograd import GradRegions, graph_wanted
-from ptlint.semantics.nodes import DEFINITIONS, dotted, is_constant
+from ptlint.semantics.autograd import GradRegions, gradient_users, graph_wanted
+from ptlint.semantics.nodes import DEFINITIONS, dotted, is_constant, name_words
 from ptlint.semantics.where import iterable_is_data
 
 
@@ -28,6 +28,10 @@ def _mode_switch(call: ast.AST) -> tuple[str, str] | None:
 
 
 
+# Methods that run a model's layers like its forward (`model.encode(img)` of a VQ-VAE or an
+# autoencoder): not `generate`, which disables gradients itself in the libraries that offer it.
+FORWARD_METHODS = {"forward", "encode", "decode", "embed", "extract_features", "forward_features", "predict",
+                   "infer"}
 CHAIN_METHODS = ("eval", "train", "to", "cuda", "cpu", "float", "half", "bfloat16", "requires_grad_")
 
 
@@ -39,7 +43,26 @@ def _counts(loop: ast.AST) -> bool:
             and source.args:
         source = source.args[0]
     return isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range" \
-        and not iterable_is_data(loop)
+        and not iterable_is_data(loop) and not _indexes_data(loop)
+
+
+DATA_WORDS = {"dataset", "data", "loader", "testset", "valset", "test_set", "val_set", "samples"}
+
+
+def _indexes_data(loop: ast.AST) -> bool:
+    """`for i in range(num_images): im = dataset.pull_item(i)` (or `dataset[i]`): a pass over a
+    dataset by index."""
+    target = loop.target.id if isinstance(getattr(loop, "target", None), ast.Name) else None
+    if target is None:
+        return False
+    for node in ast.walk(loop):
+        holder = node.value if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) \
+            and node.slice.id == target else node.func.value if isinstance(node, ast.Call) \
+            and isinstance(node.func, ast.Attribute) and any(isinstance(a, ast.Name) and a.id == target
+                                                              for a in node.args) else None
+        if holder is not None and set(name_words(holder)) & DATA_WORDS:
+            return True
+    return False
 
 
 def _builds(loop: ast.AST, model: str) -> bool:
@@ -93,6 +116,8 @@ class EvalWithoutNoGrad(Rule):
         if not self.ctx.loops:
             return
         model = self._called_model(node)
+        if model is None or self._mode_before(model, node) != "eval":
+            model = self._model_in_helper(node)
         if model is None:
             return
         loop = self.ctx.loops[-1]
@@ -114,14 +139,50 @@ class EvalWithoutNoGrad(Rule):
         return where.context != ONCE or self.ctx.model.placement(node).data_pass
 
     def _called_model(self, call: ast.Call) -> str | None:
-        """`model(x)` / `model.forward(x)` -> "model"; `self(x)` -> "self"."""
+        """`model(x)` / `model.forward(x)` / `model.encode(x)` -> "model"; `self(x)` -> "self"."""
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "forward":
+        if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS:
             func = func.value
         name = dotted(func)
         if name is None or (name != "self" and self.ctx.qualname(func) is not None):
             return None
         return name
+
+    def _model_in_helper(self, call: ast.Call) -> str | None:
+        """`self._process_one_batch(x)` in the loop, where that method of the class (or a function
+        of the file, called by name) runs a model this scope switched to eval mode
+        (`self.model(...)`) and wants no graph itself: the model the loop runs through it."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            owner = self.ctx.classes[-1] if self.ctx.classes else None
+            body = owner.body if owner is not None else []
+        elif isinstance(func, ast.Name):
+            body = self.ctx.tree.body
+        else:
+            return None
+        name = func.attr if isinstance(func, ast.Attribute) else func.id
+        helper = next((d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name),
+                      None)
+        if helper is None or helper is self.ctx.function or gradient_users(helper, self.ctx):
+            return None
+        params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+        if isinstance(func, ast.Attribute) and params:
+            params = params[1:]  # (`self`)
+        regions = GradRegions.of(self.ctx)
+        for inner in ast.walk(helper):
+            if not isinstance(inner, ast.Call):
+                continue
+            model = self._called_model(inner)
+            if model is None or model == "self" or regions.off(inner):
+                continue
+            if model in params:  # the helper's parameter: the model this call passes there
+                index = params.index(model)
+                arg = call.args[index] if index < len(call.args) else \
+                    next((k.value for k in call.keywords if k.arg == model), None)
+                model = dotted(arg) if arg is not None else None
+            if model is not None and self._mode_before(model, call) == "eval":
+                return model
+        return None
 
     def _scope(self) -> ast.AST | None:
         """The function, lambda or module whose body runs this call; None in a class body."""
@@ -135,7 +196,33 @@ class EvalWithoutNoGrad(Rule):
         scope = self._scope()
         switches = self._switches.get(id(scope), []) if scope is not None else []
         modes = [mode for receiver, mode in switches if receiver == model]
-        return modes[-1] if modes else None
+        return modes[-1] if modes else self._mode_from_callers(model)
+
+    def _mode_from_callers(self, model: str) -> str | None:
+        """"eval" where `model` is a parameter of the function around the loop and every call of
+        the function in the file passes a model switched to eval mode before the call
+        (`model.eval()` ... `extract(loader, model)`)."""
+        function = self.ctx.functions[-1] if self.ctx.functions else None
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        if model not in params:
+            return None
+        index = params.index(model)
+        calls = [c for c in self.ctx.calls() if isinstance(c.func, ast.Name) and c.func.id == function.name]
+        modes = set()
+        for call in calls:
+            arg = call.args[index] if index < len(call.args) else \
+                next((k.value for k in call.keywords if k.arg == model), None)
+            name = dotted(arg) if arg is not None else None
+            if name is None:
+                return None
+            scope = self.ctx.enclosing_function(call) or self.ctx.tree
+            switches = sorted((node.lineno, switch[1]) for node in ast.walk(scope)
+                              if isinstance(node, ast.Call) and node.lineno < call.lineno
+                              and (switch := _mode_switch(node)) is not None and switch[0] == name)
+            modes.add(switches[-1][1] if switches else None)
+        return "eval" if modes == {"eval"} else None
 
     def _frozen(self, model: str) -> bool:
         """`model.requires_grad_(False)` or `for p in model.parameters(): p.requires_grad = False`
@@ -167,6 +254,16 @@ class EvalWithoutNoGrad(Rule):
 ## What it does
 Finds a loop that calls a model after `model.eval()` (or `model.train(False)`) in the same
 function, with no `torch.no_grad()` / `torch.inference_mode()` around it and no `.backward()`.
+A model passed in as a parameter counts as in eval mode where every call of the function in the
+file passes one switched to eval mode before the call (`model.eval()` in `main()`, then
+`extract(loader, model)`). Calling the model means `model(x)`, `model.forward(x)`, and the
+methods that run its layers the same way (`encode`, `decode`, `embed`, `forward_features`,
+`extract_features`, `predict`, `infer`), also through a method of the class or a function of
+the file that the loop calls and that runs the model (`pred = self._process_one_batch(x)`,
+where that method calls `self.model(...)`), unless that helper switches gradients off itself
+(`@torch.no_grad()`, `with torch.no_grad():` around its call of the model) or wants them. A loop
+over `range(n)` that reads a dataset by its index (`dataset[i]`, `dataset.pull_item(i)`) is a
+pass over data.
 "No `.backward()`" means none in the loop, and none in the function outside loops of their own
 (the training loop before a validation loop does not count). Reported at the first call of the
 model in the loop.
@@ -240,6 +337,60 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # the loop runs the model through a method of the class, and a pass over a dataset by index
+        """
+import torch
+
+class Experiment:
+    def _process_one_batch(self, batch_x, batch_y):
+        out = self.model(batch_x.cuda())
+        return out, batch_y.cuda()
+
+    def vali(self, loader, criterion):
+        self.model.eval()
+        losses = []
+        for batch_x, batch_y in loader:
+            pred, true = self._process_one_batch(batch_x, batch_y)  # expect: PTL107
+            losses.append(criterion(pred, true).item())
+        self.model.train()
+        return sum(losses) / len(losses)
+
+def forward_batch(m, x):
+    return m(x.cuda())
+
+def evaluate(net, loader):
+    net.eval()
+    for x in loader:
+        print(forward_batch(net, x).shape)  # expect: PTL107
+
+def test_net(net, dataset):
+    num_images = len(dataset)
+    for i in range(num_images):
+        im, gt = dataset.pull_item(i)
+        detections = net(im.unsqueeze(0).cuda())  # expect: PTL107
+        print(detections.shape)
+
+if __name__ == "__main__":
+    net = torch.load("ssd.pt").cuda()
+    net.eval()
+    test_net(net, torch.utils.data.TensorDataset())
+""",
+        # the model is put in eval mode by the caller, and the helper's loop runs its encoder
+        """
+import torch
+
+def extract(loader, model, device):
+    codes = []
+    for img, _ in loader:
+        _, ids = model.encode(img.to(device))  # expect: PTL107
+        codes.append(ids.cpu())
+    return codes
+
+if __name__ == "__main__":
+    model = torch.load("vqvae.pt").to("cuda")
+    model.eval()
+    extract(torch.utils.data.DataLoader([]), model, "cuda")
+""",
         # a frozen teacher does not make the student frozen; `train(mode=False)` is eval mode
         """
 import torch
@@ -324,6 +475,54 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # helpers that switch gradients off themselves or want the graph, and a loop over sizes
+        """
+import torch
+
+@torch.no_grad()
+def generate(model, idx, steps):
+    for _ in range(steps):
+        idx = torch.cat([idx, model(idx)[:, -1:].argmax(-1)], 1)
+    return idx
+
+def run_model(img, model):
+    with torch.no_grad():
+        return model(img).argmax(1)
+
+def attack(model, x, y):
+    x = x.clone().requires_grad_(True)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    return x.grad.sign()
+
+def main(model, loader, prompt):
+    model.eval()
+    for img, y in loader:
+        generate(model, prompt, 10)
+        run_model(img.cuda(), model)
+        attack(model, img.cuda(), y.cuda())
+    for size in range(1, 4):
+        model(torch.zeros(size, 3, device="cuda"))
+""",
+        # a helper whose callers do not all pass a model in eval mode, and one called before the
+        # model is switched to eval mode
+        """
+import torch
+
+def extract(loader, model):
+    return [model.encode(img.cuda()) for img in loader]
+
+def run(loader, model):
+    outs = []
+    for img in loader:
+        outs.append(model(img.cuda()))
+    return outs
+
+def main(loader, model, other):
+    run(loader, model)
+    model.eval()
+    extract(loader, model)
+    extract(loader, other)
+""",
         # a smoke test over configurations: each iteration builds a model and runs it once
         """
 import torch
