@@ -265,7 +265,8 @@ class MoveAfterCreate(Rule):
             return
         factory = factory_name(func.value, self.ctx)
         if factory is None:
-            self._moved_expression(node)
+            if not self._moved_name(node):
+                self._moved_expression(node)
             return
         self._random[id(node)] = factory in RANDOM
         inner = func.value
@@ -360,6 +361,37 @@ class MoveAfterCreate(Rule):
                         help="Pass `device=` to the factory inside the expression (`torch.arange(n, device=device)`) "
                              "and drop the `.to(device)` / `.cuda()` after it: the whole expression then runs on the "
                              "device.")
+
+    def _moved_name(self, move: ast.Call) -> bool:
+        """`targets = torch.ones(shape) * -1` ... `targets = targets.cuda()`: a name the function
+        binds once, to a factory or an expression of factories, moved before anything else reads
+        it, in the same loop iteration. Reported at the move, without a fix (two statements)."""
+        name = move.func.value
+        if not isinstance(name, ast.Name) or not analyse_move(move, self.ctx)[0]:
+            return False
+        values = [v for v in self.ctx.assignments(name.id) if v is not move]  # (`x = x.cuda()` may be bound first)
+        if len(values) != 1 or not isinstance(values[0], ast.Call | ast.BinOp | ast.UnaryOp | ast.Subscript):
+            return False
+        value = values[0]
+        factory = factory_name(value, self.ctx)
+        factories = [factory] if factory is not None else self._factories_in(value)
+        if not factories or factories[0] == "Tensor" or factory is not None and any(
+                k.arg is None or k.arg in FACTORY_BLOCKERS for k in value.keywords):
+            return False
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        scope = self.ctx.function or self.ctx.tree
+        if loop is not None and not any(n is value for n in ast.walk(loop)):
+            return False  # built once before the loop, moved each iteration: PTL105's
+        start, end = (value.end_lineno, value.end_col_offset), (move.lineno, move.col_offset)
+        if any(isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Load) and n is not name
+               and start < (n.lineno, n.col_offset) < end for n in ast.walk(scope)):
+            return False  # read or written in between: filled on the host on purpose
+        self._random[id(move)] = any(f in RANDOM for f in factories)
+        self.report(move, f"`torch.{factories[0]}(...)` is built on the CPU (line {value.lineno}) and copied here: "
+                          "create it on the device with `device=` and drop the move",
+                    help="Pass `device=` to the factory where the tensor is built and drop the `.to(device)` / "
+                         "`.cuda()` here: it is then made where it is used.")
+        return True
 
     def _report_constants(self, move: ast.Call, built: ast.Call) -> None:
         """`torch.tensor([0.0448, 0.2856]).to(device)`, `torch.FloatTensor([...]).cuda()` in code
@@ -577,6 +609,11 @@ call:
   generation call's set-up: once per call);
 - a Python number made into a tensor and copied, `torch.tensor(i / n_T).to(device)`, which
   `torch.full(shape, value, device=device)` makes on the device; per step only;
+- a factory (or an expression of factories) bound to a name and moved in a later statement
+  before anything reads it, in the same loop iteration: `zeros = torch.zeros(mean.size())`
+  ... `zeros = zeros.cuda()`, `noise = torch.randn(shape) * 0.1` ... `noise.to(device)`; not a
+  tensor filled or read in between (`ids[i] = vocab[tok]`: built on the host on purpose), a
+  name bound more than once, or one built before the loop that moves it (PTL105);
 - the same constants copied from the host on every call, `torch.tensor([0.0448, 0.2856]).to(device)`
   or a legacy type (`torch.FloatTensor([...]).cuda()`): `.to(device)` of host memory without
   `non_blocking=True` waits for the device's queue before it copies, so each call is a sync as
@@ -810,6 +847,28 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a tensor filled on the host before its move, one built once before the loop (PTL105's),
+        # and a name bound twice
+        """
+import torch
+
+def encode(tokens, vocab, device):
+    ids = torch.zeros(len(tokens), dtype=torch.long)
+    for i, tok in enumerate(tokens):
+        ids[i] = vocab[tok]
+    ids = ids.to(device)
+    return ids
+
+def run(model, loader, device, big):
+    mask = torch.ones(8, 8)
+    for x in loader:
+        model(x.to(device), mask.to(device)).sum().backward()
+        pad = torch.zeros(4)
+        if big:
+            pad = torch.zeros(8)
+        model(pad.to(device))
+"""
+,
         # constants made once at set-up, a legacy constructor given data (not a shape), and
         # constants copied in a loop that runs no model (results shown once)
         """
@@ -1101,6 +1160,21 @@ def train(model, loader, opt):
     for x in loader:
         model(x.cuda()).mean().backward()
         opt.step()
+""",
+        # built in one statement and moved in the next, every forward: no fix (two statements)
+        """
+import torch
+from torch import nn
+
+class DiagGaussian(nn.Module):
+    def forward(self, x):
+        mean = self.fc_mean(x)
+        zeros = torch.zeros(mean.size())
+        if x.is_cuda:
+            zeros = zeros.cuda()  # expect: PTL201
+        noise = torch.randn(mean.shape) * 0.1
+        noise = noise.to(x.device)  # expect: PTL201
+        return mean + self.logstd(zeros) + noise
 """,
     ]
 
