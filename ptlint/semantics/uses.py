@@ -75,6 +75,7 @@ from ptlint.semantics.values import (
     DEVICE_STEP_METHODS,
     MODEL_WORDS,
     REDUCTIONS,
+    SCALAR_CONVERSIONS,
     SHAPE_METHODS,
     STRONG,
     TENSOR_METHODS,
@@ -561,7 +562,7 @@ def is_drain(call: ast.Call, ctx: "FileFacts") -> bool:
 def _reads(call: ast.Call, ctx: "FileFacts") -> bool:
     """A read that drains the queue: `.item()`, `.cpu()`, `.tolist()` of a device tensor, `float(t)`,
     `scaler.get_scale()`."""
-    if hidden_read(call, ctx):
+    if hidden_read(call, ctx) or logged_tensor(call, ctx) is not None:
         return True
     if is_read_call(call):
         return not in_host_memory(call.func.value, ctx)
@@ -703,6 +704,53 @@ def _drains(statement: ast.stmt, ctx: "FileFacts") -> bool | None:
     if drains and all(id(call) in read for call in work):
         return True
     return False if work else None
+
+
+def read_elsewhere(operand: ast.AST, ctx: "FileFacts") -> bool:
+    """The loop (or the function) around the traversal reads `operand`'s tensor back to the host
+    elsewhere (`if pos[0] != blank` ... `pos[j].item()`): host-driven code such as a beam
+    search, where choosing on the device would save no wait."""
+    root = chain_head(operand)
+    scope = ctx.loops[-1] if ctx.loops else ctx.function
+    if root is None or not isinstance(getattr(scope, "body", None), list):
+        return False
+    for statement in scope.body:
+        for n in ast.walk(statement):
+            if not isinstance(n, ast.Call):
+                continue
+            if is_read_call(n) and isinstance(n.func, ast.Attribute):
+                read = n.func.value
+            elif isinstance(n.func, ast.Name) and n.func.id in SCALAR_CONVERSIONS and n.args:
+                read = n.args[0]
+            else:
+                continue
+            if getattr(chain_head(read), "id", None) == root.id:
+                return True
+    return False
+
+
+# Logging calls that read the tensors they are given: TensorBoard's `add_scalar(tag, value)` and
+# `add_scalars(tag, {name: value})` copy each value to the host (`make_np`), `wandb.log({...})`
+# converts tensors to numbers. (The position of the value, or of the dict of values.)
+TENSOR_SINK_METHODS = {"add_scalar": (1, "scalar_value"), "add_scalars": (1, "tag_scalar_dict")}
+
+
+def logged_tensor(call: ast.Call, ctx: "FileFacts") -> ast.AST | None:
+    """The value, visibly a device tensor, that a logging call reads back: `writer.add_scalar(
+    "loss", loss, step)`, `writer.add_scalars("loss", {"train": loss}, step)`, `wandb.log({"loss":
+    loss})`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in TENSOR_SINK_METHODS:
+        index, keyword = TENSOR_SINK_METHODS[func.attr]
+    elif isinstance(func, ast.Attribute) and func.attr == "log" and ctx.qualname(func) == "wandb.log":
+        index, keyword = 0, "data"
+    else:
+        return None
+    value = call.args[index] if len(call.args) > index else \
+        next((k.value for k in call.keywords if k.arg == keyword), None)
+    values = value.values if isinstance(value, ast.Dict) else [value] if value is not None else []
+    return next((v for v in values if v is not None and tensor_kind(v, ctx) == STRONG
+                 and not in_host_memory(v, ctx)), None)
 
 
 # -- reads of each element, masked writes -------------------------------------------------------

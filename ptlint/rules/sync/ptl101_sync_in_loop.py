@@ -13,7 +13,9 @@ from ptlint.semantics.uses import (
     avoidable,
     elementwise_read,
     is_read_call,
+    logged_tensor,
     masked_write_only,
+    read_elsewhere,
 )
 from ptlint.semantics.values import (
     DATA_PREDICATES,
@@ -109,11 +111,13 @@ class SyncInLoop(Rule):
             if self.ctx.loops or may_be_step(self.ctx):
                 self._method_read(node)
             return
+        logged = logged_tensor(node, self.ctx)
         if not (isinstance(func, ast.Name) and (func.id in NUMBER_CONVERSIONS or func.id == "print")
-                or isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)):
+                or isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)
+                or logged is not None) or not self._worth_asking(node):
             return
-        if not self._worth_asking(node):
-            return
+        if logged is not None:
+            self._read(logged, logged, f"`{ast.unparse(func)}()` of a tensor (it reads the value back)")
         if isinstance(func, ast.Name) and func.id in NUMBER_CONVERSIONS:
             if len(node.args) == 1 and not node.keywords and self._strong(node.args[0]) \
                     and not self.ctx.names.is_local(func.id):
@@ -187,7 +191,7 @@ class SyncInLoop(Rule):
         operand = _tensor_operand(found, self.ctx)
         if _checks_type_first(node.test, found, self.ctx):
             return  # `isinstance(x, Tensor) and torch.isnan(x)`: normalising an input
-        if self._read_anyway(operand):
+        if read_elsewhere(operand, self.ctx):
             return
         if isinstance(node, ast.If):
             if masked and in_model_loop(self.ctx):
@@ -200,28 +204,6 @@ class SyncInLoop(Rule):
             self._read(found, operand, "a conditional expression on a tensor's value")
 
     visit_IfExp = visit_If
-
-    def _read_anyway(self, operand: ast.AST) -> bool:
-        """The loop (or the function) reads the condition's tensor back to the host elsewhere
-        (`if pos[0] != blank` ... `pos[j].item()`): host-driven code such as a beam search,
-        where choosing on the device would save no wait."""
-        root = chain_head(operand)
-        scope = self.ctx.loops[-1] if self.ctx.loops else self.ctx.function
-        if root is None or not isinstance(getattr(scope, "body", None), list):
-            return False
-        for statement in scope.body:
-            for n in ast.walk(statement):
-                if not isinstance(n, ast.Call):
-                    continue
-                if is_read_call(n) and isinstance(n.func, ast.Attribute):
-                    read = n.func.value
-                elif isinstance(n.func, ast.Name) and n.func.id in SCALAR_CONVERSIONS and n.args:
-                    read = n.args[0]
-                else:
-                    continue
-                if getattr(chain_head(read), "id", None) == root.id:
-                    return True
-        return False
 
     def _tensor_op(self, call: ast.Call) -> bool:
         """A torch function or a tensor method (`torch.where(...)`, `x.clamp(0)`); not a model, a
@@ -364,7 +346,9 @@ The reads it finds:
   `float(t)`, `int(t)`, formatting it (`f"{loss:.3f}"`, `"%g" % loss`, `("%10s" + "%10.4g" * 3) %
   (name, *mloss)`, `"{}".format(loss)`)
   and `print(t)` — `Tensor.__format__` calls `.item()` on a 0-dim tensor, and `print` / `str`
-  format every value of any other;
+  format every value of any other; and a tensor handed to a logger that reads it back:
+  TensorBoard's `writer.add_scalar(tag, loss, step)` and `writer.add_scalars(tag, {"a": loss})`,
+  `wandb.log({"loss": loss})`;
 - a step counter kept in a tensor (`self.register_buffer("update_count", torch.tensor([0]))`
   only ever increased by a number, `self.update_count += 1`): every test of it (`if
   self.update_count >= warmup:`), `.item()`, `int()` or `float()` of it in a training step waits
@@ -898,6 +882,28 @@ class Memory(torch.nn.Module):
         self.enqueue(keys.detach())
         return loss
 """,
+        # a tensor handed to TensorBoard or wandb, which read it back to log it
+        """
+import torch
+import wandb
+from torch.utils.tensorboard import SummaryWriter
+
+def train(model, loader, opt):
+    writer = SummaryWriter()
+    for step, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+        loss.backward()
+        opt.step()
+        writer.add_scalars("parts", {"mse": loss.detach()}, step)  # expect: PTL101
+        writer.add_scalar("loss", loss, step)
+
+def finetune(model, loader, opt):
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        opt.step()
+        wandb.log({"loss": loss, "lr": opt.param_groups[0]["lr"]})  # expect: PTL101
+""",
         # constants kept in a buffer, read every forward for sizes: the host could keep them itself
         """
 import torch
@@ -1020,6 +1026,22 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # host numbers handed to the loggers, and a tensor logged every N steps
+        """
+import torch
+import wandb
+from torch.utils.tensorboard import SummaryWriter
+
+def train(model, loader, opt, writer: SummaryWriter):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.cuda(), y.cuda())
+        loss.backward()
+        opt.step()
+        writer.add_scalar("lr", opt.param_groups[0]["lr"], step)
+        wandb.log({"step": step})
+        if step % 100 == 0:
+            writer.add_scalar("loss", loss, step)
+""",
         # every iteration already waits by design, at a test that skips bad steps or at a copy
         # a NumPy metric computes with: the logged reads add no wait the loop could save
         """
