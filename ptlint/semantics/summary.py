@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 27  # 27: `vars(obj)` reads an object, not the file's globals
+SUMMARY_VERSION = 28  # 28: a branch that fills a cache under its key runs once per key
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.

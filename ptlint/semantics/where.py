@@ -275,17 +275,30 @@ def _lazy_set_up(branch: ast.If, values: Callable[[str], list] | None = None) ->
     self.params[2] = ...`, `if not isinstance(self.net, Wrapper): self.net = Wrapper(self.net)`:
     the branch sets an attribute of `self` (or `cls`), or an element of one, that its test compares
     with a sentinel constant or asks the type, length or presence of, so it runs until the first
-    time it has (not a running best, `if loss < self.best:`). `values(name)`: what a local name
-    of the function was assigned."""
+    time it has (not a running best, `if loss < self.best:`); and `if key not in cache:
+    cache[key] = ...`, once per key. `values(name)`: what a local name of the function was
+    assigned."""
     targets = [target for statement in branch.body for target in (
         statement.targets if isinstance(statement, ast.Assign) else
         [statement.target] if isinstance(statement, ast.AnnAssign) else [])]
+    if _fills_a_cache(branch.test, targets):
+        return True
     assigned = {_held_attribute(target) for target in targets} - {None}
     names = {target.id for target in targets if isinstance(target, ast.Name)}
     if not assigned and not names:  # the usual branch: the test's locals need not be looked up
         return False
     return any(_tested_attribute(part, values) in assigned or isinstance(part, ast.Name) and part.id in names
                and _first_value_only(part.id, branch, values) for part in _sentinel_tests(branch.test))
+
+
+def _fills_a_cache(test: ast.AST, targets: list[ast.AST]) -> bool:
+    """`if key not in cache: cache[key] = torch.hann_window(n).to(device)`: the branch fills a
+    cache, so it runs once for each key."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)):
+        return False
+    key, cache = ast.dump(test.left), ast.dump(test.comparators[0])
+    return any(isinstance(target, ast.Subscript) and ast.dump(target.value) == cache and ast.dump(target.slice) == key
+               for target in targets)
 
 
 def _first_value_only(name: str, branch: ast.If, values: Callable[[str], list] | None) -> bool:

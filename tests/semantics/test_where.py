@@ -245,6 +245,22 @@ def train(model, loader, opt):
         if loss > best:
             best = loss.item()  # ctx: per-step
 """,
+    "a branch that fills a cache under its key runs once per key": """
+import torch
+
+windows = {}
+
+def spectrogram(model, loader, n):
+    for y in loader:
+        key = str(n) + str(y.device)
+        if key not in windows:
+            windows[key] = torch.hann_window(n).to(y.device)  # ctx: once
+        if key not in windows:
+            other = torch.hann_window(n).to(y.device)  # ctx: per-step
+        if n not in windows:
+            windows[key] = torch.hann_window(n).to(y.device)  # ctx: per-step
+        model(torch.stft(y, n, window=windows[key])).sum().backward()
+""",
     "a branch for a torch release older than 2 never runs": """
 import numpy as np
 import torch
