@@ -46,7 +46,8 @@ def _timer_method(call: ast.Call) -> bool:
 
 # Words of a test that picks the main process (`if master_process:`, `if rank == 0:`).
 MAIN_PROCESS_WORDS = {"master", "main", "rank", "is_main_process", "is_master", "local_rank"}
-SHOW_METHODS = {"write", "add_scalar", "add_scalars", "set_postfix", "set_description", "info"}
+SHOW_METHODS = {"write", "add_scalar", "add_scalars", "set_postfix", "set_description", "info",
+                "set_value", "set_text", "setText"}  # (a GUI's label, set every frame)
 
 
 def _shows(statements: list[ast.stmt], names: set[str]) -> bool:
@@ -151,25 +152,37 @@ class SyncCallInLoop(Rule):
                    and (self.ctx.qualname(n.func) in TIMERS or _timer_method(n)) for n in ast.walk(scope))
 
     def _timing_shown_each_step(self, node: ast.Call) -> bool:
-        """The time the sync measures (a clock read within three statements of the loop body's
-        statement that holds it: `if device == "mps": ... elif device == "cuda": ...`) is printed or
-        logged by every iteration of its loop, or by its main process only: the user reads each
-        step's time, which needs the wait. Reported when the step only gathers it and shows it
-        every N steps (`batch_time.update(...)`, then `if i % print_freq == 0:`)."""
-        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        """The time the sync measures (a clock read, or a CUDA event's `elapsed_time`, within three
+        statements of the sync's statement, in its own block or in the loop body (outside a loop,
+        the function body) that holds it: `if device == "mps": ... elif device == "cuda": ...`) is
+        printed, logged or put on a GUI's label by every iteration of its loop, or by its main
+        process only: the user reads each step's time, which needs the wait. Reported when the
+        step only gathers it and shows it every N steps (`batch_time.update(...)`, then `if i %
+        print_freq == 0:`)."""
+        outer = self.ctx.loops[-1] if self.ctx.loops else self.ctx.function
         statement, holder = node, self.ctx.parent(node)
-        while holder is not None and holder is not loop:
+        while not isinstance(statement, ast.stmt) and holder is not None:
             statement, holder = holder, self.ctx.parent(holder)
-        place = block_of(statement, loop)
-        if place is None:
-            return False
-        body, index = place
-        names: set[str] = set()
-        for nearby in body[max(0, index - 3):index + 4]:
-            if isinstance(nearby, ast.Assign) and any(isinstance(n, ast.Call) and self.ctx.qualname(n.func) in TIMERS
-                                                      for n in ast.walk(nearby.value)):
-                names.update(t.id for t in nearby.targets if isinstance(t, ast.Name))
-        return bool(names) and _shows(body[index + 1:], names)
+        places = [block_of(statement, holder)]
+        while holder is not None and holder is not outer:
+            statement, holder = holder, self.ctx.parent(holder)
+        places.append(block_of(statement, outer))
+        for place in filter(None, places):
+            body, index = place
+            names: set[str] = set()
+            for nearby in body[max(0, index - 3):index + 4]:
+                if isinstance(nearby, ast.Assign) and any(isinstance(n, ast.Call) and self._reads_a_clock(n)
+                                                          for n in ast.walk(nearby.value)):
+                    names.update(t.id for t in nearby.targets if isinstance(t, ast.Name))
+            if names and _shows(body[index + 1:], names):
+                return True
+        return False
+
+    def _reads_a_clock(self, call: ast.Call) -> bool:
+        """`time.perf_counter()` (any clock of `TIMERS`), or `start.elapsed_time(end)` of two CUDA
+        events, which needs the end event done."""
+        return self.ctx.qualname(call.func) in TIMERS or \
+            isinstance(call.func, ast.Attribute) and call.func.attr == "elapsed_time" and len(call.args) == 1
 
     def _deliberate(self, node: ast.Call, qualname: str) -> bool:
         """An `empty_cache()` placed on purpose: after `del` or `gc.collect()` (freeing memory
@@ -223,9 +236,11 @@ same queue, so removing the call saves nothing (PTL101 reports the read, where i
 Nor calls placed on purpose: `synchronize()` next to a timer read (a clock, or a timer object's
 `tic()` / `toc()`: how GPU work is timed, see PTL108) in a loop that does not train, or in a file
 or function named for measuring speed (`benchmark.py`, `speed_test.py`, `compute_time_train`:
-its backward pass is timed, not trained), or whose measured time every step prints or logs
-(`t1 = time.time()` after it, then `print(f"... {(t1 - t0) * 1000:.1f} ms")`, also on the main
-process only: the user reads each step's time, and that figure needs the wait), and
+its backward pass is timed, not trained), or whose measured time every step prints, logs or
+puts on a GUI's label (`t1 = time.time()` after it, then `print(f"... {(t1 - t0) * 1000:.1f}
+ms")`; `t = start.elapsed_time(end)` of two CUDA events, then `gui.set_value("time", f"{t}ms")`;
+also on the main process only: the user reads each step's time, and that figure needs the
+wait), and
 `empty_cache()` right after
 `del` or `gc.collect()` (handing memory back before a big allocation) or under a condition that
 makes it a choice (a memory setting or measure, a size check, a user's option: `if
@@ -283,6 +298,23 @@ No automatic fix: benchmark code may need the sync where it is.
 """
 
     bad_examples = [
+        # CUDA events read every step only to be averaged and shown every 100 steps
+        """
+import torch
+
+def train(model, loader, opt):
+    times = []
+    for step, x in enumerate(loader):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        model(x.cuda()).mean().backward()
+        opt.step()
+        end.record()
+        torch.cuda.synchronize()  # expect: PTL102
+        times.append(start.elapsed_time(end))
+        if step % 100 == 0:
+            print(sum(times) / len(times))
+""",
         # device work between the drain and the read, or a read that may not run: the drain waits
         # on its own
         """
@@ -451,6 +483,47 @@ def train(model, loader, opt, batch_time, print_freq):
     ]
 
     good_examples = [
+        # a GUI's step timed with CUDA events: the frame time is put on a label and steers the
+        # work of the next frame, every frame
+        """
+import time
+import torch
+
+class GUI:
+    def train_step(self):
+        starter, ender = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        starter.record()
+        outputs = self.trainer.train_gui(self.loader, step=self.train_steps)
+        ender.record()
+        torch.cuda.synchronize()
+        t = starter.elapsed_time(ender)
+        self.gui.set_value("train_time", f"{t:.4f}ms ({int(1000 / t)} FPS)")
+        self.train_steps = max(4, int(16 * 500 / t))
+
+    def test_step(self):
+        if self.need_update:
+            starter, ender = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            starter.record()
+            self.buffer = self.trainer.test_gui(self.pose)
+            ender.record()
+            torch.cuda.synchronize()
+            t = starter.elapsed_time(ender)
+            self.gui.set_value("render_time", f"{t:.4f}ms")
+
+    def eval_step(self):
+        t0 = time.perf_counter()
+        self.buffer = self.trainer.test_gui(self.pose)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter() - t0
+        self.gui.set_value("eval_time", f"{t:.3f}s")
+
+    def render(self):
+        while self.running:
+            self.train_step()
+            self.test_step()
+            self.eval_step()
+""",
         # a benchmark that times forward and backward with a timer object: the sync is the measurement
         """
 import torch
