@@ -88,7 +88,7 @@ from ptlint.semantics.values import (
     tensor_kind,
     value_test,
 )
-from ptlint.semantics.where import RUNS_MODEL_WORDS, is_log_call
+from ptlint.semantics.where import MAIN_PROCESS_WORDS, RUNS_MODEL_WORDS, is_log_call
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
@@ -209,7 +209,8 @@ def waits_anyway(node: ast.AST, ctx: "FileFacts") -> bool:
 
 
 def _every_iteration(block: list[ast.stmt]):
-    """The statements of a loop body that run on every iteration (an `if` or `while` for its test)."""
+    """The statements of a loop body that run on every iteration (an `if` or `while` for its test;
+    the body of an `if` that holds on the main process, where it runs every iteration)."""
     for statement in block:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             yield from _every_iteration(statement.body)
@@ -217,6 +218,8 @@ def _every_iteration(block: list[ast.stmt]):
             yield from _every_iteration(statement.body)
         elif isinstance(statement, (ast.If, ast.While)):
             yield statement
+            if isinstance(statement, ast.If) and name_words(statement.test) & MAIN_PROCESS_WORDS:
+                yield from _every_iteration(statement.body)  # every iteration of the main process
         elif not isinstance(statement, (ast.For, ast.AsyncFor, *DEFINITIONS)):
             yield statement
 

@@ -536,6 +536,9 @@ def steps_optimizer(block: list[ast.stmt]) -> bool:
 
 
 # Callees whose names say they run a model or a loss module: `model(x)`, `self.net(x)`, `policy(obs)`.
+# Words of a test that holds on the main process only (`if self.local_rank == 0:`, `if
+# is_main_process():`): what it guards runs every iteration there.
+MAIN_PROCESS_WORDS = {"master", "main", "rank", "is_main_process", "is_master", "local_rank"}
 RUNS_MODEL_WORDS = MODEL_WORDS | {"head", "agent", "predictor", "ema_model", "forward", "criterion", "loss_fn",
                                   "loss_func", "lossfn"}
 

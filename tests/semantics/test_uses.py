@@ -175,6 +175,7 @@ def test_a_buffer_read_is_avoidable_whatever_its_value_is_for():
     # another read the host needs: a whole tensor a meter computes with, decoded tokens
     ("out = model(x)\nrunning_metrics.update(x, out.argmax(1).cpu().numpy())\nprobe(out)", True),
     ("out = model(x)\nprobe(out)\nprint(tok.decode(out.argmax(-1).tolist()))", True),
+    ("out = model(x)\nprobe(out)\nif local_rank == 0:\n    print(tok.decode(out.tolist()))", True),  # main process
     # not every iteration, or not a wait the host needs
     ("loss = model(x)\nif flag:\n    if not torch.isfinite(loss):\n        continue\nprobe(loss)", False),
     ("out = model(x)\nfor o in out:\n    tok.decode(o.tolist())\nprobe(out)", False),
@@ -184,7 +185,7 @@ def test_a_buffer_read_is_avoidable_whatever_its_value_is_for():
     ("out = model(x)\nprobe(out)", False),
 ])
 def test_waits_anyway(body, expected):
-    source = "import torch\ndef f(model, loader, tok, writer, running_metrics, ctx, flag, correct):\n" \
+    source = "import torch\ndef f(model, loader, tok, writer, running_metrics, ctx, flag, correct, local_rank):\n" \
              "    for x in loader:\n" + "".join(f"        {line}\n" for line in body.strip().splitlines())
     assert probe(source, waits_anyway) == [expected]
 

@@ -399,7 +399,8 @@ Not reported, wherever the code runs:
   A read of the module's own state (`int(self.params[0].item())` of a buffer) is reported
   whatever its value is for: the host could keep that number itself;
 - a read in a loop whose every iteration waits for the device anyway, by design: on the path
-  each iteration takes (not inside an `if` or an inner loop; `with` and `try` bodies count), a
+  each iteration takes (not inside an `if` or an inner loop; `with` and `try` bodies count, and
+  the body of an `if` on the main process, `if local_rank == 0:`), a
   test of a tensor's value that skips or ends the iteration (`if loss == 0 or not
   torch.isfinite(loss): continue`), or another read the host needs (decoded, evaluated, a
   whole tensor a meter computes with). Reading this value every N steps would save no wait;

@@ -8,6 +8,7 @@ import os
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.nodes import FUNCTION_DEFS, block_of, name_words, parameter_names
 from ptlint.semantics.uses import before_read
+from ptlint.semantics.where import MAIN_PROCESS_WORDS
 
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
           "time.monotonic_ns", "timeit.default_timer"}
@@ -45,7 +46,6 @@ def _timer_method(call: ast.Call) -> bool:
 
 
 # Words of a test that picks the main process (`if master_process:`, `if rank == 0:`).
-MAIN_PROCESS_WORDS = {"master", "main", "rank", "is_main_process", "is_master", "local_rank"}
 SHOW_METHODS = {"write", "add_scalar", "add_scalars", "set_postfix", "set_description", "info",
                 "set_value", "set_text", "setText"}  # (a GUI's label, set every frame)
 
