@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 28  # 28: a branch that fills a cache under its key runs once per key
+SUMMARY_VERSION = 29  # 29: a loop that calls a method named for a whole step (optimize_parameters) trains
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.

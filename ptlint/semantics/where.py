@@ -467,7 +467,8 @@ def backpropagates(loop: ast.AST) -> bool:
 
 def runs_training_step(loop: ast.AST) -> bool:
     """The loop's body runs a training or environment step: `.backward()`, `zero_grad()`,
-    `optimizer.step()`, `env.step(a)`, `next(it)` (not in functions defined there)."""
+    `optimizer.step()`, `env.step(a)`, `next(it)`, a method named for a whole step
+    (`model.optimize_parameters()`, `STEP_METHODS`) (not in functions defined there)."""
     if not isinstance(loop, STATEMENT_LOOPS):
         return False
     known = getattr(loop, "_ptlint_trains", None)  # asked of every call in the loop: once per loop
@@ -476,11 +477,17 @@ def runs_training_step(loop: ast.AST) -> bool:
     return known
 
 
+# Methods that run a whole training step by their name (`model.optimize_parameters()` of the
+# pix2pix / CycleGAN family, `agent.update_parameters(memory, batch_size, updates)`,
+# `trainer.train_step(batch)`): a loop that calls one trains, whatever the callee's file shows.
+STEP_METHODS = {"optimize_parameters", "update_parameters", "train_step", "training_step", "train_on_batch"}
+
+
 def _runs_training_step(loop: ast.AST) -> bool:
     for call in calls_in(loop.body):
         func = call.func
         if isinstance(func, ast.Attribute):
-            if func.attr in TRAINING_CALLS:
+            if func.attr in TRAINING_CALLS or func.attr in STEP_METHODS:
                 return True
             if func.attr == "step" and name_words(func.value) & STEPPER_NAMES:
                 return True

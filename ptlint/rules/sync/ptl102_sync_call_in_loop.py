@@ -298,6 +298,24 @@ No automatic fix: benchmark code may need the sync where it is.
 """
 
     bad_examples = [
+        # a timing sync in a loop whose step is a method named for it (the pix2pix family's
+        # `optimize_parameters()`), the time averaged and shown every N steps
+        """
+import time
+import torch
+
+def train(model, dataset, opt):
+    optimize_time = 0.1
+    for i, data in enumerate(dataset):
+        torch.cuda.synchronize()  # expect: PTL102
+        start = time.time()
+        model.set_input(data)
+        model.optimize_parameters()
+        torch.cuda.synchronize()  # expect: PTL102
+        optimize_time = (time.time() - start) * 0.005 + 0.995 * optimize_time
+        if i % opt.print_freq == 0:
+            print(optimize_time)
+""",
         # CUDA events read every step only to be averaged and shown every 100 steps
         """
 import torch
