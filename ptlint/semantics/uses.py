@@ -305,7 +305,9 @@ def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: in
     func = call.func
     qual = ctx.qualname(func)
     if qual is not None:
-        if qual.startswith(HOST_MODULES) or qual in HOST_FUNCTIONS:
+        if qual in HOST_FUNCTIONS:
+            return HOST if _every_time(call, ctx, scope) else KEPT
+        if qual.startswith(HOST_MODULES):
             return HOST
         if qual.startswith(LOG_MODULES):
             return LOG
@@ -333,7 +335,7 @@ def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: in
     if method == "update" and words & METER_WORDS:
         return METER
     if method in WRITE_METHODS:
-        return LOG if any("log" in word for word in words) else HOST
+        return LOG if any("log" in word for word in words) else HOST if _every_time(call, ctx, scope) else KEPT
     if method in EVALUATOR_METHODS or words & EVALUATOR_WORDS:
         return HOST
     if method in SIZING_METHODS:
@@ -346,6 +348,19 @@ def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: in
             return KEPT  # `self.preds.append(p)`: kept on the object
         return _name_destination(head.id, None, ctx, scope, hops)
     return KEPT
+
+
+def _every_time(call: ast.Call, ctx: "FileFacts", scope: ast.AST) -> bool:
+    """`call` (a write to a file) runs in the statement loop around the read, not after it: a
+    loss history saved once the loop ends (`train_losses.append(loss.item())`, then
+    `np.savetxt(path, train_losses)`) needs no value on the host every iteration."""
+    loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), None)
+    node = call
+    while loop is not None and node is not None and node is not scope:
+        if node is loop:
+            return True
+        node = ctx.parent(node, within=scope)
+    return loop is None
 
 
 def _bound(target: ast.AST, statement: ast.stmt, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:

@@ -127,6 +127,19 @@ def test_destination(body, expected):
     assert goes(body, setup) == expected
 
 
+def test_a_file_written_after_the_loop_needs_no_value_every_iteration():
+    after = ("import numpy as np\ndef f(model, loader, path, out):\n    history = []\n    for x in loader:\n"
+             "        history.append(probe(x))\n    np.savetxt(path, history)\n    out.write(str(history))\n")
+    assert probe(after, destination) == [KEPT]
+    inside = ("import numpy as np\ndef f(model, loader, path, out):\n    for x in loader:\n"
+              "        np.savetxt(path, [probe(x)])\n")
+    assert probe(inside, destination) == [HOST]
+    written = "def f(model, loader, out):\n    for x in loader:\n        out.write(str(probe(x)))\n"
+    assert probe(written, destination) == [HOST]
+    straight = "import numpy as np\ndef f(model, x, path):\n    np.savetxt(path, [probe(x)])\n"
+    assert probe(straight, destination) == [HOST]
+
+
 def test_a_name_is_followed_a_few_hops_only():
     # v -> a -> b -> c -> print: three names followed, the fourth is too far to see
     assert goes("v = probe(x)\na = v\nb = a\nprint(b)") == LOG

@@ -391,7 +391,9 @@ Not reported, wherever the code runs:
   read (`.item()`, `float(t)`, formatting) whose destination the file does not show is reported;
 - a read whose value the host needs every iteration, followed through the names it is assigned
   to (three hops): decoded (`tokenizer.decode(ids.tolist())`, a sampled token kept and decoded
-  later), written to a file or stream (`f.write(...)`, `json.dump`, `torch.save`), handed to a
+  later), written to a file or stream in the same iteration (`f.write(...)`, `json.dump`,
+  `torch.save`; not a history written once the loop ends, `losses.append(loss.item())` then
+  `np.savetxt(path, losses)` after it, which is reported), handed to a
   host-side evaluator (`coco_evaluator.update(...)`, `metric.add_batch(...)`, `evaluator.process`)
   or to scikit-learn, SciPy, pycocotools, used as an index into a Python container, as a loop
   count (`range(n.item())`) or as a size the host allocates or reshapes with (`torch.zeros(n)`,
