@@ -47,6 +47,9 @@ NONE, WEAK, STRONG = 0, 1, 2
 NUMPY_MODULES = ("numpy", "pandas", "jax.numpy")
 
 TORCH_OP_MODULES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
+# functions of other torch modules that return a tensor: the total norm of the gradients
+TENSOR_RESULTS = {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_",
+                  "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad_norm"}
 # lower-case functions of those modules that return no tensor (capitalised names are classes)
 NOT_TENSOR_FUNCTIONS = {
     "numel", "promote_types", "result_type", "can_cast", "broadcast_shapes", "finfo", "iinfo", "typename",
@@ -89,7 +92,8 @@ def tensor_kind(node: ast.AST, ctx: "FileFacts", _seen: dict | None = None) -> i
         return _name_kind(node.id, ctx, _seen)
     if isinstance(node, ast.Call):
         func = node.func
-        if is_torch_op(ctx.qualname(func)):
+        qual = ctx.qualname(func)
+        if is_torch_op(qual) or qual in TENSOR_RESULTS:
             return STRONG
         if is_module_call(node, ctx):
             return STRONG

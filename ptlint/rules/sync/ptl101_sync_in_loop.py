@@ -885,6 +885,17 @@ class Memory(torch.nn.Module):
         self.enqueue(keys.detach())
         return loss
 """,
+        # the total gradient norm `clip_grad_norm_` returns is a tensor: formatting it reads it
+        """
+import torch
+
+def train(model, loader, opt):
+    for x in loader:
+        model(x.cuda()).mean().backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        print("grad norm {:.4f}".format(grad_norm))  # expect: PTL101
+""",
         # a tensor handed to TensorBoard or wandb, which read it back to log it
         """
 import torch
