@@ -8,12 +8,13 @@ the queue was already drained. The questions, each answered here once:
 - `destination(node, ctx)`: where the value read at `node` goes, followed through the
   expressions around it and through the names it is bound to in its function (three hops):
   - LOG: only logging, metrics, progress bars and accumulators — `print`, a logger, a writer's
-    `add_scalar`, `wandb.log`, `self.log`, a progress bar's `set_postfix`, a meter's `update()`,
-    a dict or list of stats that goes there. Keep it on the device; read it every N steps;
+    `add_scalar`, `wandb.log`, `self.log`, a progress bar's `set_postfix`, a dict or list of
+    stats that goes there. Keep it on the device; read it every N steps;
   - HOST: the host needs it — decoded (`tokenizer.decode(ids.tolist())`), written to a file or
     a stream, given to an environment's `step`, to a host-side evaluator (`evaluator.update`,
     `metric.add_batch`, scikit-learn, pycocotools), used as an index into a Python container
-    or as a loop count (`range(n.item())`);
+    or as a loop count (`range(n.item())`), or a size the host allocates with (`torch.zeros(n)`,
+    `x.view(n, -1)`); a file written only after the loop that reads the value is KEPT, not HOST;
   - KEPT: kept or passed on where the file does not show what becomes of it — kept in a
     container that is not logged, returned, handed to other code, tested by an `if`;
   - METER: given to a meter's or tracker's `update()` (`losses.update(v)`,
@@ -31,9 +32,10 @@ the queue was already drained. The questions, each answered here once:
   collecting results on the host keeps device memory bounded and is the intended form;
 - `adds_no_wait(node, ctx)`: `after_drain` or `waits_anyway`, below;
 - `waits_anyway(node, ctx)`: the iteration around the read waits for the device elsewhere, by
-  design: unconditionally in the loop body, a guard on a tensor's value that leaves the
-  iteration (`if not torch.isfinite(loss): continue`), or another read the host needs (a bulk
-  copy kept or computed with, a value decoded or evaluated). Moving this read saves no wait;
+  design: unconditionally in the loop body (or in its main process's branch), a guard on a
+  tensor's value that leaves the iteration (`if not torch.isfinite(loss): continue`), or another
+  read the host needs (a whole tensor a meter computes with, a value decoded, evaluated or
+  written in the iteration). Moving this read saves no wait; a running total is no such read;
 - `after_drain(node, ctx)`: the read adds no new wait — earlier in the same loop body (or
   function body), unconditionally, a full drain (`torch.cuda.synchronize()` in any spelling,
   `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read,
@@ -46,7 +48,11 @@ the queue was already drained. The questions, each answered here once:
   (`[x.item() for x in t]`, `for v in t: total += v.item()`): one `.tolist()` reads them all
   with one sync;
 - `masked_write_only(node, ctx)`: `if m.any(): x[m] = v` — the branch only writes through the
-  mask, which does nothing when the mask is empty: the test saves nothing and costs a sync.
+  mask, which does nothing when the mask is empty: the test saves nothing and costs a sync;
+- `read_elsewhere(operand, ctx)`: the loop reads the tensor a condition tests back anyway
+  (host-driven search code);
+- `logged_tensor(call, ctx)`: the device tensor a logging call reads back to log it
+  (`writer.add_scalar("loss", loss, step)`, `wandb.log({"loss": loss})`).
 
 Answers read the traversal's state (`ctx.loops`, `ctx.functions`, `ctx.assignments`), so they
 are asked during the traversal, at the node being visited.
