@@ -208,8 +208,28 @@ class UsesDataParallel(Rule):
             any(_runs_inference(call, self.ctx) and (self.ctx.qualname(call.func) in NO_GRAD or any(
                 isinstance(m, ast.Name) and m.id in names for m in ast.walk(call.func))) for call in calls)
 
+    def _unwrapped_again(self) -> bool:
+        """`decoder = nn.DataParallel(decoder)`, `decoder.load_state_dict(state)`, then `decoder =
+        decoder.module.cuda()` in the same function: a wrap only to load a checkpoint saved with
+        `module.` names, taken off before the model runs."""
+        function, stack = self.ctx.function or self.ctx.tree, self.ctx.stack
+        assign = next((n for n in reversed(stack) if isinstance(n, ast.stmt)), None)
+        if not isinstance(assign, ast.Assign) or len(assign.targets) != 1:
+            return False
+        wrapped = ast.dump(assign.targets[0])
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and node.lineno > assign.lineno and len(node.targets) == 1 \
+                    and ast.dump(node.targets[0]) == wrapped:
+                value = node.value
+                while isinstance(value, (ast.Call, ast.Attribute)) and not (
+                        isinstance(value, ast.Attribute) and value.attr == "module"):
+                    value = value.func if isinstance(value, ast.Call) else value.value
+                return isinstance(value, ast.Attribute) and ast.dump(value.value).replace("Store", "Load") \
+                    == wrapped.replace("Store", "Load")
+        return False
+
     def visit_Call(self, node: ast.Call) -> None:
-        if self._is_data_parallel(node.func) and not self._wrapped_for_inference():
+        if self._is_data_parallel(node.func) and not self._wrapped_for_inference() and not self._unwrapped_again():
             self.report(node, self.message.format(name=ast.unparse(node.func)), end_node=node.func)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -250,7 +270,9 @@ args.multiprocessing_distributed:`, or an `elif torch.cuda.device_count() > 1:` 
 `if not args.distributed:`) is the training script's own multi-GPU path whenever the option is
 off, which is how it usually runs. Nor the branch taken without a GPU (`else:` of `if
 torch.cuda.is_available():`, of `if use_gpu:` or `if args.cuda:`, or under `if not ...`), where
-DataParallel over no device only calls the model.
+DataParallel over no device only calls the model. Nor a wrap taken off again in the same
+function (`decoder = nn.DataParallel(decoder)`, `decoder.load_state_dict(...)`, `decoder =
+decoder.module.cuda()`): it only matches a checkpoint's `module.` names.
 
 ## Where it reports
 - **Reports** wherever DataParallel is used: in once-code (the usual place: the model is wrapped
@@ -302,6 +324,21 @@ No automatic fix: DDP needs a launcher, a process group and a distributed sample
 """
 
     bad_examples = [
+        # the wrapped model trains; its `.module` is only read to save it, and the name is given
+        # another model's `.module` after training
+        """
+import torch
+
+def train(model, ema, loader, opt):
+    model = torch.nn.DataParallel(model).cuda()  # expect: PTL202
+    for x in loader:
+        model(x.cuda()).mean().backward()
+        opt.step()
+    inner = model.module
+    torch.save(inner.state_dict(), "model.pt")
+    model = ema.module
+    return model
+""",
         # the branch taken with a GPU
         """
 import torch
@@ -427,6 +464,21 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # a wrap only to load a checkpoint saved with `module.` names, taken off at once
+        """
+import torch
+
+def load_decoder(arch, path):
+    decoder = torch.nn.DataParallel(arch.Decoder())
+    decoder.load_state_dict(torch.load(path)["model_state_dict"])
+    decoder = decoder.module.cuda()
+    return decoder
+
+if __name__ == "__main__":
+    net = torch.nn.DataParallel(torch.nn.Linear(4, 4))
+    net.load_state_dict(torch.load("net.pt"))
+    net = net.module
+""",
         # the branch taken without a GPU: DataParallel over no device calls the model
         """
 import torch
