@@ -13,6 +13,10 @@ from ptlint.semantics.nodes import def_key
 from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_model
 
 
+# Builtins that read a function's locals by name: a nested def may be reached through them.
+LOCALS_BY_NAME = {"locals", "vars", "eval", "exec"}
+
+
 class FileContext(FileFacts):
     """The file being checked, for rules: `FileFacts` (names, assignments, traversal state) and
     the decoded source, fix building (`edits`), where code runs (`model`, `where`) and reporting."""
@@ -80,6 +84,24 @@ class FileContext(FileFacts):
             current = self.parent(current)
         return False
 
+    def _in_unused_local_def(self, node: ast.AST) -> bool:
+        """`node` sits in a def nested in a function that never names it (`def empirical_stat(...)`
+        inside `main()`, never called, returned or passed on): it never runs. Not a decorated def
+        (a decorator may register it), nor one whose function reads its locals by name."""
+        current = self.parent(node)
+        while current is not None:
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)) and not current.decorator_list:
+                outer = self.parent(current)
+                while outer is not None and not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                   ast.ClassDef, ast.Module)):
+                    outer = self.parent(outer)
+                if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(
+                        isinstance(n, ast.Name) and (n.id == current.name and isinstance(n.ctx, ast.Load)
+                                                     or n.id in LOCALS_BY_NAME) for n in ast.walk(outer)):
+                    return True
+            current = self.parent(current)
+        return False
+
     def finish(self) -> list[Finding]:
         """The reported findings whose code runs where their rule looks, each with its context."""
         project = self.project
@@ -88,6 +110,8 @@ class FileContext(FileFacts):
                 continue  # nothing in the project compiles code: no graph to break
             if project is not None and project.dead and self._in_dead_code(node, project.dead):
                 continue  # a def or a method nothing in the training project uses: it never runs
+            if self._in_unused_local_def(node):
+                continue  # a nested def its function never names: it never runs
             where = self.where(node)
             if project is not None and rule.needs_accelerator and project.cpu_only \
                     and self.model.base_of(where.function) != CALLED:

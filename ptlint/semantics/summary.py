@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 29  # 29: a loop that calls a method named for a whole step (optimize_parameters) trains
+SUMMARY_VERSION = 30  # 30: an import by a name built on a package prefix looks into that package only
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -228,7 +228,7 @@ LOOKUP_BUILTINS = {"globals": ".", "vars": ".", "locals": ".", "eval": "*", "exe
 
 def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: bool, imports: list) -> dict:
     roots, tops, entry, dict_reads = scan.names
-    lookups: list = ["*"] if imports_by_name else []  # what it loads is unknown, and may use any def
+    lookups: list = _dynamic_lookups(ctx) if imports_by_name else []  # what it loads may use any def
     for call in ctx.calls():
         func = call.func
         if isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and ctx.names.qualname(func, at=call) in (
@@ -828,6 +828,35 @@ def _imports_by_name(ctx: "FileFacts") -> bool:
         if qual.startswith(("importlib.", "runpy.")):
             return True
     return False
+
+
+def _dynamic_lookups(ctx: "FileFacts") -> list:
+    """What the file's imports by name may load: a package's modules where the name is built on a
+    constant package prefix (`__import__("networks." + specs["arch"])`, `importlib.import_module(
+    f"models.{name}_model")`: ["m", 0, "networks", []]); anything ("*") otherwise."""
+    out: list = []
+    for call in ctx.calls():
+        func = call.func
+        qual = ctx.names.qualname(func, at=call) or ""
+        if isinstance(func, ast.Name) and func.id == "__import__" or qual == "importlib.import_module":
+            prefix = _constant_prefix(call.args[0]) if call.args else None
+            package = prefix.rpartition(".")[0] if prefix else ""
+            if not package or package.startswith("."):
+                return ["*"]
+            out.append(["m", 0, package, []])
+        elif qual.startswith(("importlib.", "runpy.")):
+            return ["*"]
+    return out or ["*"]
+
+
+def _constant_prefix(node: ast.AST) -> str | None:
+    """The constant text a built string starts with: `"networks." + name` -> "networks.",
+    `f"models.{name}_model"` -> "models."."""
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node = node.left
+    if isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[0]
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _compiles(ctx: "FileFacts", scan: _Scan) -> bool:

@@ -1691,6 +1691,12 @@ def test_a_script_that_reads_its_own_globals_keeps_its_defs(tmp_path, monkeypatc
     ("import pkg\n\nfn = getattr(pkg, sys.argv[1])\n", True),  # a package looked into: its modules, not metrics
     ("fn = globals()[sys.argv[1]]\n", True),  # this file's own names
     ("import importlib\n\nm = importlib.import_module(sys.argv[1])\n", False),  # anything
+    # a name built on a package's prefix: that package's modules, not metrics
+    ("import importlib\n\nm = importlib.import_module('pkg.' + sys.argv[1])\n", True),
+    ("m = __import__(f'pkg.{sys.argv[1]}', fromlist=['build'])\n", True),
+    ("m = __import__('metrics' + sys.argv[1])\n", False),  # no package in the prefix: anything
+    ("import importlib\n\nm = importlib.import_module('pkg.' + sys.argv[1])\nn = importlib.import_module(sys.argv[2])\n",
+     False),
 ])
 def test_a_branch_no_call_takes_is_decided_only_where_no_lookup_reaches_it(tmp_path, monkeypatch, capsys,
                                                                             lookup, decided):

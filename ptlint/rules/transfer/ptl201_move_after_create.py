@@ -717,6 +717,28 @@ gives float32.
 """
 
     bad_examples = [
+        # the same nested helper, called every step, and one returned to the caller
+        """
+import torch
+
+def main_function(decoder, loader, opt):
+    def noise(n):
+        return torch.randn(n, 8).cuda()  # expect: PTL201
+
+    for x in loader:
+        decoder(x.cuda() + noise(x.shape[0])).mean().backward()
+        opt.step()
+
+def make_sampler(n):
+    def sample():
+        return torch.ones(n).cuda()  # expect: PTL201
+    return sample
+
+def dispatch(kind, n):
+    def zeros():
+        return torch.zeros(n).cuda()  # expect: PTL201
+    return locals()[kind]()
+""",
         # a Python number made into a tensor and copied, every step of a denoising loop
         """
 import torch
@@ -847,6 +869,21 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a helper nested in the training function that the function never calls
+        """
+import torch
+
+def main_function(decoder, loader, opt):
+    def empirical_stat(latent_vecs, indices):
+        lat_mat = torch.zeros(0).cuda()
+        for ind in indices:
+            lat_mat = torch.cat([lat_mat, latent_vecs[ind]], 0)
+        return torch.mean(lat_mat, 0)
+
+    for x in loader:
+        decoder(x.cuda()).mean().backward()
+        opt.step()
+""",
         # a tensor filled on the host before its move, one built once before the loop (PTL105's),
         # and a name bound twice
         """
