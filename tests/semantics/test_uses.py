@@ -21,6 +21,7 @@ from ptlint.semantics.uses import (
     before_read,
     destination,
     elementwise_read,
+    logged_tensor,
     masked_write_only,
     waits_anyway,
 )
@@ -196,11 +197,43 @@ def test_a_buffer_read_is_avoidable_whatever_its_value_is_for():
     ("out = model(x)\nif out.sum() > 0:\n    helper()\nprobe(out)", False),  # a branch that stays
     ("out = model(x)\ncorrect += out.argmax(1).cpu().sum()\nprobe(out)", False),  # a running total
     ("out = model(x)\nprobe(out)", False),
+    ("out = model(x)\ntotal += out.sum()\nprint(tok.decode(out.tolist()))\nprobe(out)", True),  # past a total
+    ("out = model(x)\nkept = torch.zeros(3)\nrunning_metrics.update(x, kept.cpu().numpy())\nprobe(out)",
+     False),  # a copy of host memory waits for nothing
+    ("out = model(x)\nprint(tok.decode(scaler.get_scale()))\nprobe(out)", False),  # GradScaler's own read
+    ("out = model(x)\nrunning_metrics.update(out[0].item())\nprobe(out)", False),  # a scalar a meter shows
+    ("loss = model(x).mean()\nrunning_metrics.update(loss.cpu())\nprobe(loss)", False),  # one element
 ])
 def test_waits_anyway(body, expected):
-    source = "import torch\ndef f(model, loader, tok, writer, running_metrics, ctx, flag, correct, local_rank):\n" \
+    source = "import torch\ndef f(model, loader, tok, writer, running_metrics, ctx, flag, correct, local_rank, total,\n" \
+             "      scaler):\n" \
              "    for x in loader:\n" + "".join(f"        {line}\n" for line in body.strip().splitlines())
     assert probe(source, waits_anyway) == [expected]
+
+
+@pytest.mark.parametrize("call,expected", [
+    ('writer.add_scalar("loss", loss, step)', "loss"),
+    ('writer.add_scalar(tag="loss", scalar_value=loss, global_step=step)', "loss"),
+    ('writer.add_scalar(tag="loss", global_step=step)', None),
+    ('writer.add_scalar("lr", 0.1, step)', None),  # a number
+    ('writer.add_scalars("parts", {"lr": 0.1, "mse": loss}, step)', "loss"),
+    ('wandb.log({"loss": loss})', "loss"),
+    ('wandb.log(data={"loss": loss})', "loss"),
+    ('wandb.log(step=step)', None),
+    ('logger.log({"loss": loss})', None),  # not wandb's
+    ('writer.add_scalar("host", kept, step)', None),  # in host memory
+])
+def test_logged_tensor(call, expected):
+    source = ("import torch\nimport wandb\ndef f(model, x, y, writer, logger, step):\n"
+              "    loss = torch.nn.functional.mse_loss(model(x), y)\n    kept = torch.zeros(2)\n"
+              f"    probe({call})\n")
+    found = probe(source, lambda node, ctx: logged_tensor(node.args[0], ctx))
+    assert [ast.unparse(n) if n is not None else None for n in found] == [expected]
+
+
+def test_a_logging_call_given_too_few_arguments_is_no_read():
+    source = "import torch\ndef f(model, x, writer):\n    loss = torch.sum(model(x))\n    probe(writer.add_scalar(loss))\n"
+    assert probe(source, lambda node, ctx: logged_tensor(node.args[0], ctx)) == [None]
 
 
 DRAINS = """
