@@ -12,7 +12,6 @@ from ptlint.semantics.facts import FileFacts
 from ptlint.semantics.nodes import def_key
 from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_model
 
-
 # Builtins that read a function's locals by name: a nested def may be reached through them.
 LOCALS_BY_NAME = {"locals", "vars", "eval", "exec"}
 

@@ -218,9 +218,7 @@ def _every_iteration(block: list[ast.stmt]):
     """The statements of a loop body that run on every iteration (an `if` or `while` for its test;
     the body of an `if` that holds on the main process, where it runs every iteration)."""
     for statement in block:
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            yield from _every_iteration(statement.body)
-        elif isinstance(statement, ast.Try):
+        if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
             yield from _every_iteration(statement.body)
         elif isinstance(statement, (ast.If, ast.While)):
             yield statement
