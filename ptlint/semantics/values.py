@@ -824,6 +824,35 @@ def type_guarded(node: ast.AST, ctx: "FileFacts", modules: tuple[str, ...]) -> b
 
 
 # -- module state ---------------------------------------------------------------------------------
+def masked_reduction(call: ast.Call, ctx: "FileFacts") -> ast.Subscript | None:
+    """`d[d > 0].mean()`, `torch.sum(x[mask])`: a reduction over a boolean-mask selection, whose
+    size the host must count (`nonzero`) before it can select: a wait, where a masked reduction
+    on the device (`(d * (d > 0)).sum() / (d > 0).sum()`) has a fixed shape. The selection, or None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTIONS and not call.args and not call.keywords:
+        selected = func.value
+    elif len(call.args) == 1 and not call.keywords and (ctx.qualname(func) or "").rpartition(".")[::2] in {
+            ("torch", name) for name in FULL_REDUCTIONS}:
+        selected = call.args[0]
+    else:
+        return None
+    return selected if isinstance(selected, ast.Subscript) and _boolean_mask(selected.slice, ctx) else None
+
+
+def _boolean_mask(node: ast.AST, ctx: "FileFacts", hops: int = 1) -> bool:
+    """A comparison (`d > 0`, `x != x`), its negation, or a local assigned one: of tensors where
+    what it selects from is one."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+        node = node.operand
+    if isinstance(node, ast.Compare):  # (a value that is not a tensor is the caller's question)
+        return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops) \
+            and not all(isinstance(side, ast.Constant) for side in (node.left, *node.comparators))
+    if isinstance(node, ast.Name) and hops:
+        values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
+        return bool(values) and all(_boolean_mask(v, ctx, hops - 1) for v in values)
+    return False
+
+
 def reads_module_state(node: ast.AST) -> bool:
     """`int(self.queue_ptr)`, `self.count.item()`, `self.params[0].item()`: a read of an attribute
     of `self` (or of an element of one)."""

@@ -28,6 +28,7 @@ from ptlint.semantics.values import (
     is_module_call,
     is_scalar_tensor,
     is_torch_op,
+    masked_reduction,
     reads_module_state,
     step_counter,
     tensor_kind,
@@ -39,6 +40,8 @@ from ptlint.semantics.where import backpropagates, in_model_loop, is_log_call, m
 # `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
 NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
 ELEMENTWISE_HELP = "Read the whole tensor once with `.tolist()` (one sync) instead of one element at a time."
+MASKED_REDUCTION_HELP = ("Reduce with the mask on the device, at a fixed shape: `(x * m).sum() / m.sum()` for "
+                         "`x[m].mean()`, `torch.where(m, x, 0).sum()` for `x[m].sum()`.")
 MASKED_HELP = "Drop the `if`: a write through an empty mask changes nothing, and the test waits for the GPU."
 WARN_HELP = ("Test it every N steps or once after the loop (keep a device flag such as `bad |= y.min() < -1`): "
              "a warning does not need a wait every step.")
@@ -111,6 +114,10 @@ class SyncInLoop(Rule):
             if self.ctx.loops or may_be_step(self.ctx):
                 self._method_read(node)
             return
+        masked = masked_reduction(node, self.ctx)
+        if masked is not None and self._worth_asking(node) and self._holds_a_tensor(masked.value):
+            self._read(node, masked.value, "a reduction over a boolean-mask selection (`x[mask]` counts the mask)",
+                       help=MASKED_REDUCTION_HELP)
         logged = logged_tensor(node, self.ctx)
         if not (isinstance(func, ast.Name) and (func.id in NUMBER_CONVERSIONS or func.id == "print")
                 or isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)
@@ -349,6 +356,11 @@ The reads it finds:
   format every value of any other; and a tensor handed to a logger that reads it back:
   TensorBoard's `writer.add_scalar(tag, loss, step)` and `writer.add_scalars(tag, {"a": loss})`,
   `wandb.log({"loss": loss})`;
+- a reduction over a boolean-mask selection (`d[d > 0].mean()`, `torch.sum(x[mask])`, `mask` a
+  comparison of tensors): the selection's size depends on the data, so the host counts the mask
+  (`nonzero`) before it can select; `(d * (d > 0)).sum() / (d > 0).sum()` or `torch.where`
+  reduce at a fixed shape. A selection whose size is the result (`boxes = out[keep]`) is not
+  reported;
 - a step counter kept in a tensor (`self.register_buffer("update_count", torch.tensor([0]))`
   only ever increased by a number, `self.update_count += 1`): every test of it (`if
   self.update_count >= warmup:`), `.item()`, `int()` or `float()` of it in a training step waits
@@ -885,6 +897,28 @@ class Memory(torch.nn.Module):
         self.enqueue(keys.detach())
         return loss
 """,
+        # a reduction over a boolean-mask selection in a loss: the host counts the mask first
+        """
+import torch
+import torch.nn.functional as F
+
+def rkd_loss(f_s, f_t):
+    with torch.no_grad():
+        t_d = torch.cdist(f_t, f_t)
+        t_d = t_d / t_d[t_d > 0].mean()  # expect: PTL101
+    d = torch.cdist(f_s, f_s)
+    positive = d > 0
+    d = d / torch.mean(d[positive])  # expect: PTL101
+    return F.smooth_l1_loss(d, t_d)
+
+def train(model, loader, opt):
+    for x, labels in loader:
+        scores = model(x.cuda())
+        loss = -torch.sum(F.log_softmax(scores, dim=-1), dim=-1)
+        loss = loss[labels.cuda() != -100].mean()  # expect: PTL101
+        (loss + rkd_loss(scores, scores.detach())).backward()
+        opt.step()
+""",
         # the total gradient norm `clip_grad_norm_` returns is a tensor: formatting it reads it
         """
 import torch
@@ -1040,6 +1074,25 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # selections whose size is the result (boxes kept by a threshold), reductions along a
+        # dimension, NumPy arrays, and a masked mean kept at a fixed shape
+        """
+import numpy as np
+import torch
+
+def train(model, loader, opt, history):
+    for x, y in loader:
+        out = model(x.cuda())
+        keep = out[:, 0] > 0.5
+        boxes = out[keep]
+        rows = out[keep].sum(0)
+        mask = (y.cuda() != -100).float()
+        loss = (out.mean(-1) * mask).sum() / mask.sum() + boxes.sum() + rows.sum()
+        loss.backward()
+        opt.step()
+        arr = np.asarray(history)
+        history.append(arr[arr > 0].mean())
+""",
         # host numbers handed to the loggers, and a tensor logged every N steps
         """
 import torch
