@@ -194,7 +194,7 @@ def waits_anyway(node: ast.AST, ctx: "FileFacts") -> bool:
     (not inside an `if`, a loop or a def; `with` and `try` bodies count), a guard on a tensor's
     value that leaves the iteration, or another read the host needs: the iteration waits for the
     device there by design, so reading this value later or keeping it on the device saves none."""
-    loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), None)
+    loop = _statement_loop(ctx)
     if loop is None:
         return False
     own = {id(n) for n in ast.walk(node)}
@@ -226,6 +226,12 @@ def _every_iteration(block: list[ast.stmt]):
                 yield from _every_iteration(statement.body)  # every iteration of the main process
         elif not isinstance(statement, (ast.For, ast.AsyncFor, *DEFINITIONS)):
             yield statement
+
+
+def _statement_loop(ctx: "FileFacts") -> ast.AST | None:
+    """The innermost statement loop around the traversal (a comprehension's value goes to the
+    statement that holds it)."""
+    return next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), None)
 
 
 def _scope(ctx: "FileFacts") -> ast.AST:
@@ -358,7 +364,7 @@ def _every_time(call: ast.Call, ctx: "FileFacts", scope: ast.AST) -> bool:
     """`call` (a write to a file) runs in the statement loop around the read, not after it: a
     loss history saved once the loop ends (`train_losses.append(loss.item())`, then
     `np.savetxt(path, train_losses)`) needs no value on the host every iteration."""
-    loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), None)
+    loop = _statement_loop(ctx)
     node = call
     while loop is not None and node is not None and node is not scope:
         if node is loop:
@@ -449,7 +455,7 @@ def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:
         return True
     # the statement loop around the read: a comprehension's value (`{k: v.item() for ...}`) goes
     # to the statement that holds it
-    loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), None)
+    loop = _statement_loop(ctx)
     names = set()
     for ancestor in reversed(ctx.stack):
         if ancestor is loop or isinstance(ancestor, FUNCTION_DEFS):
@@ -627,7 +633,7 @@ def after_drain(node: ast.AST, ctx: "FileFacts") -> bool:
     unconditionally, a full drain (`is_drain`) or another read, with no device work between. A
     drain inside an `if`, a loop or a `try` may not have run; one in a `with` body has."""
     scope = _scope(ctx)
-    stop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, STATEMENT_LOOPS)), scope)
+    stop = _statement_loop(ctx) or scope
     child, statement = node, ctx.parent(node, within=scope)
     while statement is not None and not isinstance(statement, ast.stmt):
         child, statement = statement, ctx.parent(statement, within=scope)

@@ -831,8 +831,10 @@ def masked_reduction(call: ast.Call, ctx: "FileFacts") -> ast.Subscript | None:
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTIONS and not call.args and not call.keywords:
         selected = func.value
-    elif len(call.args) == 1 and not call.keywords and (ctx.qualname(func) or "").rpartition(".")[::2] in {
-            ("torch", name) for name in FULL_REDUCTIONS}:
+    elif len(call.args) == 1 and not call.keywords:
+        module, _, name = (ctx.qualname(func) or "").rpartition(".")
+        if module != "torch" or name not in FULL_REDUCTIONS:
+            return None
         selected = call.args[0]
     else:
         return None

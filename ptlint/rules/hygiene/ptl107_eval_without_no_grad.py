@@ -6,7 +6,13 @@ import ast
 
 from ptlint.engine.rule import CALLED, ONCE, PER_STEP, Rule
 from ptlint.semantics.autograd import GradRegions, gradient_users, graph_wanted
-from ptlint.semantics.nodes import DEFINITIONS, dotted, is_constant, name_words
+from ptlint.semantics.nodes import (
+    DEFINITIONS,
+    argument,
+    dotted,
+    is_constant,
+    name_words,
+)
 from ptlint.semantics.where import iterable_is_data
 
 
@@ -88,6 +94,11 @@ def _freezes(value: ast.AST) -> bool:
         value = value.func.value
     return False
 
+def _positional(function: ast.AST) -> list[str]:
+    """The parameters a call may pass by position, in order."""
+    return [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+
+
 class EvalWithoutNoGrad(Rule):
     code = "PTL107"
     name = "eval-without-no-grad"
@@ -165,9 +176,7 @@ class EvalWithoutNoGrad(Rule):
                       None)
         if helper is None or helper is self.ctx.function or gradient_users(helper, self.ctx):
             return None
-        params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
-        if isinstance(func, ast.Attribute) and params:
-            params = params[1:]  # (`self`)
+        params = _positional(helper)[1 if isinstance(func, ast.Attribute) else 0:]  # (a method's `self`)
         regions = GradRegions.of(self.ctx)
         for inner in ast.walk(helper):
             if not isinstance(inner, ast.Call):
@@ -176,9 +185,7 @@ class EvalWithoutNoGrad(Rule):
             if model is None or model == "self" or regions.off(inner):
                 continue
             if model in params:  # the helper's parameter: the model this call passes there
-                index = params.index(model)
-                arg = call.args[index] if index < len(call.args) else \
-                    next((k.value for k in call.keywords if k.arg == model), None)
+                arg = argument(call, params.index(model), model)
                 model = dotted(arg) if arg is not None else None
             if model is not None and self._mode_before(model, call) == "eval":
                 return model
@@ -205,15 +212,14 @@ class EvalWithoutNoGrad(Rule):
         function = self.ctx.functions[-1] if self.ctx.functions else None
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
-        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        params = _positional(function)
         if model not in params:
             return None
         index = params.index(model)
         calls = [c for c in self.ctx.calls() if isinstance(c.func, ast.Name) and c.func.id == function.name]
         modes = set()
         for call in calls:
-            arg = call.args[index] if index < len(call.args) else \
-                next((k.value for k in call.keywords if k.arg == model), None)
+            arg = argument(call, index, model)
             name = dotted(arg) if arg is not None else None
             if name is None:
                 return None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ptlint.engine.rule import ONCE, Rule
 from ptlint.semantics.autograd import NO_GRAD, SET_GRAD
-from ptlint.semantics.nodes import name_words
+from ptlint.semantics.nodes import dotted, name_words
 from ptlint.semantics.values import TRAINING_CALLS
 from ptlint.semantics.where import OPTIMIZER_NAMES
 
@@ -216,16 +216,15 @@ class UsesDataParallel(Rule):
         assign = next((n for n in reversed(stack) if isinstance(n, ast.stmt)), None)
         if not isinstance(assign, ast.Assign) or len(assign.targets) != 1:
             return False
-        wrapped = ast.dump(assign.targets[0])
+        wrapped = dotted(assign.targets[0])
         for node in ast.walk(function):
-            if isinstance(node, ast.Assign) and node.lineno > assign.lineno and len(node.targets) == 1 \
-                    and ast.dump(node.targets[0]) == wrapped:
+            if wrapped is not None and isinstance(node, ast.Assign) and node.lineno > assign.lineno \
+                    and len(node.targets) == 1 and dotted(node.targets[0]) == wrapped:
                 value = node.value
                 while isinstance(value, (ast.Call, ast.Attribute)) and not (
                         isinstance(value, ast.Attribute) and value.attr == "module"):
                     value = value.func if isinstance(value, ast.Call) else value.value
-                return isinstance(value, ast.Attribute) and ast.dump(value.value).replace("Store", "Load") \
-                    == wrapped.replace("Store", "Load")
+                return isinstance(value, ast.Attribute) and dotted(value.value) == wrapped
         return False
 
     def visit_Call(self, node: ast.Call) -> None:
