@@ -34,8 +34,8 @@ the queue was already drained. The questions, each answered here once:
 - `waits_anyway(node, ctx)`: the iteration around the read waits for the device elsewhere, by
   design: unconditionally in the loop body (or in its main process's branch), a guard on a
   tensor's value that leaves the iteration (`if not torch.isfinite(loss): continue`), or another
-  read the host needs (a whole tensor a meter computes with, a value decoded, evaluated or
-  written in the iteration). Moving this read saves no wait; a running total is no such read;
+  read the host needs (a whole tensor a meter or a function computes with, a value decoded,
+  evaluated or written in the iteration; also one in each branch of an `if`/`else`). Moving this read saves no wait; a running total is no such read;
 - `after_drain(node, ctx)`: the read adds no new wait — earlier in the same loop body (or
   function body), unconditionally, a full drain (`torch.cuda.synchronize()` in any spelling,
   `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read,
@@ -173,13 +173,15 @@ def avoidable(node: ast.AST, ctx: "FileFacts", scalar: bool) -> bool:
 
 def _needed_read(call: ast.Call, ctx: "FileFacts") -> bool:
     """`call` reads a device tensor back, and the host needs what it reads: it goes where the host
-    needs it (HOST), or it is a whole tensor a meter computes with (a NumPy confusion matrix)."""
+    needs it (HOST), or it is a whole tensor the host computes with or collects (a NumPy
+    confusion matrix, `accuracy(out.cpu().numpy(), y)`, `preds.append(out.cpu())`): the bulk
+    copies `avoidable` leaves alone as the intended form."""
     if not _reads(call, ctx) or hidden_read(call, ctx):
         return False
     goes = destination(call, ctx)
     if goes == HOST:
         return True
-    return goes == METER and is_read_call(call) and call.func.attr != "item" \
+    return goes in (METER, KEPT) and is_read_call(call) and call.func.attr != "item" \
         and not is_scalar_tensor(call.func.value, ctx)
 
 
@@ -195,15 +197,22 @@ def waits_anyway(node: ast.AST, ctx: "FileFacts") -> bool:
     value that leaves the iteration, or another read the host needs: the iteration waits for the
     device there by design, so reading this value later or keeping it on the device saves none."""
     loop = _statement_loop(ctx)
-    if loop is None:
-        return False
-    own = {id(n) for n in ast.walk(node)}
-    for statement in _every_iteration(loop.body):
+    return loop is not None and _waits_in(loop.body, node, {id(n) for n in ast.walk(node)}, ctx)
+
+
+def _waits_in(block: list[ast.stmt], node: ast.AST, own: set[int], ctx: "FileFacts") -> bool:
+    """`block`, run whole, waits by design somewhere other than at `node` (see `waits_anyway`):
+    also where each branch of an `if`/`else` does (`if args.log: s = z.cpu().numpy() ... else:
+    s = z.cpu().numpy()`)."""
+    for statement in _every_iteration(block):
         if isinstance(statement, ast.AugAssign):
             continue  # a running total (`correct += (p == y).cpu().sum()`) could be summed on the device
         if isinstance(statement, (ast.If, ast.While)):
             if isinstance(statement, ast.If) and _leaves_loop(statement.body) \
                     and value_test(statement.test, ctx) is not None:
+                return True
+            if isinstance(statement, ast.If) and statement.orelse and _waits_in(statement.body, node, own, ctx) \
+                    and _waits_in(statement.orelse, node, own, ctx):
                 return True
             parts = [statement.test]
         else:

@@ -190,6 +190,13 @@ def test_a_buffer_read_is_avoidable_whatever_its_value_is_for():
     ("out = model(x)\nrunning_metrics.update(x, out.argmax(1).cpu().numpy())\nprobe(out)", True),
     ("out = model(x)\nprobe(out)\nprint(tok.decode(out.argmax(-1).tolist()))", True),
     ("out = model(x)\nprobe(out)\nif local_rank == 0:\n    print(tok.decode(out.tolist()))", True),  # main process
+    # a whole tensor the host computes with in a function of its own, or collects
+    ("out = model(x)\nprobe(out)\nacc = accuracy(out.cpu().numpy(), x.cpu().numpy())", True),
+    ("out = model(x)\nprobe(out)\ncollected.append(out.cpu())\nhelper(collected)", True),
+    # in each branch of an if/else; not in one branch only
+    ("out = model(x)\nprobe(out)\nif flag:\n    s = helper(out.cpu().numpy())\nelse:\n    s = accuracy(out.cpu().numpy())", True),
+    ("out = model(x)\nprobe(out)\nif flag:\n    s = helper(out.cpu().numpy())\nelse:\n    s = 0", False),
+    ("out = model(x)\nprobe(out)\nif flag:\n    s = helper(out.cpu().numpy())", False),
     # not every iteration, or not a wait the host needs
     ("loss = model(x)\nif flag:\n    if not torch.isfinite(loss):\n        continue\nprobe(loss)", False),
     ("out = model(x)\nfor o in out:\n    tok.decode(o.tolist())\nprobe(out)", False),
@@ -206,7 +213,7 @@ def test_a_buffer_read_is_avoidable_whatever_its_value_is_for():
 ])
 def test_waits_anyway(body, expected):
     source = "import torch\ndef f(model, loader, tok, writer, running_metrics, ctx, flag, correct, local_rank, total,\n" \
-             "      scaler):\n" \
+             "      scaler, accuracy, helper, collected):\n" \
              "    for x in loader:\n" + "".join(f"        {line}\n" for line in body.strip().splitlines())
     assert probe(source, waits_anyway) == [expected]
 

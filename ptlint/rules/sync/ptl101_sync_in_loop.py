@@ -417,7 +417,9 @@ Not reported, wherever the code runs:
   the body of an `if` on the main process, `if local_rank == 0:`), a
   test of a tensor's value that skips or ends the iteration (`if loss == 0 or not
   torch.isfinite(loss): continue`), or another read the host needs (decoded, evaluated, a
-  whole tensor a meter computes with). Reading this value every N steps would save no wait;
+  whole tensor a meter or a function computes with: `accuracy(out.cpu().numpy(),
+  y.cpu().numpy())`), also one in each branch of an `if`/`else`. Reading this value every N
+  steps would save no wait;
   a running total (`correct += (p == y).cpu().sum()`) is not such a read, since it could be
   summed on the device;
 - a read right after a full drain, which adds no new wait: earlier in the same loop body (or
@@ -1134,6 +1136,17 @@ def validate(model, loader, running_metrics, loss_meter):
             loss_meter.update(F.cross_entropy(out, y.cuda()).item())
             pred = out.argmax(1).cpu().numpy()
             running_metrics.update(y.numpy(), pred)
+
+def train_heatmaps(model, loader, criterion, optimizer, losses, acc, accuracy):
+    for x, y in loader:
+        output = model(x.cuda())
+        loss = criterion(output, y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.update(loss.item(), x.size(0))
+        _, avg_acc, cnt = accuracy(output.detach().cpu().numpy(), y.numpy())
+        acc.update(avg_acc, cnt)
 """,
         # sizes the host allocates with: a count of rows, a view's shape
         """

@@ -7,7 +7,7 @@ import os
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.nodes import FUNCTION_DEFS, block_of, name_words, parameter_names
-from ptlint.semantics.uses import before_read
+from ptlint.semantics.uses import before_read, waits_anyway
 from ptlint.semantics.where import MAIN_PROCESS_WORDS
 
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
@@ -99,8 +99,9 @@ class SyncCallInLoop(Rule):
         qualname = self._sync_function(node.func)
         if qualname is None:
             return
-        if qualname.endswith("synchronize") and before_read(node, self.ctx):
-            return  # `.item()` right after waits for the same queue: dropping this saves nothing
+        if qualname.endswith("synchronize") and (before_read(node, self.ctx) or waits_anyway(node, self.ctx)):
+            return  # `.item()` right after, or a read the host needs in every iteration, waits for
+            # the same queue: dropping this saves nothing
         if qualname.endswith("synchronize") and self._timing_shown_each_step(node):
             return
         if qualname.endswith("synchronize") and self._beside_timer(node):
@@ -232,7 +233,10 @@ and fragments memory. Either one per iteration costs throughput for no benefit.
 
 Not reported: a `synchronize()` that a read of the step's results follows before any new
 device work (`torch.cuda.synchronize()` then `loss_value = loss.item()`): the read waits for the
-same queue, so removing the call saves nothing (PTL101 reports the read, where it is avoidable).
+same queue, so removing the call saves nothing (PTL101 reports the read, where it is avoidable);
+nor one in a loop whose every iteration reads back a value the host needs (`s =
+out.cpu().numpy()` for a NumPy metric, in the loop body or in each branch of an `if`/`else`):
+the iteration waits there anyway.
 Nor calls placed on purpose: `synchronize()` next to a timer read (a clock, or a timer object's
 `tic()` / `toc()`: how GPU work is timed, see PTL108) in a loop that does not train, or in a file
 or function named for measuring speed (`benchmark.py`, `speed_test.py`, `compute_time_train`:
@@ -501,6 +505,24 @@ def train(model, loader, opt, batch_time, print_freq):
     ]
 
     good_examples = [
+        # every evaluation batch reads its outputs back for a NumPy metric, in either branch: the
+        # iteration waits there anyway
+        """
+import numpy as np
+import torch
+
+def evaluate(model, loader, args):
+    correct = 0
+    for x, y in loader:
+        z = model(x.cuda())
+        torch.cuda.synchronize()
+        if args.keep_scores:
+            scores = z.detach().cpu().numpy()
+        else:
+            scores = z.detach().cpu().numpy()
+            correct += np.sum(np.round(scores) == y.numpy())
+    return correct
+""",
         # a GUI's step timed with CUDA events: the frame time is put on a label and steers the
         # work of the next frame, every frame
         """
