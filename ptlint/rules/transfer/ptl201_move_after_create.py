@@ -49,7 +49,27 @@ def factory_name(call: ast.AST, ctx) -> str | None:
         return None
     if name == "normal" and len(call.args) < 3 and keyword(call, "size") is None:
         return None  # normal(mean_tensor, std_tensor) has no `device=`: it follows its inputs
+    if _empty(call, name):
+        return None  # `torch.zeros((4, 0))`: no element to build or copy
     return name
+
+
+# Factories whose positional arguments are the shape (`full`: its first argument only).
+SHAPE_ARGUMENTS = {"zeros", "ones", "empty", "rand", "randn", "full"}
+
+
+def _empty(call: ast.Call, name: str) -> bool:
+    """A shape with a literal 0 in it: `torch.zeros((b, 0))`, `torch.empty(0, d)`, `size=(0,)`."""
+    size = keyword(call, "size")
+    if size is not None:
+        dims = [size]
+    elif name in SHAPE_ARGUMENTS:
+        dims = call.args[:1] if name == "full" else call.args
+    else:
+        return False
+    if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
+        dims = dims[0].elts
+    return any(isinstance(d, ast.Constant) and d.value == 0 and type(d.value) is int for d in dims)
 
 
 # Functions of an expression computed from factories alone (a frequency table, an embedding's
@@ -869,6 +889,17 @@ def grid(steps):
     ]
 
     good_examples = [
+        # an empty tensor (a dimension of literal 0): nothing is built or copied
+        """
+import torch
+
+def sample(model, n, device):
+    for _ in range(n):
+        start = torch.zeros((4, 0)).long().to("cuda")
+        none = torch.empty(0, 8).to(device)
+        sized = torch.randn(size=(0,)).cuda()
+        model(start, none, sized)
+""",
         # a helper nested in the training function that the function never calls
         """
 import torch
