@@ -87,6 +87,26 @@ def _magnitude(ctx, node: ast.AST, depth: int = 0) -> bool:
     return False
 
 
+# Host data made a tensor (`torch.tensor(rows, dtype=torch.float)`) or cast to a floating type
+# (`counts.type(torch.float)`): raw input features, in data preparation.
+DATA_CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy", "numpy.array", "numpy.asarray"}
+
+
+def _converted_data(ctx, node: ast.AST) -> bool:
+    """`torch.tensor(rows, dtype=torch.float)`, `batch.clone().type(torch.float)`: raw data
+    converted to floating point where it is compressed. Features stored in another type are
+    counts and sizes (`log(x + 1)` of a count is exact), read at absolute precision."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args \
+            and node.func.attr in ("clone", "detach", "contiguous", "float", "double"):
+        node = node.func.value
+    if not isinstance(node, ast.Call):
+        return False
+    if ctx.qualname(node.func) in DATA_CONSTRUCTORS:
+        return True
+    return isinstance(node.func, ast.Attribute) and node.func.attr == "type" and len(node.args) == 1 \
+        and ctx.qualname(node.func) is None
+
+
 ROUNDING_CALLS = {"round", "floor", "ceil", "trunc", "long", "int"}
 
 
@@ -260,7 +280,7 @@ class LogExpPrecision(DeferredRule):
             exp = exp_call(ctx, x)
             if exp is not None:
                 return "softplus", exp.operand
-            if integer_valued(ctx, x) or _magnitude(ctx, x):
+            if integer_valued(ctx, x) or _magnitude(ctx, x) or _converted_data(ctx, x):
                 return None
             return "log1p", x
         cosh = torch_call(ctx, operand, {"torch.cosh"}, "cosh", False)
@@ -363,7 +383,9 @@ an integer literal), where `1 + x` and `exp(x) - 1` round nothing away; a result
 an integer or only compared (`torch.round(torch.exp(d) - 1)`, `(ratio - 1).abs() > clip`), which
 throws the extra digits away; `log(1 + |x|)` (also `|d| / s`, through a local) and `log(1 + count)`
 (names of counts, durations, lengths), a magnitude compressed for features or targets (symlog,
-log-spaced coordinates, log-counts), read at absolute precision; `log1p(-exp(x))` (a correct
+log-spaced coordinates, log-counts), read at absolute precision; `log(1 + x)` of raw data made a
+floating-point tensor in the expression (`torch.tensor(rows, dtype=torch.float) + 1`,
+`batch.type(torch.float) + 1`): features stored in another type are counts, where `1 + x` is exact; `log1p(-exp(x))` (a correct
 `log(1 - exp(x))`); NumPy and `math`.
 
 `exp(x) - 1` is not reported without one of the signals above, nor when its result (scaled, after
@@ -589,6 +611,16 @@ def f(x, h, over, scale, bound, beta, d, w):
     weights = ((beta * d).exp() - 1.0).clamp(max=w)
     clipped = -scale * (torch.exp(-over) - 1.0) + bound
     return a, b, weights, clipped, (torch.exp(x) - 1) / 2, (torch.exp(x) - 1 + x), torch.exp(x) - 1 - h
+""",
+        # raw data made a floating-point tensor where it is compressed: counts, exact in `1 + x`
+        """
+import torch
+
+def collate(rows, dense):
+    x = torch.log(torch.tensor(rows, dtype=torch.float) + 1)
+    d = torch.log(dense.clone().detach().type(torch.float) + 1)
+    a = torch.log(1 + torch.from_numpy(dense).float())
+    return x, d, a
 """,
         # NumPy and math are not torch
         """
