@@ -88,7 +88,7 @@ def wrap_for_eval(model):
 @pytest.mark.parametrize("text, spans", [
     ("import torch\nm = torch.nn.DataParallel(net)\n", [(2, 5, 2, 26, "torch.nn.DataParallel")]),
     ("from torch import nn\nwrap = nn.DataParallel if many else nn.Identity\n", [(2, 8, 2, 23, "nn.DataParallel")]),
-    ("from torch.nn import DataParallel as DP\nclass P(DP):\n    pass\n", [(2, 9, 2, 11, "DP")]),
+    ("from torch.nn import DataParallel as DP\nclass P(DP):\n    pass\nm = P(net)\n", [(4, 5, 4, 6, "P")]),
 ])
 def test_the_finding_names_the_spelling_and_spans_the_class(text, spans):
     found = [(f.line, f.column, f.end_line, f.end_column, f.message) for f in check_text(text, ["PTL202"])]

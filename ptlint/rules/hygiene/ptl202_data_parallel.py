@@ -101,8 +101,21 @@ class UsesDataParallel(Rule):
         self._inference: bool | None = None  # the file runs its model only for inference (_inference_only)
 
     def _is_data_parallel(self, node: ast.AST) -> bool:
-        return isinstance(node, (ast.Name, ast.Attribute)) and self.ctx.qualname(node) in DATA_PARALLEL \
+        """DataParallel, or a subclass of it the file defines (`class DataParallelWithCallback(
+        DataParallel)`, then `DataParallelWithCallback(model)`): where it is constructed."""
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return False
+        subclass = isinstance(node, ast.Name) and node.id in self._subclasses() and self.ctx.qualname(node) is None
+        return (subclass or self.ctx.qualname(node) in DATA_PARALLEL) \
             and not self._offered_as_an_option() and not self._without_a_gpu()
+
+    def _subclasses(self) -> set[str]:
+        """The classes at the top of the module that subclass DataParallel."""
+        if "ptl202-subclasses" not in self.ctx.memo:
+            self.ctx.memo["ptl202-subclasses"] = {
+                node.name for node in self.ctx.tree.body if isinstance(node, ast.ClassDef)
+                and any(self.ctx.qualname(base) in DATA_PARALLEL for base in node.bases)}
+        return self.ctx.memo["ptl202-subclasses"]
 
     def _without_a_gpu(self) -> bool:
         """In the branch taken when no GPU is there (`else:` of `if torch.cuda.is_available():`,
@@ -239,16 +252,11 @@ class UsesDataParallel(Rule):
             if self._is_data_parallel(value):
                 self.report(value, self.message.format(name=ast.unparse(value)))
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        for base in node.bases:  # a subclass is DataParallel all the same
-            if self._is_data_parallel(base):
-                self.report(base, self.message.format(name=ast.unparse(base)))
-
     docs = """
 ## What it does
 Finds `torch.nn.DataParallel` — however it is imported (`nn.DataParallel`,
 `from torch.nn.parallel import DataParallel as DP`) — being constructed, chosen as the wrapper
-class, or subclassed.
+class, or a subclass of it the file defines being constructed.
 
 ## Why is this bad?
 `DataParallel` runs one Python process that drives every GPU from threads: each step it
@@ -257,7 +265,10 @@ to GPU 0 and reduces gradients there. The GIL, the per-step replication and the 
 make it slower than `DistributedDataParallel` even on a single machine; PyTorch's
 documentation recommends DDP instead.
 
-Not reported: a project's own class that happens to be called `DataParallel` (defined in the
+Not reported: a subclass's definition (`class DataParallelWithCallback(DataParallel):` in a
+vendored synchronized-BatchNorm package): a definition runs nothing, and such packages ship
+classes their project never constructs; the subclass is reported where the file that defines
+it constructs it. A project's own class that happens to be called `DataParallel` (defined in the
 file or imported from a non-torch module), `isinstance(m, nn.DataParallel)` checks used to
 unwrap a model, and a library offering DataParallel as a mode the user chooses —
 inside a class or method whose name says it wraps or parallelises (`Trainer._wrap_model`,
@@ -369,8 +380,11 @@ from torch import nn
 
 wrapper = nn.DataParallel if torch.cuda.device_count() > 1 else nn.Identity  # expect: PTL202
 
-class Parallel(nn.DataParallel):  # expect: PTL202
+class Parallel(nn.DataParallel):
     pass
+
+def wrap(model):
+    return Parallel(model)  # expect: PTL202
 """,
         # the path a training script takes when the distributed option is off
         """
@@ -463,6 +477,15 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # a vendored subclass the file defines and never constructs
+        """
+from torch.nn.parallel.data_parallel import DataParallel
+
+class DataParallelWithCallback(DataParallel):
+    def replicate(self, module, device_ids):
+        modules = super().replicate(module, device_ids)
+        return modules
+""",
         # a wrap only to load a checkpoint saved with `module.` names, taken off at once
         """
 import torch
