@@ -211,7 +211,8 @@ Each page's "Where it reports" says where code must run for the rule to report i
   an inner batch loop, under `if step % 100 == 0`);
 - **once-code**: the module's top level outside loops, `if __name__ == "__main__":`, `__init__`
   and other set-up, functions that only once-code calls (`main()`), and loops there over
-  settings or a model's parts;
+  settings or a model's parts (an `__init__` runs where its class is called: a helper object
+  built in every forward builds what its `__init__` builds every step);
 - **a function whose callers the file does not show**: it runs as often as its callers elsewhere;
 - **error paths**: an `except` body, a branch that ends in `raise` or only warns or logs;
 - **test code**: files matching `test-code` in `[tool.ptlint]` (test suites by default);

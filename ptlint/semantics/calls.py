@@ -19,6 +19,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import local_classes
+from ptlint.semantics.names import LOCAL
 from ptlint.semantics.nodes import SELF_NAMES, class_family
 
 if TYPE_CHECKING:
@@ -92,11 +93,21 @@ class CallSites:
                         sites.setdefault(id(target), []).append(call)
         return sites
 
+    def _constructor(self, name: str, call: ast.Call) -> list[ast.AST]:
+        """`Mask(b, n)` of a class of the file runs its `__init__` each time it is called: a helper
+        object built every step builds what its `__init__` builds every step."""
+        owner = local_classes(self.ctx).get(name)
+        if owner is None or self.ctx.names.meaning(name, call).kind != LOCAL:
+            return []
+        return [d for d in owner.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__init__"]
+
     def _resolve(self, callee: ast.AST, call: ast.Call) -> list[ast.AST]:
         """The defs of this file that `callee` (at `call`) may name."""
         ctx = self.ctx
         if isinstance(callee, ast.Name):
             candidates = self._defs.get(callee.id, [])
+            if not candidates and callee is call.func:
+                return self._constructor(callee.id, call)
             if len(candidates) <= 1:
                 return candidates
             # the innermost definition whose scope holds the call

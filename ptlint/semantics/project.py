@@ -537,6 +537,10 @@ class ProjectModel:
                     found = self.lookup(path, ref[1], ref[2], ref[3])
                     if found is not None and found[0] == "def":
                         targets.append((found[1], found[2]))
+                    elif found is not None:  # a class called: its `__init__` runs (a helper built per step)
+                        init = self.method_of(found[1], found[2], "__init__")
+                        if init is not None:
+                            targets.append((init[1], init[2]))
                 elif kind == "s":
                     cls, method = ref[1], ref[2]
                     found = self.method_of(path, cls, method)

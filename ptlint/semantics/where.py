@@ -9,8 +9,9 @@ One analysis per file, shared by every rule, answers for any node:
 - **per-outer-iteration**: in a loop, but visibly less often than its steps — outside an inner
   loop over a data source (once per epoch), or under a periodic test (`if step % 100 == 0`);
 - **once**: module top level outside loops, `__init__` and other set-up (`setup`,
-  `configure_*`, `init_weights`: loops there too), and functions that only once-code of this
-  module calls (`main()`); a loop over a literal list of settings repeats no step either, nor
+  `configure_*`, `init_weights`: loops there too; a call of the class reaches its `__init__`,
+  which runs as often as those calls), and functions that only once-code of this module calls
+  (`main()`); a loop over a literal list of settings repeats no step either, nor
   does one over a model's parts or a mapping (`.named_parameters()`, `.items()`) in once-code;
 - **called**: any other function body: it runs as often as callers this file does not show.
 

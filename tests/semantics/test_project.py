@@ -81,6 +81,39 @@ def test_a_helper_in_another_module_called_per_step_is_reported_with_its_chain(t
         {"path": "train.py", "line": 12, "why": "calls `log_metrics`"}]}
 
 
+@pytest.mark.parametrize("per_step", [True, False])
+def test_a_helper_class_built_per_step_in_another_module_runs_its_init_per_step(tmp_path, monkeypatch, capsys,
+                                                                                per_step):
+    """`mask = CausalMask(b, n, device=...)` in a forward: the class's `__init__` (in another file)
+    runs every step, with the chain; built once in the model's `__init__`, it runs once."""
+    built = "mask = CausalMask(x.shape[0], 4, device=x.device)" if per_step else "mask = self.mask"
+    write(tmp_path, {"masking.py": f"""
+        import torch
+
+
+        class CausalMask:
+            def __init__(self, b, n, device="cpu"):
+                self.mask = torch.triu(torch.ones(b, 1, n, n), diagonal=1).to(device){"  # expect: PTL201" if per_step else ""}
+    """, "model.py": f"""
+        import torch
+        from masking import CausalMask
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mask = CausalMask(8, 4, device="cuda")
+
+            def forward(self, x):
+                {built}
+                return x.masked_fill(mask.mask.bool(), 0.0)
+    """})
+    findings = check(tmp_path, monkeypatch, capsys, "PTL201")
+    assert found(findings) == markers(tmp_path, "PTL201")
+    if per_step:
+        assert findings[0]["context"]["via"][-1] == {"path": "model.py", "line": 11, "why": "calls `CausalMask`"}
+
+
 STAR_HELPERS = """
     import torch
 

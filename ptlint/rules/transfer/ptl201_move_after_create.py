@@ -759,6 +759,20 @@ def dispatch(kind, n):
         return torch.zeros(n).cuda()  # expect: PTL201
     return locals()[kind]()
 """,
+        # a helper object built in every forward: its `__init__` runs every step
+        """
+import torch
+from torch import nn
+
+class CausalMask:
+    def __init__(self, b, n, device="cpu"):
+        self.mask = torch.triu(torch.ones(b, 1, n, n, dtype=torch.bool), diagonal=1).to(device)  # expect: PTL201
+
+class Attention(nn.Module):
+    def forward(self, q, k):
+        mask = CausalMask(q.shape[0], q.shape[1], device=q.device)
+        return (q @ k.transpose(-2, -1)).masked_fill(mask.mask, -1e9)
+""",
         # a Python number made into a tensor and copied, every step of a denoising loop
         """
 import torch
@@ -889,6 +903,23 @@ def grid(steps):
     ]
 
     good_examples = [
+        # the same helper built once, at set-up
+        """
+import torch
+from torch import nn
+
+class CausalMask:
+    def __init__(self, b, n, device="cpu"):
+        self.mask = torch.triu(torch.ones(b, 1, n, n, dtype=torch.bool), diagonal=1).to(device)
+
+class Attention(nn.Module):
+    def __init__(self, b, n):
+        super().__init__()
+        self.causal = CausalMask(b, n, device="cuda")
+
+    def forward(self, q, k):
+        return (q @ k.transpose(-2, -1)).masked_fill(self.causal.mask, -1e9)
+""",
         # an empty tensor (a dimension of literal 0): nothing is built or copied
         """
 import torch
