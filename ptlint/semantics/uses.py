@@ -781,6 +781,8 @@ def logged_tensor(call: ast.Call, ctx: "FileFacts") -> ast.AST | None:
         index, keyword = TENSOR_SINK_METHODS[func.attr]
     elif isinstance(func, ast.Attribute) and func.attr == "log" and ctx.qualname(func) == "wandb.log":
         index, keyword = 0, "data"
+    elif _logger_log(call, ctx):
+        index, keyword = 1, "value"
     else:
         return None
     value = call.args[index] if len(call.args) > index else \
@@ -788,6 +790,23 @@ def logged_tensor(call: ast.Call, ctx: "FileFacts") -> ast.AST | None:
     values = value.values if isinstance(value, ast.Dict) else [value] if value is not None else []
     return next((v for v in values if v is not None and tensor_kind(v, ctx) == STRONG
                  and not in_host_memory(v, ctx)), None)
+
+
+# The names of objects whose `log(key, value, ...)` writes a value out (a project's logger, a
+# tracker): to print or write it, they read a tensor back.
+LOGGER_WORDS = {"logger", "writer", "tracker", "tb", "tensorboard"}
+
+
+def _logger_log(call: ast.Call, ctx: "FileFacts") -> bool:
+    """`logger.log("train/loss", loss, step)`, `self.logger.log(f"{k}", v)`: a logger object's
+    `log` given a key and a value (not `self.log(...)`: Lightning keeps tensors until it logs)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "log" and len(call.args) >= 2) \
+            or ctx.qualname(func) is not None:
+        return False
+    key = call.args[0]
+    return (isinstance(key, ast.JoinedStr) or isinstance(key, ast.Constant) and isinstance(key.value, str)) \
+        and bool(set(name_words(func.value)) & LOGGER_WORDS)
 
 
 # -- reads of each element, masked writes -------------------------------------------------------

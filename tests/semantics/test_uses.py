@@ -229,6 +229,12 @@ def test_waits_anyway(body, expected):
     ('wandb.log(step=step)', None),
     ('logger.log({"loss": loss})', None),  # not wandb's
     ('writer.add_scalar("host", kept, step)', None),  # in host memory
+    ('logger.log("train/loss", loss, step)', "loss"),  # a logger object's log(key, value)
+    ('self.logger.log(f"train/{k}", loss)', "loss"),
+    ('self.log("train/loss", loss)', None),  # Lightning keeps tensors until it writes
+    ('model.log("train/loss", loss)', None),  # not a logger
+    ('logger.log(level, loss)', None),  # no key
+    ('logger.log("train/lr", 0.1, step)', None),  # a number
 ])
 def test_logged_tensor(call, expected):
     source = ("import torch\nimport wandb\ndef f(model, x, y, writer, logger, step):\n"

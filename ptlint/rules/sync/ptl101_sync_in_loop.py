@@ -355,7 +355,8 @@ The reads it finds:
   and `print(t)` — `Tensor.__format__` calls `.item()` on a 0-dim tensor, and `print` / `str`
   format every value of any other; and a tensor handed to a logger that reads it back:
   TensorBoard's `writer.add_scalar(tag, loss, step)` and `writer.add_scalars(tag, {"a": loss})`,
-  `wandb.log({"loss": loss})`;
+  `wandb.log({"loss": loss})`, a logger object's `logger.log("train/loss", loss, step)` (not
+  Lightning's `self.log`, which keeps tensors until it writes);
 - a reduction over a boolean-mask selection (`d[d > 0].mean()`, `torch.sum(x[mask])`, `mask` a
   comparison of tensors): the selection's size depends on the data, so the host counts the mask
   (`nonzero`) before it can select; `(d * (d > 0)).sum() / (d > 0).sum()` or `torch.where`
@@ -953,6 +954,19 @@ def finetune(model, loader, opt):
         loss.backward()
         opt.step()
         wandb.log({"loss": loss, "lr": opt.param_groups[0]["lr"]})  # expect: PTL101
+
+class Agent:
+    def update(self, batch, logger, step):
+        critic_loss = torch.nn.functional.mse_loss(self.critic(batch.cuda()), batch.cuda())
+        logger.log("train_critic/loss", critic_loss, step)  # expect: PTL101
+        self.log("train_critic/loss", critic_loss)
+        self.opt.zero_grad()
+        critic_loss.backward()
+        self.opt.step()
+
+def run(agent, loader, logger):
+    for step, batch in enumerate(loader):
+        agent.update(batch, logger, step)
 """,
         # constants kept in a buffer, read every forward for sizes: the host could keep them itself
         """
