@@ -139,8 +139,9 @@ def default_jobs() -> int:
 
 
 def check_files(jobs: list[Job], caches=None, workers: int | None = None,
-                progress: Callable[[int, int], None] | None = None) -> list[FileResult]:
-    """Check every file, in worker processes when that pays; results in the order of `jobs`."""
+                progress: Callable[[int, int], None] | None = None, pool=None) -> list[FileResult]:
+    """Check every file, in worker processes when that pays; results in the order of `jobs`.
+    `pool`: a WorkerPool to use (one pool for several calls: its workers were forked once)."""
     workers = workers or default_jobs()
     results: list[FileResult] = []
     if workers <= 1 or len(jobs) < 8:
@@ -149,20 +150,58 @@ def check_files(jobs: list[Job], caches=None, workers: int | None = None,
             if progress:
                 progress(index + 1, len(jobs))
         return results
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from ptlint.engine.registry import all_rules
-    from ptlint.engine.traversal import lint_source  # noqa: F401 - import the engine and the rules before forking
-
-    all_rules()
-    method = "fork" if sys.platform.startswith("linux") else None
-    context = multiprocessing.get_context(method)
+    if pool is None:
+        with WorkerPool(workers, caches) as own:
+            return check_files(jobs, caches, workers, progress, own)
     chunk = max(1, min(32, len(jobs) // (workers * 8)))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                             initargs=(caches, os.getpid())) as pool:
-        for index, result in enumerate(pool.map(_check_in_worker, jobs, chunksize=chunk)):
-            results.append(result)
-            if progress:
-                progress(index + 1, len(jobs))
+    for index, result in enumerate(pool.executor.map(_check_in_worker, jobs, chunksize=chunk)):
+        results.append(result)
+        if progress:
+            progress(index + 1, len(jobs))
     return results
+
+
+class WorkerPool:
+    """Worker processes for `check_files`, started when first used. Forked from this process: a
+    pool started before the project's summaries are read (check_project) keeps its workers small
+    for the second pass too, where a pool forked later would copy the summaries into each."""
+
+    def __init__(self, workers: int | None = None, caches=None) -> None:
+        self.workers = workers or default_jobs()
+        self.caches = caches
+        self._executor = None
+
+    @property
+    def executor(self):
+        if self._executor is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            from ptlint.engine.registry import all_rules
+            from ptlint.engine.traversal import lint_source  # noqa: F401 - the engine and rules before forking
+
+            all_rules()
+            method = "fork" if sys.platform.startswith("linux") else None
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context(method),
+                initializer=_init_worker, initargs=(self.caches, os.getpid()))
+        return self._executor
+
+    def start(self) -> "WorkerPool":
+        """Fork the workers now (the pool's processes start with its first task otherwise); with
+        one worker, check_files works in this process and there is nothing to start."""
+        if self.workers > 1:
+            list(self.executor.map(_started, range(self.workers)))
+        return self
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+
+def _started(_index: int) -> None:
+    """A task that does nothing: it makes the pool fork its workers."""

@@ -24,7 +24,7 @@ import re
 import stat
 import sys
 
-from ptlint.run.check import FileResult, check_files
+from ptlint.run.check import FileResult, WorkerPool, check_files
 from ptlint.run.config import DEFAULT_EXCLUDES, Settings
 from ptlint.run.discover import Job
 from ptlint.semantics.project import ProjectFacts, ProjectModel, blake2b, find_root
@@ -82,38 +82,43 @@ def check_project(jobs: list[Job], caches=None, workers: int | None = None, prog
         for path, job in project.to_summarise():
             first.append(job)
             first_owner.append((project, path, project.jobs_by_path.get(path)))
-    results: dict[int, FileResult] = {}
-    linted_with: dict[int, ProjectFacts | None] = {}
-    if first:
-        for job, (project, path, original), result in zip(first, first_owner, check_files(first, caches, workers)):
-            project.add_summary(path, result.summary)
-            if original is not None:
-                results[position_of[id(original)]] = result
-                linted_with[position_of[id(original)]] = job.facts
-    for project in projects:
-        facts = project.solve()
-        for job in project.jobs:
-            job.facts = facts.get(project.key(job.path))  # fix lints with them too
-        project.save()
-    second: list[Job] = []
-    positions: list[int] = []
-    for position, job in enumerate(jobs):
-        facts = job.facts
-        if position in results and (linted_with.get(position) == facts or results[position].error):
-            continue
-        second.append(Job(**{**vars(job), "facts": facts, "summarize": False}))
-        positions.append(position)
-    done = len(jobs) - len(second)
-    if progress and done:
-        progress(done, len(jobs))
+    # one pool for both passes, forked before the summaries are read: its workers stay small
+    with WorkerPool(workers, caches) as pool:
+        if len(first) >= 8:
+            pool.start()
+        results: dict[int, FileResult] = {}
+        linted_with: dict[int, ProjectFacts | None] = {}
+        if first:
+            for job, (project, path, original), result in zip(first, first_owner,
+                                                              check_files(first, caches, workers, pool=pool)):
+                project.add_summary(path, result.summary)
+                if original is not None:
+                    results[position_of[id(original)]] = result
+                    linted_with[position_of[id(original)]] = job.facts
+        for project in projects:
+            facts = project.solve()
+            for job in project.jobs:
+                job.facts = facts.get(project.key(job.path))  # fix lints with them too
+            project.save()
+        second: list[Job] = []
+        positions: list[int] = []
+        for position, job in enumerate(jobs):
+            facts = job.facts
+            if position in results and (linted_with.get(position) == facts or results[position].error):
+                continue
+            second.append(Job(**{**vars(job), "facts": facts, "summarize": False}))
+            positions.append(position)
+        done = len(jobs) - len(second)
+        if progress and done:
+            progress(done, len(jobs))
 
-    def advance(count: int, _total: int) -> None:
-        if progress:
-            progress(done + count, len(jobs))
+        def advance(count: int, _total: int) -> None:
+            if progress:
+                progress(done + count, len(jobs))
 
-    for position, result in zip(positions, check_files(second, caches, workers, advance)):
-        results[position] = result
-    return [results[i]._replace(summary=None) for i in range(len(jobs))]
+        for position, result in zip(positions, check_files(second, caches, workers, advance, pool)):
+            results[position] = result
+        return [results[i]._replace(summary=None) for i in range(len(jobs))]
 
 
 def _notebook_facts(job: Job) -> ProjectFacts | None:
