@@ -104,7 +104,7 @@ DATA_WORDS = {"loader", "dataloader", "dl", "batches", "batch", "dataset", "ds",
               "stream", "episodes", "episode", "rollout", "rollouts", "steps", "iters", "iterations", "samples",
               "minibatches", "microbatches", "queue", "prefetcher", "tqdm", "timesteps"}
 # An inner loop over these splits one step into parts: the outer loop is still the step loop.
-SUB_STEP_WORDS = {"accum", "accumulation", "micro", "microbatch", "microbatches", "micro_step", "chunks",
+SUB_STEP_WORDS = {"accum", "accumulation", "accumulations", "micro", "microbatch", "microbatches", "micro_step", "chunks",
                   "grad_accum", "gradient_accumulation_steps", "accumulate"}
 # Iterating these walks a model's structure or a mapping, not data.
 STRUCTURE_METHODS = {"items", "keys", "values", "parameters", "named_parameters", "modules", "named_modules",
@@ -413,8 +413,18 @@ def _over_structure(loop: ast.AST) -> bool:
 
 
 def is_sub_step_loop(loop: ast.AST) -> bool:
+    """A loop over the parts of one step, by the words of its iterable (`range(accum_steps)`,
+    `range(config["num_accumulations"])`) or of its target (`for micro_step in ...`)."""
     source = loop.test if isinstance(loop, ast.While) else getattr(loop, "iter", None)
-    return source is not None and bool(name_words(source) & SUB_STEP_WORDS)
+    if source is None:
+        return False
+    words = set(name_words(source))
+    target = getattr(loop, "target", None)
+    if isinstance(target, ast.Name):
+        words.update(target.id.lower().split("_"))
+    words.update(part for node in ast.walk(source) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                 for part in node.value.lower().split("_"))
+    return bool(words & SUB_STEP_WORDS)
 
 
 # -- does this code train? -----------------------------------------------------------------------
@@ -523,14 +533,32 @@ def trains_directly(loop: ast.AST) -> bool:
 
 
 def is_step_function(function: ast.AST) -> bool:
-    """A function that backpropagates outside any loop of its own is one training step, whatever
-    its name (Ignite's `update(engine, batch)`, a `train_step` closure)."""
+    """A function that backpropagates outside any loop of its own (or only in a loop over
+    micro-batches: `for i in range(num_accumulations): loss.backward()`) is one training step,
+    whatever its name (Ignite's `update(engine, batch)`, a `train_step` closure)."""
     known = getattr(function, "_ptlint_step", None)  # asked by the model and the summary: once per def
     if known is None:
-        known = function._ptlint_step = any(
-            isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_METHODS
-            for call in calls_in(function.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)))
+        known = function._ptlint_step = _backpropagates_in(function.body)
     return known
+
+
+def _backpropagates_in(block: list[ast.stmt]) -> bool:
+    """`.backward()` in `block`, outside its loops but those over micro-batches."""
+    if any(isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_METHODS
+           for call in calls_in(block, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS))):
+        return True
+    pending = list(block)
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, STATEMENT_LOOPS):
+            if is_sub_step_loop(statement) and _backpropagates_in(statement.body):
+                return True
+        elif isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            for field in ("body", "orelse", "finalbody"):
+                pending.extend(getattr(statement, field, ()))
+            for handler in getattr(statement, "handlers", ()):
+                pending.extend(handler.body)
+    return False
 
 
 def steps_optimizer(block: list[ast.stmt]) -> bool:

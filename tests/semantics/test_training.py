@@ -90,6 +90,12 @@ def test_runs_training_step_is_about_statement_loops():
     ("[l.backward() for l in losses]", False),
     ("def closure():\n        loss.backward()", False),
     ("opt.step()", False),
+    # a loop over the micro-batches of one step: the function is still one step
+    ("for i in range(config['num_G_accumulations']):\n        loss.backward()", True),
+    ("for accumulation_index in range(n):\n        loss.backward()", True),
+    ("with ctx:\n        for micro_step in range(k):\n            loss.backward()", True),
+    ("for i in range(n):\n        for micro_step in range(k):\n            loss.backward()", False),
+    ("for batch in loader:\n        for micro_step in range(k):\n            loss.backward()", False),
 ])
 def test_is_step_function(body, expected):
     assert is_step_function(first(f"def update(engine, batch):\n    {body}\n", ast.FunctionDef)) is expected

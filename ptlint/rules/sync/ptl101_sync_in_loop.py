@@ -955,6 +955,16 @@ def finetune(model, loader, opt):
         opt.step()
         wandb.log({"loss": loss, "lr": opt.param_groups[0]["lr"]})  # expect: PTL101
 
+def make_train(G, D, config):
+    def train(x, y):  # one step: it backpropagates in a loop over micro-batches only
+        G.optim.zero_grad()
+        for accumulation_index in range(config["num_G_accumulations"]):
+            G_loss = D(G(x.cuda())).mean()
+            G_loss.backward()
+        G.optim.step()
+        return {"G_loss": float(G_loss.item())}  # expect: PTL101
+    return train
+
 class Agent:
     def update(self, batch, logger, step):
         critic_loss = torch.nn.functional.mse_loss(self.critic(batch.cuda()), batch.cuda())
