@@ -70,7 +70,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 31  # 31: a call of a class runs its `__init__` (in the file and across files)
+SUMMARY_VERSION = 32  # 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
