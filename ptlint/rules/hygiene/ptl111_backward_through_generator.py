@@ -121,8 +121,8 @@ class BackwardThroughGenerator(Rule):
 
     @staticmethod
     def _only_the_discriminator_steps(statements: list[ast.stmt], index: int, first: ast.stmt) -> bool:
-        """The value computed at `first` reaches a loss whose `.backward()` follows (before any
-        other loss's), and the next optimizer step after it is the discriminator's."""
+        """The value computed at `first` reaches a loss whose `.backward()` follows, and the next
+        optimizer step after it is the discriminator's."""
         carried = _assigned_names(first)
         backward_seen = isinstance(first, ast.Expr) and _backward_of(first) is not None
         for statement in statements[index + 1:]:
@@ -130,11 +130,11 @@ class BackwardThroughGenerator(Rule):
                 continue
             backward = _backward_of(statement)
             if backward is not None:
-                kept = any(k.arg == "retain_graph" for k in backward.keywords)
-                if kept or not _names_in(backward.func.value) & carried:
-                    return False  # another loss's backward first; or a graph kept for the generator's
-                backward_seen = True
-                continue
+                if _names_in(backward.func.value) & carried:
+                    if any(k.arg == "retain_graph" for k in backward.keywords):
+                        return False  # the graph is kept for the generator's backward: shared, by design
+                    backward_seen = True
+                continue  # (another loss's backward: a gradient penalty, the real images' term)
             stepped = _optimizer_step(statement)
             if stepped is not None and backward_seen:
                 return bool(stepped & DISCRIMINATOR_WORDS) and not stepped & GENERATOR_WORDS
@@ -158,9 +158,10 @@ generator wasted on every discriminator step, and the generator's activations ar
 until then. `D(fake.detach())` cuts the graph: the discriminator's gradients are the same.
 
 Not reported: `D(fake.detach())`, `D(fake.data)`, a fake made under `torch.no_grad()` and named
-otherwise; a loss whose backward is followed by the generator's step (a joint update), or by a
-second backward before any step; a backward with `retain_graph=` (the graph is kept for the
-generator's loss: a shared graph, by design, which detaching would not keep).
+otherwise; a loss whose backward is followed by the generator's step first (a joint update); a
+backward with `retain_graph=` (the graph is kept for the generator's loss: a shared graph, by
+design, which detaching would not keep). Other losses' backwards between (a gradient penalty,
+the real images' term) do not change the finding.
 
 ## Where it reports
 - **Reports** in code that runs every step or every N steps (a discriminator updated every
@@ -264,6 +265,19 @@ def train(netG, netD, loader, optimizerD):
         errD.backward()
         optimizerD.step()
 """,
+        # the fake's term backpropagated on its own, then a gradient penalty's, then the step
+        """
+def critic_iteration(self, images, z, one, mone):
+    d_loss_real = self.D(images).mean()
+    d_loss_real.backward(mone)
+    fake_images = self.G(z)
+    d_loss_fake = self.D(fake_images)  # expect: PTL111
+    d_loss_fake = d_loss_fake.mean()
+    d_loss_fake.backward(one)
+    gradient_penalty = self.calculate_gradient_penalty(images.data, fake_images.data)
+    gradient_penalty.backward()
+    self.d_optimizer.step()
+""",
         # the generator called inside the discriminator's call; a critic
         """
 import torch
@@ -315,15 +329,9 @@ def train(generator, discriminator, optimizer_D, optimizer_G, z, real):
     g_loss.backward()
     optimizer_G.step()
 """,
-        # two backwards before the first step; a wrapper that runs both (`G_D`) is neither
+        # a wrapper that runs both (`G_D`) is neither
         """
 def train(G, D, G_D, opt_d, z, real):
-    fake = G(z)
-    d_loss = D(fake).mean() - D(real).mean()
-    d_loss.backward()
-    g_loss = fake.pow(2).mean()
-    g_loss.backward()
-    opt_d.step()
     both = G_D(z)
     other = G_D(z).mean() + D(both).mean()
     other.backward()
