@@ -4,7 +4,7 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "d1d96025-867529"
+FINGERPRINT = "bfb3ebbd-879913"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict('), False),
     'PTL102': ('sync-call-in-loop', True, 'sync.ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
@@ -17,6 +17,7 @@ RULES = {
     'PTL109': ('elementwise-python-loop', False, 'hygiene.ptl109_elementwise_python_loop', ('range(',), False),
     'PTL110': ('host-buffer-write', True, 'transfer.ptl110_host_buffer_write', ('zeros(', 'ones(', 'empty(', 'full('), False),
     'PTL111': ('backward-through-generator', True, 'hygiene.ptl111_backward_through_generator', ('backward',), False),
+    'PTL113': ('host-output-without-no-grad', True, 'hygiene.ptl113_host_output_without_no_grad', ('numpy()', '.item()', '.tolist()'), False),
     'PTL201': ('move-after-create', True, 'transfer.ptl201_move_after_create', ('.cuda(', '.to(', 'device='), False),
     'PTL202': ('data-parallel', True, 'hygiene.ptl202_data_parallel', ('DataParallel',), False),
     'PTL203': ('dataloader-settings', False, 'data.ptl203_dataloader_settings', ('DataLoader',), False),

@@ -135,7 +135,7 @@ def test_a_check_imports_only_the_rules_that_can_fire():
             "classes = rule_classes_for(codes, 'for x in xs:\\n    x.item()\\n')\n"
             "loaded = sorted(m.rsplit('.', 1)[1] for m in sys.modules if '.ptl' in m)\n"
             "print(loaded)\n"
-            "assert [c.code for c in classes] == ['PTL101'], classes\n"  # PTL402 (also triggered) is off
-            "assert loaded == ['ptl101_sync_in_loop'], loaded\n")
+            "assert [c.code for c in classes] == ['PTL101', 'PTL113'], classes\n"  # PTL402 (also triggered) is off
+            "assert loaded == ['ptl101_sync_in_loop', 'ptl113_host_output_without_no_grad'], loaded\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
