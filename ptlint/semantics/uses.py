@@ -11,7 +11,8 @@ the queue was already drained. The questions, each answered here once:
     `add_scalar`, `wandb.log`, `self.log`, a progress bar's `set_postfix`, a dict or list of
     stats that goes there. Keep it on the device; read it every N steps;
   - HOST: the host needs it — decoded (`tokenizer.decode(ids.tolist())`), written to a file or
-    a stream, given to an environment's `step`, to a host-side evaluator (`evaluator.update`,
+    a stream, given to an environment's `step` (also returned from a function that picks an
+    agent's action, `select_action`, `act`), to a host-side evaluator (`evaluator.update`,
     `metric.add_batch`, scikit-learn, pycocotools), used as an index into a Python container
     or as a loop count (`range(n.item())`), or a size the host allocates with (`torch.zeros(n)`,
     `x.view(n, -1)`); a file written only after the loop that reads the value is KEPT, not HOST;
@@ -284,6 +285,8 @@ def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
             return max((_bound(t, parent, ctx, scope, hops) for t in targets), default=NONE)
         elif isinstance(parent, ast.Expr):
             return NONE
+        elif isinstance(parent, ast.Return) and _picks_an_action(scope):
+            return HOST  # `return q.argmax().item()` in `select_action`: the environment steps with it
         elif not isinstance(parent, CARRYING):
             return KEPT  # returned, yielded, iterated, a context manager ...
         child = parent
@@ -433,6 +436,13 @@ def _loads(scope: ast.AST, ctx: "FileFacts") -> dict[str, list[ast.Name]]:
 
 # -- values the host needs ---------------------------------------------------------------------
 ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
+# Words of a function that picks an agent's action (`select_action`, `act`, `choose_action`): what
+# it returns goes to the environment's `step`, on the host.
+ACTION_WORDS = {"action", "actions", "act"}
+
+
+def _picks_an_action(scope: ast.AST) -> bool:
+    return isinstance(scope, FUNCTION_DEFS) and bool(set(scope.name.lower().split("_")) & ACTION_WORDS)
 
 
 def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:

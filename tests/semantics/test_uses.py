@@ -173,6 +173,13 @@ def test_avoidable_meters_and_sizes(body, scalar, expected):
     assert probe(source, lambda node, ctx: avoidable(node, ctx, scalar)) == [expected]
 
 
+@pytest.mark.parametrize("name,expected", [("select_action", False), ("act", False), ("choose_action", False),
+                                           ("evaluate", True), ("react", True)])
+def test_an_action_returned_to_the_environment_is_needed(name, expected):
+    source = f"import torch\ndef {name}(self, state):\n    q = self.q_net(state)\n    return probe(q.argmax())\n"
+    assert probe(source, lambda node, ctx: avoidable(node, ctx, True)) == [expected]
+
+
 def test_a_buffer_read_is_avoidable_whatever_its_value_is_for():
     source = ("import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "        self.register_buffer('params', torch.tensor([4, 1]))\n    def forward(self, v):\n"

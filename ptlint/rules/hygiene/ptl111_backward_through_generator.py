@@ -278,6 +278,15 @@ def critic_iteration(self, images, z, one, mone):
     gradient_penalty.backward()
     self.d_optimizer.step()
 """,
+        # the backward in the same statement; a clipping branch before the step
+        """
+def critic_step(generator, critic, optimizer_critic, real, z, clip):
+    optimizer_critic.zero_grad()
+    (critic(generator(z)).mean() - critic(real).mean()).backward()  # expect: PTL111
+    if clip:
+        clip_weights(critic)
+    optimizer_critic.step()
+""",
         # the generator called inside the discriminator's call; a critic
         """
 import torch
@@ -340,6 +349,20 @@ def train(G, D, G_D, opt_d, z, real):
     mixed = G_D(made).mean()
     mixed.backward()
     opt_d.step()
+""",
+        # the fake's score only logged; the real images' loss backpropagated; one optimizer for both
+        """
+def step(G, D, opt_d, optimizer, z, real, log):
+    fake = G(z)
+    d_out = D(fake)
+    score = d_out.mean().item()
+    real_loss = D(real).mean()
+    real_loss.backward()
+    opt_d.step()
+    log(score)
+    loss = D(G(z)).mean()
+    loss.backward()
+    optimizer.step()
 """,
         # a joint update that steps both (one backward for both losses)
         """

@@ -404,7 +404,8 @@ Not reported, wherever the code runs:
   read (`.item()`, `float(t)`, formatting) whose destination the file does not show is reported;
 - a read whose value the host needs every iteration, followed through the names it is assigned
   to (three hops): decoded (`tokenizer.decode(ids.tolist())`, a sampled token kept and decoded
-  later), written to a file or stream in the same iteration (`f.write(...)`, `json.dump`,
+  later), returned from a function that picks an agent's action (`return q.argmax().item()` in
+  `select_action` or `act`: the environment steps with it), written to a file or stream in the same iteration (`f.write(...)`, `json.dump`,
   `torch.save`; not a history written once the loop ends, `losses.append(loss.item())` then
   `np.savetxt(path, losses)` after it, which is reported), handed to a
   host-side evaluator (`coco_evaluator.update(...)`, `metric.add_batch(...)`, `evaluator.process`)
