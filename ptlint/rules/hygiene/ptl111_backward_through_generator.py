@@ -131,7 +131,7 @@ class BackwardThroughGenerator(Rule):
             backward = _backward_of(statement)
             if backward is not None:
                 if _names_in(backward.func.value) & carried:
-                    if any(k.arg == "retain_graph" for k in backward.keywords):
+                    if any(k.arg in ("retain_graph", "retain_variables") for k in backward.keywords):
                         return False  # the graph is kept for the generator's backward: shared, by design
                     backward_seen = True
                 continue  # (another loss's backward: a gradient penalty, the real images' term)
@@ -159,8 +159,8 @@ until then. `D(fake.detach())` cuts the graph: the discriminator's gradients are
 
 Not reported: `D(fake.detach())`, `D(fake.data)`, a fake made under `torch.no_grad()` and named
 otherwise; a loss whose backward is followed by the generator's step first (a joint update); a
-backward with `retain_graph=` (the graph is kept for the generator's loss: a shared graph, by
-design, which detaching would not keep). Other losses' backwards between (a gradient penalty,
+backward with `retain_graph=` (or `retain_variables=`, its name before PyTorch 0.4: the graph is
+kept for the generator's loss, a shared graph by design, which detaching would not keep). Other losses' backwards between (a gradient penalty,
 the real images' term) do not change the finding.
 
 ## Where it reports
@@ -337,6 +337,18 @@ def train(generator, discriminator, optimizer_D, optimizer_G, z, real):
     g_loss = d_fake.sum() + d_fake.exp().sum().log()
     g_loss.backward()
     optimizer_G.step()
+
+def old_train(G, D, opt_D, opt_G, z, real):
+    G_paintings = G(z)
+    prob_artist1 = D(G_paintings)
+    D_loss = -(D(real).log() + (1 - prob_artist1).log()).mean()
+    G_loss = (1 - prob_artist1).log().mean()
+    opt_D.zero_grad()
+    D_loss.backward(retain_variables=True)
+    opt_D.step()
+    opt_G.zero_grad()
+    G_loss.backward()
+    opt_G.step()
 """,
         # a wrapper that runs both (`G_D`) is neither
         """
