@@ -70,6 +70,8 @@ TENSOR_METHODS = {
     "cumsum", "diff", "round", "floor", "ceil", "neg", "sign", "square", "pow", "mul", "add", "sub", "div",
 }
 KEPT_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "values", "indices"}  # `torch.max(x, 1).values`
+# constructors of a tensor from host data: `torch.tensor(rows)`, `torch.from_numpy(array)`
+HOST_DATA_CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy"}
 BACKWARD_METHODS = {"backward", "manual_backward"}  # accelerator.backward(loss), self.manual_backward(loss)
 TRAINING_CALLS = BACKWARD_METHODS | {"zero_grad"}  # methods that only training code calls
 

@@ -104,8 +104,8 @@ DATA_WORDS = {"loader", "dataloader", "dl", "batches", "batch", "dataset", "ds",
               "stream", "episodes", "episode", "rollout", "rollouts", "steps", "iters", "iterations", "samples",
               "minibatches", "microbatches", "queue", "prefetcher", "tqdm", "timesteps"}
 # An inner loop over these splits one step into parts: the outer loop is still the step loop.
-SUB_STEP_WORDS = {"accum", "accumulation", "accumulations", "micro", "microbatch", "microbatches", "micro_step", "chunks",
-                  "grad_accum", "gradient_accumulation_steps", "accumulate"}
+SUB_STEP_WORDS = {"accum", "accumulation", "accumulations", "micro", "microbatch", "microbatches", "micro_step",
+                  "chunks", "grad_accum", "gradient_accumulation_steps", "accumulate"}
 # Iterating these walks a model's structure or a mapping, not data.
 STRUCTURE_METHODS = {"items", "keys", "values", "parameters", "named_parameters", "modules", "named_modules",
                      "children", "named_children", "buffers", "named_buffers", "state_dict", "param_groups"}
@@ -544,20 +544,11 @@ def is_step_function(function: ast.AST) -> bool:
 
 def _backpropagates_in(block: list[ast.stmt]) -> bool:
     """`.backward()` in `block`, outside its loops but those over micro-batches."""
-    if any(isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_METHODS
-           for call in calls_in(block, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS))):
-        return True
-    pending = list(block)
-    while pending:
-        statement = pending.pop()
-        if isinstance(statement, STATEMENT_LOOPS):
-            if is_sub_step_loop(statement) and _backpropagates_in(statement.body):
-                return True
-        elif isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
-            for field in ("body", "orelse", "finalbody"):
-                pending.extend(getattr(statement, field, ()))
-            for handler in getattr(statement, "handlers", ()):
-                pending.extend(handler.body)
+    for node in body_nodes(block, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in BACKWARD_METHODS:
+            return True
+        if isinstance(node, STATEMENT_LOOPS) and is_sub_step_loop(node) and _backpropagates_in(node.body):
+            return True
     return False
 
 

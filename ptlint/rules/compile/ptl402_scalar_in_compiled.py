@@ -7,6 +7,7 @@ import ast
 from ptlint.engine.rule import Rule
 from ptlint.semantics.compiled import WHERE_TRACED_DOC, is_traced, may_be_traced
 from ptlint.semantics.values import (
+    HOST_DATA_CONSTRUCTORS,
     SCALAR_CONVERSIONS,
     STRONG,
     not_a_tensor,
@@ -14,8 +15,6 @@ from ptlint.semantics.values import (
 )
 
 SCALAR_METHODS = {"item", "tolist", "numpy"}
-# `torch.from_numpy(t.numpy())`: a NumPy round trip that Dynamo traces without a break
-BACK_TO_TORCH = {"torch.from_numpy", "torch.as_tensor", "torch.tensor"}
 # Calls whose arguments are sizes, counts or positions.
 SIZE_TAKERS = {"split", "split_with_sizes", "narrow", "view", "reshape", "expand", "repeat", "repeat_interleave",
                "range", "arange", "zeros", "ones", "empty", "full", "randn", "rand", "new_zeros", "new_ones",
@@ -93,7 +92,7 @@ class ScalarInCompiled(Rule):
             return False
         if isinstance(parent, ast.Call) and node in parent.args:
             target = self.ctx.qualname(parent.func) or ""
-            return target in BACK_TO_TORCH or target.startswith("numpy.")
+            return target in HOST_DATA_CONSTRUCTORS or target.startswith("numpy.")
         return True
 
     docs = """

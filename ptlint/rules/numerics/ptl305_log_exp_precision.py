@@ -21,6 +21,7 @@ from ptlint.rules.numerics._helpers import (
     same,
     torch_call,
 )
+from ptlint.semantics.values import HOST_DATA_CONSTRUCTORS
 
 MESSAGES = {
     "log1p": "`log(1 + x)` rounds `1 + x` and loses `x` when it is small; use `log1p(x)`",
@@ -87,9 +88,9 @@ def _magnitude(ctx, node: ast.AST, depth: int = 0) -> bool:
     return False
 
 
-# Host data made a tensor (`torch.tensor(rows, dtype=torch.float)`) or cast to a floating type
-# (`counts.type(torch.float)`): raw input features, in data preparation.
-DATA_CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy", "numpy.array", "numpy.asarray"}
+# Host data made a tensor or an array (`torch.tensor(rows, dtype=torch.float)`, `np.array(rows)`):
+# raw input features, in data preparation.
+DATA_CONSTRUCTORS = HOST_DATA_CONSTRUCTORS | {"numpy.array", "numpy.asarray"}
 
 
 def _converted_data(ctx, node: ast.AST) -> bool:

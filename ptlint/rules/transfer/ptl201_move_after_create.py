@@ -9,6 +9,7 @@ from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
 from ptlint.semantics.nodes import STATEMENT_LOOPS, body_nodes, keyword
 from ptlint.semantics.values import (
     DEVICE_STRING,
+    HOST_DATA_CONSTRUCTORS,
     NONE,
     is_cpu_device,
     is_device,
@@ -82,8 +83,6 @@ EXPRESSION_METHODS = {"float", "double", "half", "bfloat16", "long", "int", "boo
                       "squeeze", "view", "reshape", "transpose", "permute", "contiguous", "exp", "log", "sin", "cos",
                       "sqrt", "pow", "neg", "abs", "reciprocal", "mul", "add", "sub", "div", "triu", "tril", "repeat",
                       "expand", "flatten", "outer", "type", "t", "fill_", "zero_", "clamp", "cumsum", "flip"}
-# Constructors from host data: `torch.from_numpy(table)`, `torch.tensor(table)`.
-HOST_DATA = {"torch.from_numpy", "torch.tensor", "torch.as_tensor"}
 # NumPy arrays drawn or filled on the host, and the torch factory that makes them on the device.
 NUMPY_BUILDERS = {"numpy.random.normal": "randn", "numpy.random.randn": "randn", "numpy.random.standard_normal": "randn",
                   "numpy.random.rand": "rand", "numpy.random.random": "rand", "numpy.random.uniform": "rand",
@@ -334,16 +333,17 @@ class MoveAfterCreate(Rule):
                 and built.func.attr in EXPRESSION_METHODS | {"expand_as"}:
             built = built.func.value
         if isinstance(built, ast.Call) and len(built.args) == 1 and not built.keywords \
-                and self.ctx.qualname(built.func) in HOST_DATA | LEGACY_TYPES and _python_range(built.args[0]):
+                and self.ctx.qualname(built.func) in HOST_DATA_CONSTRUCTORS | LEGACY_TYPES \
+                and _python_range(built.args[0]):
             self._report_range(move, built)
             return
         if isinstance(inner, ast.Call) and len(inner.args) == 1 and _constant_list(inner.args[0]) \
-                and self.ctx.qualname(inner.func) in HOST_DATA | LEGACY_TYPES \
+                and self.ctx.qualname(inner.func) in HOST_DATA_CONSTRUCTORS | LEGACY_TYPES \
                 and not any(k.arg == "device" for k in inner.keywords):
             self._report_constants(move, inner)
             return
-        if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA and len(inner.args) == 1 \
-                and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
+        if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA_CONSTRUCTORS \
+                and len(inner.args) == 1 and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
             if self._numpy_copied(move, inner.args[0]):
                 return
             if self.ctx.qualname(inner.func) == "torch.tensor" and _repeated_list(inner.args[0]):
