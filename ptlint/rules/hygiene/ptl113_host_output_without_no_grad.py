@@ -298,6 +298,19 @@ def weights(path):
     w = load_model_weights(path)
     return w.numpy()
 """,
+        # once-code: a function only `main()` calls, once
+        """
+import torch
+
+def first_action(policy, obs):
+    return policy(torch.as_tensor(obs)).cpu().numpy()
+
+def main(policy, obs):
+    print(first_action(policy, obs))
+
+if __name__ == "__main__":
+    main(torch.nn.Linear(4, 2), [0.0, 1.0, 2.0, 3.0])
+""",
         # no model is run: torch and NumPy functions
         """
 import numpy as np
