@@ -130,13 +130,21 @@ class BlockingTransfer(Rule):
         with until it goes (a fix this rule does not offer)."""
         known = self.host_copies.get(id(loop))
         if known is None:
-            known = self.host_copies[id(loop)] = any(self._host_copy(node) for node in _own_nodes(loop))
+            scope = self.ctx.function or self.ctx.tree
+            known = self.host_copies[id(loop)] = any(self._host_copy(node, scope) for node in _own_nodes(loop))
         return known
 
-    def _host_copy(self, node: ast.AST) -> bool:
+    def _host_copy(self, node: ast.AST, scope: ast.AST) -> bool:
+        """A blocking copy of a tensor built on the host: the builder itself, or a name it was
+        bound to (`data = torch.cat((x_in, x_out))`, then `data.cuda()`: a concatenation of pinned
+        batches is a new tensor in pageable memory)."""
         device = transfer_device(node, self.ctx) if isinstance(node, ast.Call) else None
-        return device is not None and not has_non_blocking(node) and _built_on_host(node.func.value) \
-            and (device is node or not is_cpu_device(device, self.ctx))
+        if device is None or has_non_blocking(node) or (device is not node and is_cpu_device(device, self.ctx)):
+            return False
+        value = node.func.value
+        if isinstance(value, ast.Name):
+            value = self._reaching(value.id, scope, node) or value
+        return _built_on_host(value)
 
     def end_file(self) -> None:
         if not self.moves:
@@ -444,8 +452,10 @@ tensor that is not from the batch (see PTL105 for values that never change in th
 that reads a tensor back every iteration anyway (`loss.item()`, `.cpu()`, `.tolist()` outside
 any branch): the queue is empty when the next copy starts, so a non-blocking copy has nothing to
 overlap with until those reads go (PTL101 reports them); a loop that also copies a tensor built
-on the host to the device without `non_blocking` (`torch.IntTensor([n] * b).to(device)`): that
-copy of pageable memory waits for the queue every iteration all the same.
+on the host to the device without `non_blocking` (`torch.IntTensor([n] * b).to(device)`, or a
+name bound to one: `data = torch.cat((batch_in[0], batch_out[0]))` then `data.cuda()`, a join of
+pinned batches being new pageable memory): that copy waits for the queue every iteration all the
+same, and making the labels' copy beside it non-blocking gains nothing.
 
 ## Where it reports
 - **Reports** in the loop over the pinned loader when it is a training loop (it backpropagates
@@ -645,6 +655,24 @@ def evaluate(model, val_ds, device, scores):
     ]
 
     good_examples = [
+        # the batch is joined with another on the host: the joined tensor is pageable memory, its
+        # copy blocks whatever the labels' copy does
+        """
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, in_set, out_set, optimizer):
+    loader_in = DataLoader(in_set, batch_size=128, pin_memory=True)
+    loader_out = DataLoader(out_set, batch_size=256, pin_memory=True)
+    for batch_in, batch_out in zip(loader_in, loader_out):
+        data = torch.cat((batch_in[0], batch_out[0]), 0)
+        target = batch_in[1]
+        data, target = data.cuda(), target.cuda()
+        loss = model(data)[: len(target)].sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # no loader in view and no part of the batch copied without waiting; a host-built tensor's
         # non-blocking copy says nothing of the batch
         """
