@@ -134,9 +134,12 @@ class CallSites:
                     return []
                 family = self._class_family(owner)
                 return [m for m in methods if ctx.owner_class(m) in family]
-            # `model.init_hidden(n)` where `model = Net(...)`, a class of this module
+            # `model.init_hidden(n)` where `model = Net(...)`, a class of this module, in the scope
+            # that binds `model` (the function's, or the module's for a global instance)
             if isinstance(callee.value, ast.Name):
-                scope = ctx.enclosing_function(call) or ctx.tree
+                scope = ctx.names.binding_scope(callee.value.id, call)
+                if scope is None:
+                    return []
                 classes = {v.func.id for v in ctx.assignments(callee.value.id, scope)
                            if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
                 local = local_classes(ctx)

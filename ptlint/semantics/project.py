@@ -354,14 +354,14 @@ MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
 
 class _Edge:
     __slots__ = ("path", "caller", "callee", "line", "transfer", "cold", "step_loop", "loop_line", "loop_why",
-                 "name", "loop_data", "host_arguments", "arguments", "local")
+                 "name", "loop_data", "host_arguments", "arguments", "loop_steps_environment", "local")
 
     def __init__(self, path: str, raw: list, callee: tuple, local: bool) -> None:
         self.path = path
         self.caller = (path, raw[0])
         self.callee = callee
         self.line, self.transfer, self.cold, self.step_loop, self.loop_line, self.loop_why, self.name, \
-            self.loop_data, self.host_arguments, self.arguments = raw[2:12]
+            self.loop_data, self.host_arguments, self.arguments, self.loop_steps_environment = raw[2:13]
         self.local = local
 
 
@@ -411,7 +411,7 @@ class ProjectModel:
         self._modules: dict[tuple, str | None] = {}
         self._imports_graph: dict[str, set[str]] | None = None
         self.edges: list[_Edge] = []
-        self._runners: set[tuple] | None = None  # _pass_runners
+        self._runners: tuple[set[tuple], set[tuple]] | None = None  # _pass_runners
         self._memo: dict[str, object] = {}  # answers asked more than once per solve (_looked_into)
         self._resolve_edges()
 
@@ -655,28 +655,40 @@ class ProjectModel:
         """A call of a function that holds the step loop, or runs one that does every time it runs
         (`run()` calling another file's `train()`), from a loop that neither walks data nor trains:
         the loop is an epoch loop, or one over whole runs (a file's own model sees only the first)."""
-        if not edge.loop_line or edge.loop_data:
+        if not edge.loop_line:
             return False
-        return edge.callee in self._pass_runners()
+        if edge.loop_data:
+            # a loop that names its steps (`for i_iter in range(max_iter_num)`) is an outer loop
+            # only around a rollout (a pass of environment steps) it runs on every iteration, and
+            # not where it steps the environment itself (an evaluation rollout every N steps)
+            return edge.callee in self._pass_runners()[1] and edge.transfer[0] == "s" \
+                and not edge.loop_steps_environment
+        return edge.callee in self._pass_runners()[0]
 
-    def _pass_runners(self) -> set[tuple]:
-        """The defs that hold a loop over data or one that trains (summary `holds_step_loop`), and
-        those that call one as often as they run themselves (not under a periodic test, not on an
-        error path: `train_step` evaluating every 100 steps is no pass over the data)."""
+    def _pass_runners(self) -> tuple[set[tuple], set[tuple]]:
+        """The defs that hold a loop over data or one that trains (summary `holds_step_loop`: 1 or
+        2), and those that call one as often as they run themselves (not under a periodic test, not
+        on an error path: `train_step` evaluating every 100 steps is no pass over the data); and of
+        those, the ones that run a rollout, a loop of environment steps (2)."""
         if self._runners is None:
             callers: dict[tuple, list[tuple]] = {}
             for edge in self.edges:
                 if edge.transfer == "oecs" and not edge.cold and edge.caller[1]:
                     callers.setdefault(edge.callee, []).append(edge.caller)
-            runners = {(path, key) for path, summary in self.summaries.items()
-                       for key, entry in summary["defs"].items() if entry[6]}
-            pending = list(runners)
-            while pending:
-                for caller in callers.get(pending.pop(), ()):
-                    if caller not in runners:
-                        runners.add(caller)
-                        pending.append(caller)
-            self._runners = runners
+
+            def spread(runners: set[tuple]) -> set[tuple]:
+                pending = list(runners)
+                while pending:
+                    for caller in callers.get(pending.pop(), ()):
+                        if caller not in runners:
+                            runners.add(caller)
+                            pending.append(caller)
+                return runners
+
+            holding = [((path, key), entry[6]) for path, summary in self.summaries.items()
+                       for key, entry in summary["defs"].items() if entry[6]]
+            self._runners = (spread({node for node, _ in holding}),
+                             spread({node for node, kind in holding if kind == 2}))
         return self._runners
 
     def _training_edge(self, edge: _Edge, base: dict, training: dict) -> bool:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import sys
 import re
 from typing import TYPE_CHECKING
 
@@ -64,13 +65,14 @@ from ptlint.semantics.where import (
     iterable_is_data,
     loop_why,
     runs_training_step,
+    steps_environment_itself,
     transfer,
 )
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 32  # 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 33  # 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -117,7 +119,8 @@ def summarize(ctx: "FileFacts") -> dict:
         once = function.name in ONCE_NAMES or ONCE_NAME.search(function.name)
         defs[key] = [function.lineno, LETTER[intrinsic] if intrinsic else "",
                      model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
-                     is_placeholder(function), model.holds_step_loop(function),
+                     is_placeholder(function),
+                     2 if model.holds_rollout(function) else int(model.holds_step_loop(function)),
                      _parameters(function) if parent(function) is ctx.tree else None]
     classes: dict[str, list] = {}
     for node in scan.classes:
@@ -401,7 +404,8 @@ def _used_names(nodes: list, dict_reads: list, scan: "_Scan", in_def: bool = Fal
 def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     """[caller key ("" at module level), callee, line, transfer, cold, in a training loop,
     line of the loop to cite (0: none), its header, the name called, whether the innermost loop
-    around it walks data or trains, whether every argument is visibly a host value]."""
+    around it walks data or trains, whether every argument is visibly a host value, the
+    arguments, whether that loop steps an environment itself]."""
     placement = model.local_placement(call)
     function = placement.function
     trains = any(runs_training_step(loop) for loop in placement.loops)
@@ -411,7 +415,8 @@ def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     host = bool(arguments) and all(_host_argument(a, model.ctx, function) for a in arguments)
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
-            loop_why(loop) if loop is not None else "", name, data, host, _arguments(call)]
+            loop_why(loop) if loop is not None else "", name, data, host, _arguments(call),
+            bool(placement.loops) and steps_environment_itself(placement.loops[0])]
 
 
 HOST_CALLS = {"float", "int", "round", "len", "bool", "str"}
@@ -674,9 +679,9 @@ def _foreign_callee(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list | 
             made = _attribute_class(owner, names[0], ctx, bindings)
             return ["i", made, names[1]] if made is not None else None
         return None
-    if len(names) == 1:  # `logger.update()` where `logger = MetricLogger(...)` in this scope
-        scope = ctx.enclosing_function(call) or ctx.tree
-        made = _instance_class(head.id, scope, ctx, bindings)
+    if len(names) == 1:  # `logger.update()` where `logger = MetricLogger(...)` in the scope that binds it
+        scope = ctx.names.binding_scope(head.id, call)  # (a function's, or a global instance)
+        made = _instance_class(head.id, scope, ctx, bindings) if scope is not None else None
         return ["i", made, names[0]] if made is not None else None
     return None
 
@@ -696,13 +701,35 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
 
         found = False
         if not ctx.path.startswith("<") and top:
-            root = ctx.memo.get("summary-root")
-            if root is None:
-                root = ctx.memo["summary-root"] = find_root(ctx.path)
+            bases = ctx.memo.get("summary-import-bases")
+            if bases is None:
+                root = find_root(ctx.path)
+                bases = ctx.memo["summary-import-bases"] = import_bases(ctx.path, root) + [os.path.join(root, "src")]
+                ctx.memo["summary-folders-up"] = _folders_up_to_a_marker(ctx.path)
             found = any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
-                        for base in import_bases(ctx.path, root) + [os.path.join(root, "src")])
+                        for base in bases)
+            if not found and top not in sys.stdlib_module_names:
+                found = any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
+                            for base in ctx.memo["summary-folders-up"])
         ctx.memo[key] = found
     return found
+
+
+def _folders_up_to_a_marker(path: str) -> list[str]:
+    """The folders above the file up to the nearest that marks a project; every one of them where
+    none does, but the filesystem's root (`/sys` is no module of a project). Without a marker the
+    project's root is the folder the user named that holds the file, which a summary cannot know
+    (it is cached by content): any of these may be it, and an import of a module there (`from
+    core.agent import Agent` in `examples/`, beside a `sys.path` insert) names the project's code."""
+    from ptlint.semantics.project import PROJECT_MARKERS
+
+    out, current = [], os.path.dirname(os.path.abspath(path))
+    while os.path.dirname(current) != current:
+        out.append(current)
+        if any(os.path.exists(os.path.join(current, marker)) for marker in PROJECT_MARKERS):
+            break
+        current = os.path.dirname(current)
+    return out
 
 
 def _defined_here(owner: ast.ClassDef, method: str, ctx: "FileFacts") -> bool:

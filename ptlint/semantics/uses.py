@@ -95,7 +95,7 @@ from ptlint.semantics.values import (
     tensor_kind,
     value_test,
 )
-from ptlint.semantics.where import MAIN_PROCESS_WORDS, RUNS_MODEL_WORDS, is_log_call
+from ptlint.semantics.where import MAIN_PROCESS_WORDS, RUNS_MODEL_WORDS, is_log_call, steps_environment
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
@@ -350,7 +350,7 @@ def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: in
     if not isinstance(func, ast.Attribute):
         return KEPT
     method, words = func.attr, name_words(func.value)
-    if method in DECODE_METHODS or method.startswith("post_process") or _steps_environment(call):
+    if method in DECODE_METHODS or method.startswith("post_process") or steps_environment(call):
         return HOST
     if is_log_call(call) or method in LOG_SINK_METHODS:
         return LOG
@@ -435,7 +435,6 @@ def _loads(scope: ast.AST, ctx: "FileFacts") -> dict[str, list[ast.Name]]:
 
 
 # -- values the host needs ---------------------------------------------------------------------
-ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
 # Words of a function that picks an agent's action (`select_action`, `act`, `choose_action`): what
 # it returns goes to the environment's `step`, on the host.
 ACTION_WORDS = {"action", "actions", "act"}
@@ -541,7 +540,7 @@ def _feeds_environment(ctx: "FileFacts") -> bool:
     (and names derived from them) that an environment's `step` gets in the same loop or function."""
     names: set[str] = set()
     for ancestor in reversed(ctx.stack):
-        if isinstance(ancestor, ast.Call) and _steps_environment(ancestor):
+        if isinstance(ancestor, ast.Call) and steps_environment(ancestor):
             return True
         if isinstance(ancestor, ast.Assign):
             names = {t.id for target in ancestor.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
@@ -556,18 +555,10 @@ def _feeds_environment(ctx: "FileFacts") -> bool:
         for n in nodes:
             if isinstance(n, ast.Assign) and _mentions_any(n.value, names):
                 names |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
-    return any(isinstance(n, ast.Call) and _steps_environment(n) and
+    return any(isinstance(n, ast.Call) and steps_environment(n) and
                any(_mentions_any(a, names) for a in [*n.args, *(k.value for k in n.keywords)]) for n in nodes)
 
 
-def _steps_environment(call: ast.Call) -> bool:
-    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
-    func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
-        return False
-    receiver = func.value
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
 
 
 def _mentions_any(node: ast.AST, names: set[str]) -> bool:

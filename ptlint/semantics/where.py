@@ -44,6 +44,7 @@ import operator
 import re
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
+from ptlint.semantics.autograd import GradRegions
 from ptlint.semantics.calls import CallSites
 from ptlint.semantics.compiled import (
     COMPILE,
@@ -64,6 +65,7 @@ from ptlint.semantics.nodes import (  # noqa: F401 - def_key: where code runs na
     body_nodes,
     callee_name,
     calls_in,
+    dotted,
     name_words,
     own_attribute,
     walk,
@@ -150,6 +152,8 @@ class Placement(NamedTuple):
     literal: bool  # every loop walks a literal display of constants (or a task's classes)
     structure: bool  # every loop walks a literal, a model's parts or a mapping
     after_model_loop: bool = False  # no loop around it, after a loop of its function that runs a model
+    # no loop around it, before a loop that runs a model with gradients off (a generation's set-up)
+    before_generation_loop: bool = False
     # under a lazy set-up guard: `if self.norm < 0: self.norm = ...` runs until the attribute is set
     first_only: bool = False
     # every loop around it is a comprehension that builds a collection, over no data and running no
@@ -170,8 +174,12 @@ def context_for(placement: Placement, base: str) -> str:
         return ONCE  # the first call sets what the guard tests
     if not placement.loops:
         # `if self.control.should_log:` in a per-step function runs on some steps only, and so
-        # does what follows a loop of many model calls (a sampling loop) in one call of it
-        return PER_OUTER if (placement.gated or placement.after_model_loop) and base == PER_STEP else base
+        # does what follows a loop of many model calls (a sampling loop) in one call of it; what a
+        # generation sets up before its loop runs once per generation, however often it is called
+        if ((placement.gated or placement.after_model_loop) and base == PER_STEP) \
+                or (placement.before_generation_loop and base in (PER_STEP, CALLED)):
+            return PER_OUTER
+        return base
     if base == PER_STEP:
         # the loops below a periodic test are small (over a dict of losses): on some steps only
         return PER_OUTER if placement.gated else PER_STEP
@@ -519,10 +527,38 @@ def is_training_hook(function: ast.AST, ctx: "FileFacts") -> bool:
         and not (owner is not None and name == "forward")
 
 
+ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
+# A loop's own statements: not those of loops, comprehensions or definitions inside it.
+_OWN_STATEMENTS = (*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)
+
+
+def steps_environment(call: ast.Call) -> bool:
+    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
+        return False
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
+
+
+def steps_environment_itself(loop: ast.AST) -> bool:
+    """The loop's own statements step an environment (`env.step(a)`): it is the loop of
+    environment steps, whatever else it calls (an evaluation rollout every 5,000 steps)."""
+    return isinstance(loop, STATEMENT_LOOPS) and any(
+        steps_environment(call) for call in calls_in(loop.body, stop_at=_OWN_STATEMENTS))
+
+
+def calls_every_iteration(loop: ast.AST) -> list[ast.Call]:
+    """The calls the loop makes on each iteration: not under an `if` (a periodic evaluation), in
+    an inner loop or in a definition."""
+    return list(calls_in(loop.body, stop_at=(*_OWN_STATEMENTS, ast.If)))
+
+
 def trains_directly(loop: ast.AST) -> bool:
     """The loop's own statements (not those of loops inside it) backpropagate, zero gradients or
     step an optimizer: it is the training step's loop."""
-    for call in calls_in(loop.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)):
+    for call in calls_in(loop.body, stop_at=_OWN_STATEMENTS):
         func = call.func
         if isinstance(func, ast.Attribute) and (func.attr in TRAINING_CALLS or (
                 func.attr == "step" and name_words(func.value) & OPTIMIZER_NAMES)):
@@ -568,6 +604,45 @@ def steps_optimizer(block: list[ast.stmt]) -> bool:
 MAIN_PROCESS_WORDS = {"master", "main", "rank", "is_main_process", "is_master", "local_rank"}
 RUNS_MODEL_WORDS = MODEL_WORDS | {"head", "agent", "predictor", "ema_model", "forward", "criterion", "loss_fn",
                                   "loss_func", "lossfn"}
+
+
+def _generates(statement: ast.AST, ctx: "FileFacts") -> bool:
+    """A statement loop that runs a model many times without training (sampling, decoding)."""
+    return isinstance(statement, STATEMENT_LOOPS) and runs_model(statement, ctx) \
+        and not backpropagates(statement) and not runs_training_step(statement)
+
+
+def _takes_gradients(loop: ast.AST) -> bool:
+    """The loop computes gradients with autograd on again (`with torch.enable_grad():`,
+    `torch.autograd.grad(loss, [x])`): an adversarial attack's steps, not a generation."""
+    return any((dotted(call.func) or "").endswith(("autograd.grad", "enable_grad")) for call in calls_in(loop.body))
+
+
+def _feeds_back(loop: ast.AST, ctx: "FileFacts") -> bool:
+    """The loop feeds a model's output into its next iteration (`x, h = cell(x, h)`, `x =
+    model(x, t)`): a name read in the body before the body binds it, and bound there to what a
+    model call returns. One sample or denoising step after another, not a pass over a few inputs
+    (`for clip in clips: keys.append(encoder(clip))`)."""
+    nodes = body_nodes(loop.body, stop_at=DEFINITIONS)
+    bound_per_iteration = {n.id for node in [loop, *nodes] if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+                           for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    outputs: set[str] = set()
+    first: dict[str, tuple[tuple[int, int], bool]] = {}  # name -> (position, read there)
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AugAssign)) and any(
+                isinstance(call, ast.Call) and _runs_model_call(call, ctx) for call in ast.walk(node.value)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            outputs.update(n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name))
+        if isinstance(node, ast.Name) and node.id not in bound_per_iteration:
+            read = isinstance(node.ctx, ast.Load)
+            statement = node
+            while not read and statement is not None and not isinstance(statement, ast.stmt):
+                statement = ctx.parent(statement)
+            at = (node.lineno, node.col_offset) if read or statement is None else \
+                (statement.end_lineno, statement.end_col_offset)  # a binding takes effect after its value
+            if node.id not in first or at < first[node.id][0]:
+                first[node.id] = (at, read)
+    return any(first.get(name, ((0, 0), False))[1] for name in outputs)
 
 
 def runs_model(node: ast.AST, ctx: "FileFacts") -> bool:
@@ -1016,6 +1091,7 @@ class ExecutionModel:
             set_up=function is not None and _set_up_name(function.name),
             literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops),
             after_model_loop=not loops and function is not None and self._after_model_loop(node, function),
+            before_generation_loop=not loops and function is not None and self._before_generation_loop(node, function),
             first_only=first_only,
             builds=bool(loops) and all(isinstance(loop, COMPREHENSIONS) and not iterable_is_data(loop)
                                        and not runs_model(loop, self.ctx) for loop in loops),
@@ -1090,9 +1166,32 @@ class ExecutionModel:
         for earlier in function.body:
             if earlier is statement:
                 return False
-            if isinstance(earlier, STATEMENT_LOOPS) and runs_model(earlier, self.ctx) \
-                    and not backpropagates(earlier) and not runs_training_step(earlier):
+            if _generates(earlier, self.ctx):
                 return True
+        return False
+
+    def _before_generation_loop(self, node: ast.AST, function: ast.AST) -> bool:
+        """`node` precedes, in its block or one around it, a loop that runs a model many times
+        without training, and gradients are off there (`with torch.no_grad():` ... `h =
+        torch.zeros(b, n).cuda()` ... `for i in range(seq_len):` in a vocoder's `generate`): a
+        generation's set-up, once per generation: the loop feeds each output to its next call. Not
+        in a training forward (a decoder's `outputs = torch.zeros(...)` before its loop over time
+        steps runs every training step), nor before a loop over a few inputs (a momentum encoder's
+        update before it encodes each view, every step)."""
+        child = node
+        while child is not None and not isinstance(child, ast.stmt):
+            child = self.ctx.parent(child)
+        while child is not None and child is not function:
+            parent = self.ctx.parent(child)
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field, None)
+                if not isinstance(block, list):
+                    continue
+                index = next((i for i, statement in enumerate(block) if statement is child), None)
+                if index is not None and any(_generates(later, self.ctx) and not _takes_gradients(later)
+                                             and _feeds_back(later, self.ctx) for later in block[index + 1:]):
+                    return GradRegions.of(self.ctx).off(child)
+            child = parent
         return False
 
     def _after_periodic_exit(self, child: ast.AST, parent: ast.AST) -> bool:
@@ -1339,7 +1438,9 @@ class ExecutionModel:
         gradient-accumulation micro-steps), or calls a function that holds one (`for epoch in
         range(n): train_one_epoch(...)`, in this file or, as the project says, in another). A loop
         that names data (`for iteration in range(num_iterations)`) is an outer loop only around an
-        inner loop that trains (PPO's update epochs)."""
+        inner loop that trains (PPO's update epochs). A loop that calls a rollout (a function whose
+        loop steps an environment: `batch = collect(env, 2048)`) is an outer loop, even where it
+        also updates the model: each iteration is many environment steps and one update."""
         if not isinstance(loop, STATEMENT_LOOPS):
             return False
         key = ("per-outer", id(loop))
@@ -1349,6 +1450,10 @@ class ExecutionModel:
         return memo[key]
 
     def _compute_per_outer(self, loop: ast.AST) -> bool:
+        if not steps_environment_itself(loop) and any(
+                self.holds_rollout(function) for call in calls_every_iteration(loop)
+                for function in self.calls.callees(call)):
+            return True  # `for i_iter in range(n): batch = collect(env, 2048); update(batch)`
         if trains_directly(loop):
             return False  # the training step's own loop
         inner = list(_step_loops_in(loop.body))
@@ -1369,6 +1474,18 @@ class ExecutionModel:
         if key not in memo:
             memo[key] = any(iterable_is_data(node) or runs_training_step(node)
                             for node in _step_loops_in(function.body))
+        return memo[key]
+
+    def holds_rollout(self, function: ast.AST) -> bool:
+        """The def holds, among its own statements, a loop that steps an environment (a rollout:
+        `for t in range(horizon): env.step(a)`): called from a loop, even one that names its steps
+        (`for i_iter in range(max_iter_num)`), each call is a pass of many environment steps. (Not
+        any loop that trains: an adversarial attack's inner loop is part of one training step.)"""
+        key = ("holds-rollout", id(function))
+        memo = self.ctx.memo
+        if key not in memo:
+            memo[key] = any(steps_environment(call) for node in _step_loops_in(function.body)
+                            for call in calls_in(node.body))
         return memo[key]
 
 

@@ -129,3 +129,30 @@ def test_where_code_runs_is_decided_after_the_traversal():
         Traversal(ctx, [Early()]).run()
     ctx.stack.clear()
     assert execution_model(ctx) is execution_model(ctx)  # built once
+
+
+def test_a_global_instance_is_resolved_where_the_function_does_not_bind_the_name():
+    """`agent = Agent()` at module level, `agent.collect()` in a function: Python looks `agent`
+    up in the module. A function whose parameter (or own assignment) is named `agent` calls
+    whatever it was given."""
+    source = """
+class Agent:
+    def collect(self):
+        pass
+
+agent = Agent()
+
+def main_loop():
+    for i in range(10):
+        agent.collect()
+
+def other(agent):
+    agent.collect()
+
+def rebinds():
+    agent = make()
+    agent.collect()
+"""
+    ctx = context(source)
+    Traversal(ctx, []).run()
+    assert lines(CallSites.of(ctx).callers(defs(ctx)["Agent.collect"])) == [10]

@@ -1740,3 +1740,158 @@ def test_a_branch_no_call_takes_is_decided_only_where_no_lookup_reaches_it(tmp_p
                      "pkg/__init__.py": "", "pkg/inner.py": "def helper(x):\n    return x\n",
                      "run.py": "import sys\n" + lookup})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+ROLLOUT_AGENT = """
+    import torch
+
+
+    class Agent:
+        def __init__(self, env, policy):
+            self.env, self.policy = env, policy
+
+        def collect_samples(self, min_batch_size):
+            memory, steps = [], 0
+            while steps < min_batch_size:
+                state = self.env.reset()
+                for t in range(10000):
+                    with torch.no_grad():
+                        action = self.policy(torch.as_tensor(state))[0].numpy()
+                    state, reward, done, _ = self.env.step(action)
+                    memory.append((state, action, reward))
+                    steps += 1
+                    if done:
+                        break
+            return memory
+"""
+ROLLOUT_SCRIPT = """
+    import os
+    import sys
+
+    import torch
+
+    sys.path.append(os.path.join(os.path.dirname(__file__), ".."))
+    from core.agent import Agent
+
+    device = torch.device("cuda")
+    policy = torch.nn.Linear(4, 2).to(device)
+    optimizer = torch.optim.Adam(policy.parameters())
+    agent = Agent(make_env(), policy)
+
+
+    def update_params(batch):
+        loss = policy(torch.tensor(batch, device=device)).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+    def main_loop(max_iter_num):
+        for i_iter in range(max_iter_num):
+            batch = agent.collect_samples(2048)
+            update_params(batch)
+            torch.cuda.empty_cache()EXPECT
+
+
+    main_loop(500)
+"""
+
+
+@pytest.mark.parametrize("marker", [True, False])
+@pytest.mark.parametrize("rollout, expect", [
+    # each iteration collects a rollout of thousands of environment steps, then updates once
+    ("batch = agent.collect_samples(2048)", ""),
+    # no rollout: the loop is the training step's own
+    ("batch = [[0.0] * 4]", "  # expect: PTL102"),
+])
+def test_an_iteration_that_collects_a_rollout_is_an_outer_loop(tmp_path, monkeypatch, capsys, marker, rollout,
+                                                               expect):
+    """`for i_iter in range(max_iter_num): batch = agent.collect_samples(n); update(batch)`, where
+    `agent` is a global instance of a class of another folder whose method runs the environment
+    for many steps: what else the iteration does runs once per rollout, not per step. Also in a
+    tree with no project marker (the script in `examples/` imports the root's `core` package)."""
+    files = {"core/__init__.py": "", "core/agent.py": ROLLOUT_AGENT,
+             "examples/ppo_gym.py": ROLLOUT_SCRIPT.replace("batch = agent.collect_samples(2048)", rollout)
+             .replace("EXPECT", expect)}
+    if marker:
+        write(tmp_path, files)
+    else:
+        for name, text in files.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text).lstrip())
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL102")) == markers(tmp_path, "PTL102")
+
+
+def test_a_batch_loop_calling_a_loss_with_an_attack_loop_stays_the_step_loop(tmp_path, monkeypatch, capsys):
+    """A loss computed with an inner loop that backpropagates (an adversarial attack's steps) is
+    part of one training step: the batch loop that calls it is no outer loop."""
+    write(tmp_path, {"trades.py": """
+        import torch
+
+
+        def trades_loss(model, x, y, optimizer, steps=10):
+            delta = torch.zeros_like(x, requires_grad=True)
+            attack = torch.optim.SGD([delta], lr=0.01)
+            for _ in range(steps):
+                attack.zero_grad()
+                (-model(x + delta).mean()).backward()
+                attack.step()
+            return torch.nn.functional.cross_entropy(model(x + delta.detach()), y)
+    """, "train.py": """
+        import torch
+        from trades import trades_loss
+
+
+        def train(model, train_loader, optimizer):
+            for batch_idx, (data, target) in enumerate(train_loader):
+                data, target = data.cuda(), target.cuda()
+                loss = trades_loss(model, data, target, optimizer)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                torch.cuda.empty_cache()  # expect: PTL102
+
+
+        if __name__ == "__main__":
+            train(torch.nn.Linear(4, 2).cuda(), [], None)
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL102")) == markers(tmp_path, "PTL102")
+
+
+@pytest.mark.parametrize("loop", [
+    # the loop of environment steps itself: an evaluation rollout every N steps changes nothing
+    """for t in range(int(max_timesteps)):
+                state, reward, done, _ = env.step(agent.policy(torch.as_tensor(state).cuda()).argmax().item())
+                torch.cuda.empty_cache()  # expect: PTL102
+                if (t + 1) % 5000 == 0:
+                    agent.collect_samples(10)""",
+    # a planning rollout (in a model of the environment) before each real step
+    """for t in range(int(max_timesteps)):
+                agent.collect_samples(10)
+                state, reward, done, _ = env.step(agent.policy(torch.as_tensor(state).cuda()).argmax().item())
+                torch.cuda.empty_cache()  # expect: PTL102""",
+    # a rollout only every N iterations: each iteration is still one step
+    """for i_iter in range(max_timesteps):
+                loss = agent.policy(torch.zeros(4).cuda()).sum()
+                loss.backward()
+                torch.cuda.empty_cache()  # expect: PTL102
+                if i_iter % 100 == 0:
+                    agent.collect_samples(10)""",
+])
+def test_a_loop_that_steps_or_evaluates_now_and_then_stays_the_step_loop(tmp_path, monkeypatch, capsys, loop):
+    write(tmp_path, {"core/__init__.py": "", "core/agent.py": ROLLOUT_AGENT, "train.py": f"""
+        import torch
+        from core.agent import Agent
+
+
+        def main(env, policy, max_timesteps):
+            agent = Agent(env, policy)
+            state = env.reset()
+            {loop}
+
+
+        if __name__ == "__main__":
+            main(make_env(), torch.nn.Linear(4, 2).cuda(), 1e6)
+    """})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL102")) == markers(tmp_path, "PTL102") != set()

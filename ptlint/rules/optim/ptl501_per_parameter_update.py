@@ -427,6 +427,36 @@ holding both devices. A tensor listed twice is updated twice by the loop and onc
 """
 
     bad_examples = [
+        # a momentum encoder updated before it encodes each view, in a no_grad method the forward
+        # calls every step: the loop over views is no generation, the update runs every step
+        """
+import torch
+from torch import nn
+
+class Contrastive(nn.Module):
+    def __init__(self, backbone, backbone_hist):
+        super().__init__()
+        self.backbone = backbone
+        self.backbone_hist = backbone_hist
+
+    @torch.no_grad()
+    def _update_history(self, m):
+        for p, q in zip(self.backbone.parameters(), self.backbone_hist.parameters()):  # expect: PTL501
+            q.data = q.data * m + p.data * (1.0 - m)
+
+    @torch.no_grad()
+    def compute_key_feat(self, clips):
+        self._update_history(0.99)
+        keys = []
+        for k in range(len(clips)):
+            clip = clips[k]
+            keys.append(self.backbone_hist(clip))
+        return keys
+
+    def forward(self, clips_q, clips_k):
+        keys = self.compute_key_feat(clips_k)
+        return self.backbone(clips_q[0]), keys
+""",
         """
 import torch
 

@@ -268,7 +268,10 @@ followed): they stall every step of training for a figure read now and then, whe
   and the helpers of the same file that these call (a timing helper the training loop calls
   every step).
 - **Silent** in once-code (set-up, the end of a script, loops over settings there), once per
-  epoch or every N steps (outside an inner batch loop, under `if step % 100 == 0`), a function
+  epoch or every N steps (outside an inner batch loop, under `if step % 100 == 0`), once per
+  iteration of a loop that collects a rollout of many environment steps every iteration (`batch =
+  agent.collect_samples(2048)`, in this file or another; not the loop that steps the environment
+  itself, nor one that collects only now and then), a function
   whose callers the file does not show, error paths (an `except` body, a branch that raises,
   or only warns or logs), and test code.
 
@@ -307,6 +310,39 @@ No automatic fix: benchmark code may need the sync where it is.
 """
 
     bad_examples = [
+        # the loop of environment steps: an evaluation rollout every N steps, or a planning
+        # rollout before each real step, leaves it the step loop
+        """
+import torch
+
+def evaluate(env, policy, episodes=10):
+    for _ in range(episodes):
+        state, done = env.reset(), False
+        while not done:
+            state, reward, done, _ = env.step(policy(torch.as_tensor(state).cuda()).argmax().item())
+
+def plan(model_env, policy, horizon=20):
+    state = model_env.reset()
+    for _ in range(horizon):
+        state, reward, done, _ = model_env.step(policy(state).argmax().item())
+
+def main(env, model_env, policy, max_timesteps):
+    state = env.reset()
+    for t in range(int(max_timesteps)):
+        state, reward, done, _ = env.step(policy(torch.as_tensor(state).cuda()).argmax().item())
+        torch.cuda.empty_cache()  # expect: PTL102
+        if (t + 1) % 5000 == 0:
+            evaluate(env, policy)
+    for t in range(int(max_timesteps)):
+        plan(model_env, policy)
+        state, reward, done, _ = env.step(policy(torch.as_tensor(state).cuda()).argmax().item())
+        torch.cuda.empty_cache()  # expect: PTL102
+    for i_iter in range(int(max_timesteps)):
+        policy(torch.zeros(4).cuda()).sum().backward()
+        torch.cuda.empty_cache()  # expect: PTL102
+        if i_iter % 100 == 0:
+            evaluate(env, policy)
+""",
         # a timing sync in a loop whose step is a method named for it (the pix2pix family's
         # `optimize_parameters()`), the time averaged and shown every N steps
         """
@@ -516,6 +552,27 @@ def train(model, loader, opt, batch_time, print_freq):
     ]
 
     good_examples = [
+        # each iteration collects a rollout of many environment steps, then updates once: the
+        # cache is emptied once per rollout
+        """
+import torch
+
+def collect(env, policy, n):
+    memory, obs = [], env.reset()
+    for t in range(n):
+        obs, reward, done, _ = env.step(policy(torch.as_tensor(obs).cuda()).argmax().item())
+        memory.append((obs, reward))
+    return memory
+
+def main(env, policy, optimizer, max_iter_num):
+    for i_iter in range(max_iter_num):
+        batch = collect(env, policy, 2048)
+        loss = policy(torch.tensor(batch).cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        torch.cuda.empty_cache()
+""",
         # every evaluation batch reads its outputs back for a NumPy metric, in either branch: the
         # iteration waits there anyway
         """

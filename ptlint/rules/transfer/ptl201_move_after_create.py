@@ -692,7 +692,10 @@ lives on the target device already, so the move does nothing).
   builds inputs or masks: it may run every step).
 - **Silent** in once-code (module top level, `__init__`, set-up that only `main()` calls: one
   copy at start-up costs nothing worth a change), once per epoch or every N steps, error paths
-  (an `except` body, a branch that raises, or only warns or logs), and test code.
+  (an `except` body, a branch that raises, or only warns or logs), and test code; also in a
+  generation's set-up: before a loop that feeds a model's output back into it with gradients
+  off (`h = torch.zeros(b, n).cuda()` before a vocoder's loop over its samples), which runs once
+  per generation however often it is called.
 
 ## Example
 ```python
@@ -737,6 +740,42 @@ gives float32.
 """
 
     bad_examples = [
+        # an attack's start, per evaluation batch under `no_grad`: its loop takes gradients again,
+        # it is no generation
+        """
+import torch
+
+def perturb(net, x_nat, steps, step_size):
+    x = x_nat.detach() + 0.001 * torch.randn(x_nat.shape).cuda()  # expect: PTL201
+    for _ in range(steps):
+        x.requires_grad_()
+        with torch.enable_grad():
+            loss = net(x).mean()
+        grad = torch.autograd.grad(loss, [x])[0]
+        x = x.detach() + step_size * torch.sign(grad)
+    return x
+
+def evaluate(net, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            x_adv = perturb(net, x.cuda(), 10, 0.01)
+            print((net(x_adv).argmax(1) == y.cuda()).float().mean())
+""",
+        # a training forward that loops over time steps: its buffer is built every step
+        """
+import torch
+from torch import nn
+
+class Seq2Seq(nn.Module):
+    def forward(self, src, trg):
+        trg_len, batch_size = trg.shape
+        outputs = torch.zeros(trg_len, batch_size, self.vocab).to(self.device)  # expect: PTL201
+        hidden = self.encoder(src)
+        for t in range(1, trg_len):
+            output, hidden = self.decoder(trg[t - 1], hidden)
+            outputs[t] = output
+        return outputs
+""",
         # the same nested helper, called every step, and one returned to the caller
         """
 import torch
@@ -903,6 +942,31 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a generation's set-up with gradients off, before its loop over thousands of samples: once
+        # per generation, however often `generate` is called
+        """
+import torch
+from torch import nn
+
+class Vocoder(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.hidden = hidden
+        self.cell = nn.GRUCell(hidden + 1, hidden)
+
+    def generate(self, mels):
+        with torch.no_grad():
+            mels = mels.cuda()
+            b_size, seq_len, _ = mels.size()
+            if torch.cuda.is_available():
+                h = torch.zeros(b_size, self.hidden).cuda()
+                x = torch.zeros(b_size, 1).cuda()
+            output = []
+            for i in range(seq_len):
+                x, h = self.cell(torch.cat([x, mels[:, i]], dim=1), h)
+                output.append(x)
+        return torch.stack(output)
+""",
         # the same helper built once, at set-up
         """
 import torch
