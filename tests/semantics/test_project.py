@@ -1895,3 +1895,32 @@ def test_a_loop_that_steps_or_evaluates_now_and_then_stays_the_step_loop(tmp_pat
             main(make_env(), torch.nn.Linear(4, 2).cuda(), 1e6)
     """})
     assert found(check(tmp_path, monkeypatch, capsys, "PTL102")) == markers(tmp_path, "PTL102") != set()
+
+
+@pytest.mark.parametrize("module, decided", [
+    ("json", True),  # the standard library's, though a folder above the project is named so
+    ("proc", True),  # a package of its own, though the filesystem's root holds /proc
+    ("helpers", False),  # a folder above the project: may be the project's (a `sys.path` insert)
+])
+def test_without_a_marker_folders_above_may_hold_the_projects_modules_but_not_the_libraries(
+        tmp_path, monkeypatch, capsys, module, decided):
+    """With no pyproject.toml, setup.py or .git, an import of a module found in a folder above the
+    file may be the project's; a lookup into it (`getattr(helpers, name)`) could reach anything,
+    so a branch no call takes is left undecided. Not a module of the standard library, nor a
+    folder at the filesystem's root: those lookups reach no code of the project."""
+    (tmp_path / "json").mkdir()
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    project = tmp_path / "project"
+    expect = "" if decided else REPORTED
+    metrics = FIXED_METRICS.replace("DECORATOR", "").replace("EXPECT_MEAN", expect).replace("EXPECT_SCALE", expect)
+    for name, text in {"train.py": FIXED_TRAIN.replace("SECOND", '"none"').replace("    USER\n", ""),
+                       "metrics.py": metrics,
+                       "run.py": f"import sys\nimport {module}\n\nfn = getattr({module}, sys.argv[1])\n"}.items():
+        path = project / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("PTLINT_CACHE_DIR", raising=False)
+    cli.run(["check", "--output-format", "json", "--select", "PTL101", "."])
+    assert found(json.loads(capsys.readouterr().out)) == markers(project, "PTL101")
