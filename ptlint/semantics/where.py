@@ -890,7 +890,7 @@ class ExecutionModel:
             context, why = PER_STEP, f"`{name}` is passed to `torch.compile`"
         elif name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES):
             context, why = PER_STEP, f"`{name}` is a framework hook that runs every batch"
-        elif "backward" in self.ctx.text and is_step_function(function):
+        elif "backward" in self.ctx.text and is_step_function(function) and not self._run_once_by_name(function):
             context, why = PER_STEP, f"`{name}` calls `.backward()`: one training step"
         else:
             for decorator in function.decorator_list:
@@ -901,6 +901,28 @@ class ExecutionModel:
         if why is not None:
             self.intrinsic_why[id(function)] = why
         return context
+
+    def _run_once_by_name(self, function: ast.AST) -> bool:
+        """A def the file calls only by name, and only where the call runs once: outside any loop,
+        at module level or in `main()` (`example_dconv()` in a `__main__` self-test,
+        `check_gradients()` from `main()`): it backpropagates once per run of the script, not
+        once per step. Not a def handed to a framework (`Engine(update)`), which calls it every
+        batch, nor one a loop calls (a GAN's `train_G()` every `n_d` steps is a training step)."""
+        ctx = self.ctx
+        sites = self.calls.callers(function)
+        if not sites:
+            return False
+        for site in sites:
+            if not (isinstance(site.func, ast.Name) and site.func.id == function.name):
+                return False
+            scope = ctx.parent(site)
+            while scope is not None and not isinstance(scope, FUNCTION_DEFS):
+                if isinstance(scope, (*STATEMENT_LOOPS, *COMPREHENSIONS)):
+                    return False
+                scope = ctx.parent(scope)
+            if scope is not None and not (scope.name in ONCE_NAMES or ONCE_NAME.search(scope.name)):
+                return False
+        return True
 
     def _solve(self) -> dict[int, str]:
         """Each function's base context: what it is (a forward, a step hook, set-up), or else the

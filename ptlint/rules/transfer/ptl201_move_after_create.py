@@ -221,6 +221,8 @@ def _legacy_shape(call: ast.Call, ctx) -> bool:
     given data: `torch.FloatTensor(array)`)."""
     if ctx.qualname(call.func) not in LEGACY_TYPES or call.keywords or _has_star(call) or not call.args:
         return False
+    if _empty(call, "empty"):
+        return False  # `torch.LongTensor(b, k, 0)`: no element to build or copy
     if len(call.args) >= 2:
         return all(not isinstance(a, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.Set)) for a in call.args)
     [arg] = call.args
@@ -740,6 +742,38 @@ gives float32.
 """
 
     bad_examples = [
+        # a step function a framework calls every batch, or a loop of the script calls
+        """
+import torch
+from ignite.engine import Engine
+
+def update(engine, batch):
+    noise = torch.randn(4, 8).cuda()  # expect: PTL201
+    model(batch.cuda() + noise).mean().backward()
+
+def step(batch):
+    noise = torch.randn(4, 8).cuda()  # expect: PTL201
+    model(batch.cuda() + noise).mean().backward()
+
+def train_G():
+    z = torch.randn(64, 100, 1, 1).to(device)  # expect: PTL201
+    G_loss = g_loss_fn(D(G(z)))
+    G_loss.backward()
+
+def check(batch):
+    noise = torch.randn(4, 8).cuda()  # expect: PTL201
+    model(batch.cuda() + noise).mean().backward()
+
+def run_all(loader):
+    check(next(iter(loader)))
+
+trainer = Engine(update)
+if __name__ == "__main__":
+    for it, batch in enumerate(loader):
+        step(batch)
+        if it % n_d == 0:
+            train_G()
+""",
         # an attack's start, per evaluation batch under `no_grad`: its loop takes gradients again,
         # it is no generation
         """
@@ -942,6 +976,38 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a legacy constructor of an empty shape (a beam search's sequences before the first token)
+        """
+import torch
+
+def beam_search(logprobs, beam_size, steps):
+    for t in range(steps):
+        device = logprobs.device
+        seq = torch.LongTensor(logprobs.shape[0], beam_size, 0).to(device)
+        seq_logprobs = torch.FloatTensor(logprobs.shape[0], beam_size, 0, 100).to(device)
+        logprobs = logprobs + seq.numel() + seq_logprobs.numel()
+    return logprobs
+""",
+        # a self-test that backpropagates once, run by the script's `__main__` block
+        """
+import torch
+
+def example_dconv(layer):
+    x = torch.randn(2, 4, 8, 8).cuda()
+    x.requires_grad = True
+    layer(x).mean().backward()
+
+def check_gradients(layer):
+    x = torch.randn(2, 4, 8, 8).cuda()
+    layer(x).mean().backward()
+
+def main():
+    check_gradients(torch.nn.Conv2d(4, 4, 3).cuda())
+
+if __name__ == "__main__":
+    example_dconv(torch.nn.Conv2d(4, 4, 3).cuda())
+    main()
+""",
         # a generation's set-up with gradients off, before its loop over thousands of samples: once
         # per generation, however often `generate` is called
         """
