@@ -545,8 +545,13 @@ def steps_environment(call: ast.Call) -> bool:
 def steps_environment_itself(loop: ast.AST) -> bool:
     """The loop's own statements step an environment (`env.step(a)`): it is the loop of
     environment steps, whatever else it calls (an evaluation rollout every 5,000 steps)."""
-    return isinstance(loop, STATEMENT_LOOPS) and any(
-        steps_environment(call) for call in calls_in(loop.body, stop_at=_OWN_STATEMENTS))
+    if not isinstance(loop, STATEMENT_LOOPS):
+        return False
+    known = getattr(loop, "_ptlint_steps_env", None)  # asked for every call in the loop: once per loop
+    if known is None:
+        known = loop._ptlint_steps_env = any(
+            steps_environment(call) for call in calls_in(loop.body, stop_at=_OWN_STATEMENTS))
+    return known
 
 
 def calls_every_iteration(loop: ast.AST) -> list[ast.Call]:
@@ -1209,12 +1214,23 @@ class ExecutionModel:
                 block = getattr(parent, field, None)
                 if not isinstance(block, list):
                     continue
-                index = next((i for i, statement in enumerate(block) if statement is child), None)
-                if index is not None and any(_generates(later, self.ctx) and not _takes_gradients(later)
-                                             and _feeds_back(later, self.ctx) for later in block[index + 1:]):
+                positions, last = self._generation_loops(block)
+                index = positions.get(id(child))
+                if index is not None and index < last:
                     return GradRegions.of(self.ctx).off(child)
             child = parent
         return False
+
+    def _generation_loops(self, block: list) -> tuple[dict[int, int], int]:
+        """(each statement's position, the position of the block's last generation loop, -1 if
+        none), once per block: every statement of a long module asks."""
+        key = ("generation-loops", id(block))
+        found = self.ctx.memo.get(key)
+        if found is None:
+            last = max((i for i, statement in enumerate(block) if _generates(statement, self.ctx)
+                        and not _takes_gradients(statement) and _feeds_back(statement, self.ctx)), default=-1)
+            found = self.ctx.memo[key] = ({id(statement): i for i, statement in enumerate(block)}, last)
+        return found
 
     def _after_periodic_exit(self, child: ast.AST, parent: ast.AST) -> bool:
         """`child` follows, in its block, an early exit on the steps a periodic test leaves out
