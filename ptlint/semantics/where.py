@@ -528,6 +528,7 @@ def is_training_hook(function: ast.AST, ctx: "FileFacts") -> bool:
 
 
 ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
+EPOCH_WORDS = {"epoch", "ep", "epochs"}  # a loop target that counts epochs
 # A loop's own statements: not those of loops, comprehensions or definitions inside it.
 _OWN_STATEMENTS = (*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)
 
@@ -896,7 +897,11 @@ class ExecutionModel:
         elif name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES):
             context, why = PER_STEP, f"`{name}` is a framework hook that runs every batch"
         elif "backward" in self.ctx.text and is_step_function(function) and not self._run_once_by_name(function):
-            context, why = PER_STEP, f"`{name}` calls `.backward()`: one training step"
+            epoch_loop = self._full_batch_epoch_loop(function)
+            if epoch_loop is not None:
+                context, why = PER_OUTER, f"`{name}` trains on the whole data once per epoch (line {epoch_loop.lineno})"
+            else:
+                context, why = PER_STEP, f"`{name}` calls `.backward()`: one training step"
         else:
             for decorator in function.decorator_list:
                 event = event_context(decorator)
@@ -928,6 +933,22 @@ class ExecutionModel:
             if scope is not None and not (scope.name in ONCE_NAMES or ONCE_NAME.search(scope.name)):
                 return False
         return True
+
+    def _full_batch_epoch_loop(self, function: ast.AST) -> ast.AST | None:
+        """The loop over epochs that alone calls `function`, a training step (`for epoch in
+        range(1, args.epochs + 1): loss = train(model, data, optimizer)` of a full-graph GNN): its
+        step is the whole epoch, and what it reads back, once per epoch."""
+        sites = self.calls.callers(function)
+        loops = set()
+        for site in sites:
+            if not (isinstance(site.func, ast.Name) and site.func.id == function.name):
+                return None
+            loop = self._innermost_loop(site)
+            target = getattr(loop, "target", None)
+            if not isinstance(target, ast.Name) or not set(target.id.lower().split("_")) & EPOCH_WORDS:
+                return None
+            loops.add(loop)
+        return next(iter(loops)) if len(loops) == 1 else None
 
     def _solve(self) -> dict[int, str]:
         """Each function's base context: what it is (a forward, a step hook, set-up), or else the

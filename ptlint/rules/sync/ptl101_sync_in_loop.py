@@ -488,7 +488,8 @@ Not reported, wherever the code runs:
   `__init__`, set-up that only `main()` calls, and loops there over layers or settings rather
   than data), once per epoch or every N steps (outside an inner batch loop, under
   `if step % 100 == 0`, after an early exit on the other steps such as
-  `if not should_log: return`), a function whose callers the file does not show
+  `if not should_log: return`; a full-batch training step that only a loop over epochs calls,
+  `for epoch in range(n): loss = train(model, data)`), a function whose callers the file does not show
   (`def accuracy(x): return x.sum().item()` on its own), error paths (an `except` body, a branch
   that raises, or only warns or logs), test code, and compiled code (`forward`, functions given
   to `torch.compile`), where PTL402 and PTL403 report instead.
@@ -536,6 +537,29 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a step per batch, called from the batch loop inside the epoch loop
+        """
+import torch
+
+def one_step(model, batch, optimizer):
+    optimizer.zero_grad()
+    loss = model(batch.cuda()).mean()
+    loss.backward()
+    optimizer.step()
+    return loss.item()  # expect: PTL101
+
+def batch_step(batch):
+    loss = MODEL(batch.cuda()).mean()
+    loss.backward()
+    return loss.item()  # expect: PTL101
+
+def main(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        for batch in loader:
+            print(one_step(model, batch, optimizer))
+    for epoch in range(epochs):
+        print(sum(map(batch_step, loader)))
+""",
         # a running mean kept on the device, its elements spread into a built format every step
         """
 import torch
@@ -1101,6 +1125,25 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # full-batch training: the step is the whole graph, once per epoch
+        """
+import torch
+
+def train(model, data, train_idx, optimizer):
+    model.train()
+    optimizer.zero_grad()
+    out = model(data.x, data.adj_t)[train_idx]
+    loss = torch.nn.functional.nll_loss(out, data.y[train_idx])
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+def main(model, data, train_idx, optimizer, epochs):
+    data = data.to("cuda")
+    for epoch in range(1, 1 + epochs):
+        loss = train(model, data, train_idx, optimizer)
+        print(epoch, loss)
+""",
         # selections whose size is the result (boxes kept by a threshold), reductions along a
         # dimension, NumPy arrays, and a masked mean kept at a fixed shape
         """
