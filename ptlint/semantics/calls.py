@@ -123,6 +123,8 @@ class CallSites:
             return []
         if isinstance(callee, ast.Attribute):
             methods = self._methods.get(callee.attr, [])
+            if not methods and isinstance(callee.value, ast.Name) and callee.value.id in SELF_NAMES:
+                return self._stored_function(callee.attr, call)
             if not methods or callee.attr.startswith("__"):
                 return []
             if isinstance(callee.value, ast.Name) and callee.value.id in SELF_NAMES:
@@ -147,6 +149,22 @@ class CallSites:
                 return [m for m in methods if ctx.owner_class(m) is not None and any(
                     ctx.owner_class(m) in self._class_family(cls) for cls in named)]
         return []
+
+    def _stored_function(self, attribute: str, call: ast.Call) -> list[ast.AST]:
+        """`self.neg_loss(out, target)` where the class stores a function of this module on itself
+        (`self.neg_loss = _neg_loss` in `__init__`): every such assignment names the same def."""
+        ctx = self.ctx
+        function = ctx.enclosing_function(call)
+        owner = ctx.owner_class(function) if function is not None else None
+        if owner is None:
+            return []
+        values = [node.value for method in owner.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for node in ast.walk(method) if isinstance(node, ast.Assign) and len(node.targets) == 1
+                  and isinstance(node.targets[0], ast.Attribute) and node.targets[0].attr == attribute
+                  and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id in SELF_NAMES]
+        if not values or not all(isinstance(v, ast.Name) and v.id == values[0].id for v in values):
+            return []
+        return [d for d in self._defs.get(values[0].id, []) if ctx.parent(d) is ctx.tree]
 
     def _class_family(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its bases defined in this file."""

@@ -61,6 +61,9 @@ REDUCTIONS = {
     "any", "all", "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "count_nonzero",
     "median", "nansum", "nanmean", "logsumexp",
 }
+# methods only a torch tensor has (not a NumPy array, a pandas object or a Python number), so
+# whatever the receiver, the result is a tensor: `gt.eq(1).float()`, `x.detach()`
+TORCH_ONLY_METHODS = {"float", "half", "bfloat16", "long", "detach", "cuda", "unsqueeze", "masked_fill"}
 # methods that return a tensor like their receiver
 TENSOR_METHODS = {
     "abs", "float", "double", "half", "bfloat16", "bool", "long", "int", "to", "type", "clone", "detach", "view",
@@ -105,7 +108,7 @@ def tensor_kind(node: ast.AST, ctx: "FileFacts", _seen: dict | None = None) -> i
             if func.attr in REDUCTIONS or func.attr in TENSOR_METHODS:
                 receiver = tensor_kind(func.value, ctx, _seen)
                 if receiver == NONE:
-                    return NONE
+                    return STRONG if func.attr in TORCH_ONLY_METHODS else NONE
                 return STRONG if func.attr in REDUCTIONS else receiver
         return NONE
     if isinstance(node, ast.Compare):

@@ -156,3 +156,32 @@ def rebinds():
     ctx = context(source)
     Traversal(ctx, []).run()
     assert lines(CallSites.of(ctx).callers(defs(ctx)["Agent.collect"])) == [10]
+
+
+def test_a_function_stored_on_self_is_called_through_the_attribute():
+    """`self.neg_loss = _neg_loss` in `__init__`, `self.neg_loss(out, target)` in `forward`: the
+    module's function runs where the attribute is called. Not where the attribute is bound to
+    two functions, nor a method of that name (it wins)."""
+    source = """
+def _neg_loss(pred, gt):
+    return pred
+
+def _other(pred, gt):
+    return gt
+
+class FocalLoss:
+    def __init__(self, fast):
+        self.neg_loss = _neg_loss
+        self.either = _neg_loss if fast else _other
+        self.swapped = _other
+        if fast:
+            self.swapped = _neg_loss
+
+    def forward(self, out, target):
+        return self.neg_loss(out, target) + self.either(out, target) + self.swapped(out, target)
+"""
+    ctx = context(source)
+    Traversal(ctx, []).run()
+    found = {name: lines(CallSites.of(ctx).callers(function)) for name, function in defs(ctx).items()}
+    assert found["_neg_loss"] == [17]
+    assert found["_other"] == []

@@ -6,7 +6,7 @@ import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.compiled import is_traced
-from ptlint.semantics.nodes import SELF_NAMES, built_string, chain_head
+from ptlint.semantics.nodes import SELF_NAMES, block_of, built_string, chain_head
 from ptlint.semantics.pipeline import in_host_code
 from ptlint.semantics.uses import (
     adds_no_wait,
@@ -185,7 +185,8 @@ class SyncInLoop(Rule):
         # `if torch.min(y) < -1: print(...)`: a wait every step only to warn
         warns = isinstance(node, ast.If) and not node.orelse and all(
             isinstance(s, ast.Expr) and is_log_call(s.value) for s in node.body)
-        if isinstance(node, ast.If) and not masked and not warns and not all(
+        returns = isinstance(node, ast.If) and self._returns_tensors(node)
+        if isinstance(node, ast.If) and not masked and not warns and not returns and not all(
                 isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass)) for s in node.body + node.orelse):
             return
         if any(isinstance(arm, ast.Constant) and not _is_number(arm) for arm in arms) or not self._worth_asking(node):
@@ -205,7 +206,7 @@ class SyncInLoop(Rule):
                 self._read(found, operand, "`if m.any():` before a masked write", statement=node, help=MASKED_HELP)
             elif warns:
                 self._read(found, operand, "`if` on a tensor's value only to warn", statement=node, help=WARN_HELP)
-            elif self._tensor_work_only(node.body + node.orelse):
+            elif returns or self._tensor_work_only(node.body + node.orelse):
                 self._read(found, operand, "`if` on a tensor's value", statement=node)
         else:
             self._read(found, operand, "a conditional expression on a tensor's value")
@@ -222,6 +223,21 @@ class SyncInLoop(Rule):
         return isinstance(call.func, ast.Attribute) and call.func.attr not in DEVICE_STEP_METHODS \
             and head is not None and head.id not in SELF_NAMES and not is_module_call(call, self.ctx)
 
+    def _returns_tensors(self, node: ast.If) -> bool:
+        """`if num_pos == 0: return -neg_loss` ... `return -(pos_loss + neg_loss) / num_pos`: each
+        way returns a tensor that torch ops compute, which `torch.where` (or a clamped divisor)
+        returns on the device without the wait. The other way is the `else` or the statement
+        after the `if`."""
+        found = block_of(node, self.ctx.parent(node))
+        other = node.orelse or (found[0][found[1] + 1:found[1] + 2] if found else [])
+        return all(len(arm) == 1 and isinstance(arm[0], ast.Return) and self._tensor_value(arm[0].value)
+                   for arm in (node.body, other))
+
+    def _tensor_value(self, value: ast.AST | None) -> bool:
+        """Visibly a tensor, and computed with torch ops only (`-(pos + neg) / num_pos`)."""
+        return value is not None and self._strong(value) and all(
+            self._tensor_op(n) for n in ast.walk(value) if isinstance(n, ast.Call))
+
     def _tensor_work_only(self, statements: list[ast.stmt]) -> bool:
         """The branches only compute tensors (`pred = pred * scale`, `best = loss`,
         `x[m] = torch.where(...)`): `torch.where` / `torch.clamp` / `torch.minimum` do the same on
@@ -230,10 +246,7 @@ class SyncInLoop(Rule):
         on the host: a guard or the algorithm's own bookkeeping, not a stray sync."""
         for statement in statements:
             if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                value = statement.value
-                if value is None or not self._strong(value):
-                    return False
-                if not all(self._tensor_op(n) for n in ast.walk(value) if isinstance(n, ast.Call)):
+                if not self._tensor_value(statement.value):
                     return False
             elif not isinstance(statement, ast.Pass):
                 return False
@@ -367,8 +380,10 @@ The reads it finds:
   self.update_count >= warmup:`), `.item()`, `int()` or `float()` of it in a training step waits
   for the GPU, whatever the value is for, since the host can count itself;
 - an `if` or conditional expression whose test reads a tensor's value and whose branches only
-  choose between tensor values (`if loss < best: best = loss`, `x = a if t > 0 else b`), which
-  `torch.where`, `torch.minimum` or `torch.clamp` do on the device; and `if m.any():` in a loop
+  choose between tensor values (`if loss < best: best = loss`, `x = a if t > 0 else b`, a loss
+  that returns one tensor or another: `if num_pos == 0: return -neg_loss` then `return
+  -(pos_loss + neg_loss) / num_pos`), which `torch.where`, `torch.minimum` or `torch.clamp` (of
+  the divisor) do on the device; and `if m.any():` in a loop
   that runs the model, before branches that only write through the mask (`x[m] = 0`,
   `x.masked_fill_(m, 0)`), which change nothing when the mask is empty; and an `if` on a
   tensor's value whose branch only warns, logs or prints (`if torch.min(y) < -1: print(...)`):
@@ -537,6 +552,28 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a loss that tests its positives' count to choose what it returns, every step: both ways
+        # return a tensor, which a clamped divisor (or `torch.where`) returns without the wait
+        """
+import torch
+
+def focal_loss(pred, gt):
+    pos = gt.eq(1).float()
+    num_pos = pos.sum()
+    pos_loss = (torch.log(pred) * pos).sum()
+    neg_loss = (torch.log(1 - pred) * (1 - pos)).sum()
+    if num_pos == 0:  # expect: PTL101
+        return -neg_loss
+    return -(pos_loss + neg_loss) / num_pos
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for x, y in loader:
+        loss = focal_loss(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # a step per batch, called from the batch loop inside the epoch loop
         """
 import torch
@@ -1125,6 +1162,26 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # a guard that returns a Python value on one way: the host needs the answer
+        """
+import torch
+
+def focal_loss(pred, gt):
+    pos = gt.eq(1).float()
+    num_pos = pos.sum()
+    if num_pos == 0:
+        return None
+    return -(torch.log(pred) * pos).sum() / num_pos
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for x, y in loader:
+        loss = focal_loss(model(x.cuda()), y.cuda())
+        if loss is None:
+            continue
+        loss.backward()
+        optimizer.step()
+""",
         # full-batch training: the step is the whole graph, once per epoch
         """
 import torch
