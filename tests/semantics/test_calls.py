@@ -163,6 +163,8 @@ def test_a_function_stored_on_self_is_called_through_the_attribute():
     module's function runs where the attribute is called. Not where the attribute is bound to
     two functions, nor a method of that name (it wins)."""
     source = """
+from torch.nn.functional import relu
+
 def _neg_loss(pred, gt):
     return pred
 
@@ -176,12 +178,13 @@ class FocalLoss:
         self.swapped = _other
         if fast:
             self.swapped = _neg_loss
+        self.act = relu
 
     def forward(self, out, target):
-        return self.neg_loss(out, target) + self.either(out, target) + self.swapped(out, target)
+        return self.act(self.neg_loss(out, target) + self.either(out, target) + self.swapped(out, target))
 """
     ctx = context(source)
     Traversal(ctx, []).run()
     found = {name: lines(CallSites.of(ctx).callers(function)) for name, function in defs(ctx).items()}
-    assert found["_neg_loss"] == [17]
+    assert found["_neg_loss"] == [20]
     assert found["_other"] == []
