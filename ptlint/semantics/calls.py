@@ -158,13 +158,26 @@ class CallSites:
         owner = ctx.owner_class(function) if function is not None else None
         if owner is None:
             return []
-        values = [node.value for method in owner.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
-                  for node in ast.walk(method) if isinstance(node, ast.Assign) and len(node.targets) == 1
-                  and isinstance(node.targets[0], ast.Attribute) and node.targets[0].attr == attribute
-                  and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id in SELF_NAMES]
+        values = self._stored_values(owner).get(attribute)
         if not values or not all(isinstance(v, ast.Name) and v.id == values[0].id for v in values):
             return []
         return [d for d in self._defs.get(values[0].id, []) if ctx.parent(d) is ctx.tree]
+
+    def _stored_values(self, owner: ast.ClassDef) -> dict[str, list[ast.AST]]:
+        """`self.<name> = value` in the class's methods, by name: once per class (a model calls
+        `self.dropout(x)` and its other submodules thousands of times)."""
+        key = ("stored-values", id(owner))
+        found = self.ctx.memo.get(key)
+        if found is None:
+            found = self.ctx.memo[key] = {}
+            for method in owner.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for node in ast.walk(method):
+                        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                                and isinstance(node.targets[0], ast.Attribute) \
+                                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id in SELF_NAMES:
+                            found.setdefault(node.targets[0].attr, []).append(node.value)
+        return found
 
     def _class_family(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its bases defined in this file."""
