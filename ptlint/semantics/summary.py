@@ -688,8 +688,9 @@ def _foreign_callee(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list | 
 
 def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
     """An import that may name a module of the project: a relative one, or one whose top-level
-    name is a module or package beside the file, above its packages or at its project's root
-    (where ptlint.semantics.project resolves it). Asked of each call of an imported name, so kept
+    name is a module or package beside the file, above its packages, at its project's root (where
+    ptlint.semantics.project resolves it) or, unless the standard library has it, in a folder
+    above the file (`_folders_up_to_a_marker`). Asked of each call of an imported name, so kept
     per top-level name."""
     if reference[1]:
         return True
@@ -706,11 +707,10 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
                 root = find_root(ctx.path)
                 bases = ctx.memo["summary-import-bases"] = import_bases(ctx.path, root) + [os.path.join(root, "src")]
                 ctx.memo["summary-folders-up"] = _folders_up_to_a_marker(ctx.path)
+            if top not in sys.stdlib_module_names:  # (the folders above never shadow the standard library)
+                bases = bases + ctx.memo["summary-folders-up"]
             found = any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
                         for base in bases)
-            if not found and top not in sys.stdlib_module_names:
-                found = any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
-                            for base in ctx.memo["summary-folders-up"])
         ctx.memo[key] = found
     return found
 

@@ -919,12 +919,10 @@ class ExecutionModel:
         once per step. Not a def handed to a framework (`Engine(update)`), which calls it every
         batch, nor one a loop calls (a GAN's `train_G()` every `n_d` steps is a training step)."""
         ctx = self.ctx
-        sites = self.calls.callers(function)
+        sites = self._calls_by_name(function)
         if not sites:
             return False
         for site in sites:
-            if not (isinstance(site.func, ast.Name) and site.func.id == function.name):
-                return False
             scope = ctx.parent(site)
             while scope is not None and not isinstance(scope, FUNCTION_DEFS):
                 if isinstance(scope, (*STATEMENT_LOOPS, *COMPREHENSIONS)):
@@ -938,17 +936,18 @@ class ExecutionModel:
         """The loop over epochs that alone calls `function`, a training step (`for epoch in
         range(1, args.epochs + 1): loss = train(model, data, optimizer)` of a full-graph GNN): its
         step is the whole epoch, and what it reads back, once per epoch."""
+        loops = {self._innermost_loop(site) for site in self._calls_by_name(function)}
+        if len(loops) != 1:
+            return None
+        [loop] = loops
+        target = getattr(loop, "target", None)
+        return loop if isinstance(target, ast.Name) and set(target.id.lower().split("_")) & EPOCH_WORDS else None
+
+    def _calls_by_name(self, function: ast.AST) -> list[ast.Call]:
+        """The file's calls of `function` where every one calls it by name (`train(model, data)`);
+        none where one hands it on (`Engine(update)`, `map(step, batches)`) or calls it as a method."""
         sites = self.calls.callers(function)
-        loops = set()
-        for site in sites:
-            if not (isinstance(site.func, ast.Name) and site.func.id == function.name):
-                return None
-            loop = self._innermost_loop(site)
-            target = getattr(loop, "target", None)
-            if not isinstance(target, ast.Name) or not set(target.id.lower().split("_")) & EPOCH_WORDS:
-                return None
-            loops.add(loop)
-        return next(iter(loops)) if len(loops) == 1 else None
+        return sites if all(isinstance(site.func, ast.Name) and site.func.id == function.name for site in sites) else []
 
     def _solve(self) -> dict[int, str]:
         """Each function's base context: what it is (a forward, a step hook, set-up), or else the
@@ -1235,22 +1234,30 @@ class ExecutionModel:
                 block = getattr(parent, field, None)
                 if not isinstance(block, list):
                     continue
-                positions, last = self._generation_loops(block)
-                index = positions.get(id(child))
-                if index is not None and index < last:
+                index = self._positions(block).get(id(child))
+                if index is not None and index < self._last_generation_loop(block):
                     return GradRegions.of(self.ctx).off(child)
             child = parent
         return False
 
-    def _generation_loops(self, block: list) -> tuple[dict[int, int], int]:
-        """(each statement's position, the position of the block's last generation loop, -1 if
-        none), once per block: every statement of a long module asks."""
+    def _last_generation_loop(self, block: list) -> int:
+        """The position of the block's last generation loop, -1 if none, once per block: every
+        statement of a long module asks."""
         key = ("generation-loops", id(block))
         found = self.ctx.memo.get(key)
         if found is None:
-            last = max((i for i, statement in enumerate(block) if _generates(statement, self.ctx)
-                        and not _takes_gradients(statement) and _feeds_back(statement, self.ctx)), default=-1)
-            found = self.ctx.memo[key] = ({id(statement): i for i, statement in enumerate(block)}, last)
+            found = self.ctx.memo[key] = max((i for i, statement in enumerate(block) if _generates(statement, self.ctx)
+                                              and not _takes_gradients(statement)
+                                              and _feeds_back(statement, self.ctx)), default=-1)
+        return found
+
+    def _positions(self, block: list) -> dict[int, int]:
+        """Each statement's position in its block, once per block (the generation loops and the
+        periodic exits above ask it of every statement)."""
+        key = ("block-positions", id(block))
+        found = self.ctx.memo.get(key)
+        if found is None:
+            found = self.ctx.memo[key] = {id(statement): i for i, statement in enumerate(block)}
         return found
 
     def _after_periodic_exit(self, child: ast.AST, parent: ast.AST) -> bool:
@@ -1264,26 +1271,24 @@ class ExecutionModel:
             block = getattr(parent, name, None)
             if not isinstance(block, list):
                 continue
-            positions, first_exit = self._block_index(block)
-            index = positions.get(id(child))
+            first_exit = self._first_periodic_exit(block)
+            index = self._positions(block).get(id(child))
             if index is None:
                 continue
             if first_exit is not None and first_exit < index:
                 return not steps_optimizer(block[index:])
         return False
 
-    def _block_index(self, block: list) -> tuple[dict[int, int], int | None]:
-        """(each statement's position, the position of the first early exit on an off-period
-        test) of a block, once per block: a module of 60,000 statements asks about every one."""
-        key = ("block-index", id(block))
-        found = self.ctx.memo.get(key)
-        if found is None:
-            first_exit = next((i for i, statement in enumerate(block)
-                               if isinstance(statement, ast.If) and not statement.orelse
-                               and isinstance(statement.body[-1], (ast.Return, ast.Continue))
-                               and _off_period(statement.test, self._innermost_loop(statement))), None)
-            found = self.ctx.memo[key] = ({id(statement): i for i, statement in enumerate(block)}, first_exit)
-        return found
+    def _first_periodic_exit(self, block: list) -> int | None:
+        """The position of the block's first early exit on an off-period test, once per block: a
+        module of 60,000 statements asks about every one."""
+        key = ("periodic-exit", id(block))
+        if key not in self.ctx.memo:
+            self.ctx.memo[key] = next((i for i, statement in enumerate(block)
+                                       if isinstance(statement, ast.If) and not statement.orelse
+                                       and isinstance(statement.body[-1], (ast.Return, ast.Continue))
+                                       and _off_period(statement.test, self._innermost_loop(statement))), None)
+        return self.ctx.memo[key]
 
     def in_training_step(self, node: ast.AST) -> bool:
         """`node` runs as part of a training or evaluation step, visibly: in a loop (of its
