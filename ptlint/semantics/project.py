@@ -349,6 +349,9 @@ def _received(parameters: list, calls: list) -> dict[str, list]:
 _RANK = {"o": 0, "e": 1, "c": 2, "s": 3}  # once, per outer iteration, called, per step
 _INDEX = {"o": 0, "e": 1, "c": 2, "s": 3}  # the position of a base in an edge's transfer
 _CONTEXT = {"o": "once", "e": "per-outer-iteration", "c": "called", "s": "per-step"}
+# folders where training runs keep their artifacts, and with them copies of the code
+ARTIFACT_FOLDERS = {"log", "logs", "wandb", "lightning_logs", "mlruns", "runs", "outputs", "output", "checkpoints",
+                    "checkpoint", "ckpt", "ckpts", "snapshots", "snapshot", "backup", "backups", "bak"}
 MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
 
 
@@ -779,14 +782,17 @@ class ProjectModel:
         followed."""
         if self.other_names is None or not any(s["names"]["entry"] for s in self.summaries.values()):
             return {}  # no program here, only a library: its users are unknown
-        imported: set[str] = set()  # the modules some file imports: parts of a program
+        importers: dict[str, set[str]] = {}  # a module some file imports -> the files importing it
         for path, summary in self.summaries.items():
             for level, module, names in summary["imports"]:
-                imported.add(self.resolve_module(path, level, module))
-                imported.update(self.resolve_module(path, level, f"{module}.{name}".strip(".")) for name in names)
+                for dotted in (module, *(f"{module}.{name}".strip(".") for name in names)):
+                    importers.setdefault(self.resolve_module(path, level, dotted), set()).add(path)
+        imported = set(importers)  # the parts of a program
+        out: dict[str, set[str]] = {path: set(self.summaries[path]["names"]["tops"])
+                                    for path in self._unreached_modules(importers)}
         looked = self._looked_into()
         if looked is None:
-            return {}
+            return out
         all_live: set[str] = set(looked)  # modules whose defs are all taken as used
         for path, summary in self.summaries.items():
             if path not in imported and not summary["names"]["entry"] or os.path.basename(path) == "__init__.py":
@@ -803,9 +809,8 @@ class ProjectModel:
                 if entry[0] or path in all_live:  # decorated (a decorator may register it), or kept whole
                     pending.append((path, name))
         live = live_names(pending, by_name, local)
-        out: dict[str, set[str]] = {}
         for path, summary in self.summaries.items():
-            if path in all_live:
+            if path in all_live or path in out:
                 continue
             found = {name for name in summary["names"]["tops"] if (path, name) not in live and not name.startswith("__")}
             if found:
@@ -813,6 +818,33 @@ class ProjectModel:
         for path, found in self._unused_methods(imported).items():
             out.setdefault(path, set()).update(found)
         return out
+
+    def _unreached_modules(self, importers: dict[str, set[str]]) -> list[str]:
+        """The modules of a program no code reaches, even where names are looked up by computed
+        names: a private module (`_utils.py`) nothing imports, not an entry (a library's users
+        import its public modules; a program's own code would import it), and a snapshot of the
+        code kept with a run's artifacts (`log/exp1/model.py`, which a training script copies
+        beside its checkpoints): in a folder named for artifacts, a module whose file name the
+        project also has outside that folder, that no file outside it imports, and no entry."""
+        outside: dict[str, set[str]] = {}  # artifact folder -> file names outside it
+        found = []
+        for path, summary in self.summaries.items():
+            if summary["names"]["entry"]:
+                continue
+            name = os.path.basename(path)
+            if name.startswith("_") and not name.startswith("__") and path not in importers:
+                found.append(path)
+                continue
+            parts = os.path.relpath(path, self.root).split(os.sep)[:-1]
+            depth = next((i for i, part in enumerate(parts) if part.lower() in ARTIFACT_FOLDERS), None)
+            if depth is None:
+                continue
+            folder = os.path.join(self.root, *parts[:depth + 1]) + os.sep
+            if folder not in outside:
+                outside[folder] = {os.path.basename(p) for p in self.summaries if not p.startswith(folder)}
+            if name in outside[folder] and all(p.startswith(folder) for p in importers.get(path, ())):
+                found.append(path)
+        return found
 
     def _looked_into(self) -> set[str] | None:
         """The files whose names some file looks up by a computed name (`getattr(models, name)`: the

@@ -37,6 +37,9 @@ the queue was already drained. The questions, each answered here once:
   tensor's value that leaves the iteration (`if not torch.isfinite(loss): continue`), or another
   read the host needs (a whole tensor a meter or a function computes with, a value decoded,
   evaluated or written in the iteration; also one in each branch of an `if`/`else`). Moving this read saves no wait; a running total is no such read;
+- `waits_for_an_action(node, ctx)`: the read runs once per call of a function that every caller in the
+  file calls right in a loop that picks an agent's action (or steps an environment) each
+  iteration: the next action waits for the same kernels;
 - `after_drain(node, ctx)`: the read adds no new wait — earlier in the same loop body (or
   function body), unconditionally, a full drain (`torch.cuda.synchronize()` in any spelling,
   `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read,
@@ -65,6 +68,7 @@ import ast
 import builtins
 from typing import TYPE_CHECKING
 
+from ptlint.semantics.calls import CallSites
 from ptlint.semantics.nodes import (
     COMPREHENSIONS,
     DEFINITIONS,
@@ -95,7 +99,13 @@ from ptlint.semantics.values import (
     tensor_kind,
     value_test,
 )
-from ptlint.semantics.where import MAIN_PROCESS_WORDS, RUNS_MODEL_WORDS, is_log_call, steps_environment
+from ptlint.semantics.where import (
+    MAIN_PROCESS_WORDS,
+    RUNS_MODEL_WORDS,
+    calls_every_iteration,
+    is_log_call,
+    steps_environment,
+)
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
@@ -453,17 +463,39 @@ def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
     return _decides_control_flow(node, ctx) or _feeds_environment(ctx) or _returns_an_action(ctx)
 
 
-# Words of an agent's action-selection function (`act`, `select_action`, `get_actions`)
-ACTION_WORDS = {"act", "action", "actions"}
-
-
 def _returns_an_action(ctx: "FileFacts") -> bool:
     """The read is returned by an agent's action-selection function (`def act(self, state): return
     q(state).argmax(1).item()`): its caller hands the action to the environment, on the host."""
-    function = ctx.function
-    name = getattr(function, "name", "")
-    return bool(set(name.lower().split("_")) & ACTION_WORDS) and any(
-        isinstance(ancestor, ast.Return) for ancestor in reversed(ctx.stack))
+    return _picks_an_action(ctx.function) and any(isinstance(ancestor, ast.Return) for ancestor in reversed(ctx.stack))
+
+
+def waits_for_an_action(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The read at `node` runs once per call of its function (no loop of its own around it), and
+    every call of that function in the file sits right in a loop that, each iteration, picks an
+    agent's action (`action = self.select_action(state)`) or steps an environment: a DQN's update
+    between two environment steps. The next action waits for this update's kernels anyway (the
+    host hands it to the environment), so the read adds no wait of its own. Asked once the
+    traversal is over: the file's calls are resolved with all its bindings."""
+    function = ctx.enclosing_function(node)
+    if function is None or _loop_around(node, ctx) is not None:
+        return False
+    sites = CallSites.of(ctx).callers(function)
+    return bool(sites) and all(_acts_every_iteration(_loop_around(site, ctx)) for site in sites)
+
+
+def _loop_around(node: ast.AST, ctx: "FileFacts") -> ast.AST | None:
+    """The innermost statement loop around `node` in its function."""
+    parent = ctx.parent(node)
+    while parent is not None and not isinstance(parent, (*STATEMENT_LOOPS, *DEFINITIONS)):
+        parent = ctx.parent(parent)
+    return parent if isinstance(parent, STATEMENT_LOOPS) else None
+
+
+def _acts_every_iteration(loop: ast.AST | None) -> bool:
+    if loop is None:
+        return False
+    return any(steps_environment(call) or set(callee_name(call.func).split("_")) & ACTION_WORDS
+               for call in calls_every_iteration(loop))
 
 
 def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:

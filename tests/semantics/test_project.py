@@ -1140,6 +1140,56 @@ def test_defs_nothing_in_a_training_program_uses_are_silent(tmp_path, monkeypatc
     assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
 
 
+EXTRA = """
+    import torch
+
+
+    def shrink_params(model, factor):
+        for p in model.parameters():{expect}
+            p.data.mul_(factor)
+"""
+USES_EXTRA = USES_HELPERS.replace("import helpers\n", "import helpers\n    import extra\n") \
+    .replace("opt.step()\n", "opt.step()\n            extra.shrink_params(model, 0.5)\n")
+REPORTED_LOOP = "  # expect: PTL501"
+MAIN_CALL = """
+
+    if __name__ == "__main__":
+        print("a program")
+"""
+LOADS_ANY = "import importlib\nimport sys\n\nm = importlib.import_module(sys.argv[1])\n"
+
+
+@pytest.mark.parametrize("files", [
+    # a snapshot of the code a run keeps beside its checkpoints (log/<run>/extra.py): never imported
+    {"log/run1/extra.py": ""},
+    {"log/run1/extra.py": "", "run.py": LOADS_ANY},  # even where modules are loaded by name
+    {"wandb/run-1/files/code/extra.py": ""},
+    {"_extra.py": ""},  # a private module nothing imports
+    {"_extra.py": "", "run.py": LOADS_ANY},
+    # kept: no file of that name outside the folder, a folder not named for artifacts, an import
+    # from outside, a public module (a library's), a private one the program imports
+    {"log/run1/other.py": REPORTED_LOOP},
+    {"exp1/extra.py": REPORTED_LOOP},
+    {"log/run1/extra.py": REPORTED_LOOP, "report.py": "from log.run1 import extra\n\n\ndef report():\n    extra.shrink_params(None, 1)\n"},
+    {"tools.py": REPORTED_LOOP},
+    {"_extra.py": REPORTED_LOOP, "report.py": "import _extra\n\n\ndef report():\n    _extra.shrink_params(None, 1)\n"},
+    {"tools/__init__.py": REPORTED_LOOP},  # a package's front
+    # a program of its own (`python log/run1/extra.py`, `python _extra.py`)
+    {"log/run1/extra.py": (REPORTED_LOOP, MAIN_CALL)},
+    {"_extra.py": (REPORTED_LOOP, MAIN_CALL)},
+])
+def test_modules_no_code_of_the_program_reaches_are_silent(tmp_path, monkeypatch, capsys, files):
+    """A training program's snapshot of its own code (a checkpoint folder's copy, which a training
+    script writes there with `shutil.copy`), and a private module nothing imports, never run."""
+    helpers = "import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n\n\ndef log_metrics(loss):\n    pass\n"
+    tree = {"train.py": USES_EXTRA, "helpers.py": helpers, "extra.py": EXTRA.format(expect=REPORTED_LOOP)}
+    for path, expect in files.items():
+        expect, tail = expect if isinstance(expect, tuple) else (expect, "")
+        tree[path] = expect if path.endswith(("run.py", "report.py")) else EXTRA.format(expect=expect) + tail
+    write(tmp_path, tree)
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL501")) == markers(tmp_path, "PTL501") != set()
+
+
 @pytest.mark.parametrize("decorator, expect", [
     ("@torch.no_grad()", ""),  # wrappers that register nothing: the def is used only where named
     ("@torch.inference_mode()", ""),

@@ -73,6 +73,7 @@ class HostOutputWithoutNoGrad(Rule):
         if node.name == "forward":
             return
         assigned: dict[str, list[ast.AST]] = {}
+        kept: list[ast.AST] = []  # values stored on an object (`self.transition = [state, action]`)
         for child in walk(node, DEFINITIONS):
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
                     and child.func.attr in ("backward", "manual_backward", "step"):
@@ -83,12 +84,14 @@ class HostOutputWithoutNoGrad(Rule):
             if isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = child.targets if isinstance(child, ast.Assign) else [child.target]
                 for target in targets:
+                    if child.value is None:
+                        continue  # (`x: int` assigns nothing)
                     if not isinstance(child, ast.AugAssign) and any(
                             isinstance(part, (ast.Attribute, ast.Subscript)) for part in ast.walk(target)):
-                        return  # a value kept on an object: it may carry the graph on
+                        kept.append(child.value)
+                        continue
                     for name in (n for n in ast.walk(target) if isinstance(n, ast.Name)):
-                        if child.value is not None:  # (`x: int` assigns nothing)
-                            assigned.setdefault(name.id, []).append(child.value)
+                        assigned.setdefault(name.id, []).append(child.value)
         # the model runs once per call, outside any loop of the function (an action, a score)
         model_calls = [c for c in walk(node, (*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS))
                        if isinstance(c, ast.Call) and self._runs_model(c)]
@@ -98,6 +101,10 @@ class HostOutputWithoutNoGrad(Rule):
         derived = _derived_names(model_calls, assigned)
         if not any(_mentions(value, model_calls, derived) for value in returns):
             return  # what it returns is not the model's output (a step counter)
+        for value in kept:
+            parts = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+            if any(_mentions(part, model_calls, derived) and not _host_value(part, assigned) for part in parts):
+                return  # the model's tensor kept on an object: it may carry the graph on
         first = model_calls[0]
         if GradRegions.of(self.ctx).off(first):
             return
@@ -200,6 +207,22 @@ class PolicyNetwork(torch.nn.Module):
         action = torch.tanh(mean).detach().cpu().numpy()[0] if deterministic else action.detach().cpu().numpy()[0]
         return action
 """,
+        # the host copy (and the input) kept on the object for the replay buffer
+        """
+import torch
+
+class DQNAgent:
+    def select_action(self, state):
+        if self.epsilon > 0.5:
+            selected = self.env.action_space.sample()
+        else:
+            selected = self.dqn(torch.FloatTensor(state).to("cuda")).argmax()  # expect: PTL113
+            selected = selected.detach().cpu().numpy()
+        if not self.is_test:
+            self.transition = [state, selected]
+        self.last_action = selected
+        return selected
+""",
     ]
 
     good_examples = [
@@ -238,6 +261,11 @@ class Agent:
     def act(self, obs):
         out, self.hidden = self.policy(obs, self.hidden)
         return out.cpu().numpy()
+
+    def act_and_keep(self, obs):
+        q = self.q_net(obs)
+        self.transition = [obs, q]
+        return q.argmax().item()
 
     def rollout(self, obs, memory):
         value = self.critic(obs)

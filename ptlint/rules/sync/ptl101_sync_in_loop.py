@@ -16,6 +16,7 @@ from ptlint.semantics.uses import (
     logged_tensor,
     masked_write_only,
     read_elsewhere,
+    waits_for_an_action,
 )
 from ptlint.semantics.values import (
     DATA_PREDICATES,
@@ -291,9 +292,8 @@ class SyncInLoop(Rule):
         if each and elementwise_read(value, ctx):  # `[x.item() for x in t]`
             what = what.removesuffix(" of a tensor")
             return self._report_read(node, f"{what} on each element of a tensor", True, ELEMENTWISE_HELP)
-        if not may_be_step(ctx) or already_waited(value, ctx) or not avoidable(node, ctx, scalar):
-            return
-        if adds_no_wait(node, ctx) or self._read_again(statement):
+        if not may_be_step(ctx) or already_waited(value, ctx) or not avoidable(node, ctx, scalar) \
+                or adds_no_wait(node, ctx) or self._read_again(statement):
             return
         self._report_read(node, what, in_model_loop(ctx), help)
 
@@ -313,9 +313,10 @@ class SyncInLoop(Rule):
         read; a helper that inference code calls per step needs its host values. In a project
         that trains, a read in a module's `forward` waits every step, and so does a read of the
         module's own state (a buffer: `int(self.queue_ptr)`) in a method forward calls."""
-        model = self.ctx.model
-        return self._stalls.get(id(node), False) or model.in_training_step(node) \
-            or model.in_trained_forward(node, helpers=reads_module_state(node))
+        model = self.ctx.model  # (an update between two environment steps: the next action waits anyway)
+        return (self._stalls.get(id(node), False) or model.in_training_step(node)
+                or model.in_trained_forward(node, helpers=reads_module_state(node))) \
+            and not waits_for_an_action(node, self.ctx)
 
     def _read_again(self, statement: ast.stmt | None = None) -> bool:
         """Another read in a statement that already has a finding (`t, h, w = g[0].item(),
@@ -466,6 +467,10 @@ Not reported, wherever the code runs:
   `step` (`actions = policy(obs).cpu().numpy()` ... `env.step(actions)`: the simulator runs on
   the host), also one an agent's action-selection function returns (`def act(self, state):
   return q.argmax(1).item()`, `select_action`): the host needs it;
+- a read in an update that runs once between two environment steps (a DQN's `update_model`,
+  which every caller in the file calls right in the loop that picks an action each iteration):
+  the next action waits for the update's kernels anyway. An update that loops over gradient
+  steps (`for _ in range(iterations)`) is reported: each of its reads is a wait of its own;
 - conditions that are guards or the algorithm's own logic: a `while` test, an `if` whose
   branch leaves the loop or the function, raises, runs a model or other code, or keeps
   Python state (`if not torch.isfinite(loss): continue`, `if torch.isnan(loss): raise`,
@@ -552,6 +557,47 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # updates that loop over gradient steps, or run where no action is picked each iteration
+        """
+import torch
+
+class Agent:
+    def select_action(self, state):
+        return self.actor(torch.as_tensor(state, device="cuda")).argmax().cpu().numpy()
+
+    def update(self, iterations):
+        for it in range(iterations):
+            loss = self.loss(self.memory.sample())
+            loss.backward()
+            self.optimizer.step()
+            self.writer.add_scalar("loss", loss.item(), it)  # expect: PTL101
+
+    def update_once(self):
+        loss = self.loss(self.memory.sample())
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()  # expect: PTL101
+
+    def learn(self):
+        loss = self.loss(self.memory.sample())
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()  # expect: PTL101
+
+    def one_frame(self, state):
+        action = self.select_action(state)
+        return action, self.learn()
+
+    def train(self, env, frames):
+        state = env.reset()
+        for frame in range(frames):
+            action = self.select_action(state)
+            state, reward, done, _ = env.step(action)
+            self.update(10)
+            self.update_once()
+        for epoch in range(100):
+            print(self.update_once())
+""",
         # a loss that tests its positives' count to choose what it returns, every step: both ways
         # return a tensor, which a clamped divisor (or `torch.where`) returns without the wait
         """
@@ -1538,6 +1584,46 @@ def train(model, loader, opt, checkpoints):
         opt.step()
         if step in checkpoints:
             print(step, loss.item())
+""",
+        # an update run once between two environment steps: the next action waits for it anyway
+        """
+import torch
+
+class DQNAgent:
+    def select_action(self, state):
+        return self.dqn(torch.as_tensor(state, device="cuda")).argmax().cpu().numpy()
+
+    def step(self, action):
+        return self.env.step(action)
+
+    def update_model(self):
+        loss = self.loss(self.memory.sample())
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def train(self, num_frames):
+        state = self.env.reset()
+        for frame_idx in range(num_frames):
+            action = self.select_action(state)
+            state, reward, done = self.step(action)
+            if len(self.memory) >= 32:
+                self.losses.append(self.update_model())
+
+
+def update(net, opt, batch):
+    loss = net(batch).mean()
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def run(env, net, opt, memory):
+    obs = env.reset()
+    for t in range(1000):
+        obs, reward, done, _ = env.step(net(obs).argmax().item())
+        print(update(net, opt, memory.sample()))
 """,
         # an agent's action selection returns its action to the environment loop
         """
