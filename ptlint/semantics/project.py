@@ -226,11 +226,12 @@ class ProjectFacts:
     Only defs whose context or training the other files change are listed."""
 
     __slots__ = ("callers", "training", "cpu_only", "compiles", "outer_loops", "step_loops", "program_trains",
-                 "dead", "inference_only", "host_arguments", "fixed_arguments", "_digest")
+                 "dead", "inference_only", "host_arguments", "fixed_arguments", "epoch_steps", "_digest")
 
     def __init__(self, callers: dict | None = None, training=(), cpu_only: bool = False,
                  compiles: bool = True, outer_loops=(), step_loops=(), program_trains: bool = False,
-                 dead=(), inference_only: bool = False, host_arguments=(), fixed_arguments=None) -> None:
+                 dead=(), inference_only: bool = False, host_arguments=(), fixed_arguments=None,
+                 epoch_steps=()) -> None:
         from ptlint.semantics.where import Via
 
         self.callers: dict[str, list[tuple[str, tuple]]] = {
@@ -261,6 +262,9 @@ class ProjectFacts:
         self.fixed_arguments: dict[str, dict[str, tuple]] = {
             key: {name: tuple(values) for name, values in params.items()}
             for key, params in (fixed_arguments or {}).items()}
+        # this file's defs that only loops over epochs call, each right in the loop, some in other
+        # files (a full-graph training step: once per epoch)
+        self.epoch_steps = frozenset(epoch_steps)
         self._digest: str | None = None
 
     def callers_of(self, key: str) -> list:
@@ -282,21 +286,22 @@ class ProjectFacts:
                 "program_trains": self.program_trains, "dead": sorted(self.dead),
                 "inference_only": self.inference_only, "host_arguments": sorted(self.host_arguments),
                 "fixed_arguments": {key: {name: list(values) for name, values in sorted(params.items())}
-                                    for key, params in sorted(self.fixed_arguments.items())}}
+                                    for key, params in sorted(self.fixed_arguments.items())},
+                "epoch_steps": sorted(self.epoch_steps)}
 
     @classmethod
     def from_data(cls, data: dict) -> "ProjectFacts":
         return cls(data.get("callers"), data.get("training", ()), data.get("cpu_only", False),
                    data.get("compiles", True), data.get("outer_loops", ()), data.get("step_loops", ()),
                    data.get("program_trains", False), data.get("dead", ()), data.get("inference_only", False),
-                   data.get("host_arguments", ()), data.get("fixed_arguments"))
+                   data.get("host_arguments", ()), data.get("fixed_arguments"), data.get("epoch_steps", ()))
 
     def _key(self) -> tuple:
         return (tuple(sorted((key, tuple(sites)) for key, sites in self.callers.items())), tuple(sorted(self.training)),
                 self.cpu_only, self.compiles, tuple(sorted(self.outer_loops)), tuple(sorted(self.step_loops)),
                 self.program_trains, tuple(sorted(self.dead)), self.inference_only, tuple(sorted(self.host_arguments)),
                 tuple(sorted((key, tuple(sorted((name, tuple(map(repr, values))) for name, values in params.items())))
-                             for key, params in self.fixed_arguments.items())))
+                             for key, params in self.fixed_arguments.items())), tuple(sorted(self.epoch_steps)))
 
     def digest(self) -> str:
         """What the findings of the file depend on, for the cache key (repr of plain tuples and
@@ -357,14 +362,16 @@ MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
 
 class _Edge:
     __slots__ = ("path", "caller", "callee", "line", "transfer", "cold", "step_loop", "loop_line", "loop_why",
-                 "name", "loop_data", "host_arguments", "arguments", "loop_steps_environment", "local")
+                 "name", "loop_data", "host_arguments", "arguments", "loop_steps_environment", "loop_counts_epochs",
+                 "local")
 
     def __init__(self, path: str, raw: list, callee: tuple, local: bool) -> None:
         self.path = path
         self.caller = (path, raw[0])
         self.callee = callee
         self.line, self.transfer, self.cold, self.step_loop, self.loop_line, self.loop_why, self.name, \
-            self.loop_data, self.host_arguments, self.arguments, self.loop_steps_environment = raw[2:13]
+            self.loop_data, self.host_arguments, self.arguments, self.loop_steps_environment, \
+            self.loop_counts_epochs = raw[2:14]
         self.local = local
 
 
@@ -724,10 +731,13 @@ class ProjectModel:
         compiles = self.compile_setting if self.compile_setting is not None else \
             any(summary["compiles"] for summary in self.summaries.values())
         self._via: dict[tuple, tuple] = {}
-        incoming: dict[tuple, list[bool]] = {}
+        incoming: dict[tuple, list[_Edge]] = {}
         for edge in self.edges:
-            incoming.setdefault(edge.callee, []).append(edge.host_arguments)
-        host_arguments = {node for node, hosts in incoming.items() if all(hosts)}
+            incoming.setdefault(edge.callee, []).append(edge)
+        host_arguments = {node for node, edges in incoming.items() if all(edge.host_arguments for edge in edges)}
+        # called from other files, and every call right in a loop over epochs (a full-graph step)
+        epoch_steps = {node for node, edges in incoming.items()
+                       if node in external and all(edge.loop_counts_epochs for edge in edges)}
         trains_anywhere = any(summary.get("trains") for summary in self.summaries.values())
         dead = self.dead() if trains_anywhere else {}
         fixed, fixed_callers = self.fixed_arguments()
@@ -764,8 +774,10 @@ class ProjectModel:
             # (only where it changes a finding: of the defs that training steps elsewhere call)
             host = [key for key in trains if (path, key) in host_arguments]
             depends.update(fixed_callers.get(path, ()))
+            epochs = [key for key in self.summaries[path]["defs"] if (path, key) in epoch_steps]
+            depends.update(edge.path for key in epochs for edge in external[(path, key)])
             out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
-                                     dead.get(path, ()), path in inference_only, host, fixed.get(path))
+                                     dead.get(path, ()), path in inference_only, host, fixed.get(path), epochs)
         return out
 
     # -- code that never runs ----------------------------------------------------------------------

@@ -59,6 +59,7 @@ from ptlint.semantics.where import (
     ONCE,
     ONCE_NAME,
     ONCE_NAMES,
+    counts_epochs,
     step_loop,
     execution_model,
     is_training_hook,
@@ -72,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 36  # 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 37  # 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -405,7 +406,7 @@ def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     """[caller key ("" at module level), callee, line, transfer, cold, in a training loop,
     line of the loop to cite (0: none), its header, the name called, whether the innermost loop
     around it walks data or trains, whether every argument is visibly a host value, the
-    arguments, whether that loop steps an environment itself]."""
+    arguments, whether that loop steps an environment itself, whether that loop counts epochs]."""
     placement = model.local_placement(call)
     function = placement.function
     trains = any(runs_training_step(loop) for loop in placement.loops)
@@ -416,7 +417,8 @@ def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
             loop_why(loop) if loop is not None else "", name, data, host, _arguments(call),
-            bool(placement.loops) and steps_environment_itself(placement.loops[0])]
+            bool(placement.loops) and steps_environment_itself(placement.loops[0]),
+            bool(placement.loops) and counts_epochs(placement.loops[0])]
 
 
 HOST_CALLS = {"float", "int", "round", "len", "bool", "str"}

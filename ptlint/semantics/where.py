@@ -529,6 +529,12 @@ def is_training_hook(function: ast.AST, ctx: "FileFacts") -> bool:
 
 ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
 EPOCH_WORDS = {"epoch", "ep", "epochs"}  # a loop target that counts epochs
+
+
+def counts_epochs(loop: ast.AST | None) -> bool:
+    """`for epoch in range(args.epochs):`, `for ep in tqdm(...)`: a loop whose target counts epochs."""
+    target = getattr(loop, "target", None)
+    return isinstance(target, ast.Name) and bool(set(target.id.lower().split("_")) & EPOCH_WORDS)
 # A loop's own statements: not those of loops, comprehensions or definitions inside it.
 _OWN_STATEMENTS = (*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)
 
@@ -897,9 +903,9 @@ class ExecutionModel:
         elif name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES):
             context, why = PER_STEP, f"`{name}` is a framework hook that runs every batch"
         elif "backward" in self.ctx.text and is_step_function(function) and not self._run_once_by_name(function):
-            epoch_loop = self._full_batch_epoch_loop(function)
-            if epoch_loop is not None:
-                context, why = PER_OUTER, f"`{name}` trains on the whole data once per epoch (line {epoch_loop.lineno})"
+            epoch_call = self._full_batch_epoch_call(function)
+            if epoch_call is not None:
+                context, why = PER_OUTER, f"`{name}` trains on the whole data once per epoch ({epoch_call})"
             else:
                 context, why = PER_STEP, f"`{name}` calls `.backward()`: one training step"
         else:
@@ -932,16 +938,23 @@ class ExecutionModel:
                 return False
         return True
 
-    def _full_batch_epoch_loop(self, function: ast.AST) -> ast.AST | None:
-        """The loop over epochs that alone calls `function`, a training step (`for epoch in
-        range(1, args.epochs + 1): loss = train(model, data, optimizer)` of a full-graph GNN): its
-        step is the whole epoch, and what it reads back, once per epoch."""
+    def _full_batch_epoch_call(self, function: ast.AST) -> str | None:
+        """Where the loop over epochs that alone calls `function`, a training step, lies (`for epoch
+        in range(1, args.epochs + 1): loss = train(model, data, optimizer)` of a full-graph GNN):
+        its step is the whole epoch, and what it reads back, once per epoch. The loop of this file
+        ("line 12"), or, where no code of this file calls it, one of another file's, where every
+        call in the project sits right in a loop over epochs (ProjectFacts.epoch_steps)."""
+        if not self.calls.callers(function):
+            key = self.key(function)
+            if self.project is None or key not in self.project.epoch_steps:
+                return None
+            via = next((via for _, via in self._external(function) if via), ())
+            return f"{via[-1].path}:{via[-1].line}" if via else "in another file"
         loops = {self._innermost_loop(site) for site in self._calls_by_name(function)}
         if len(loops) != 1:
             return None
         [loop] = loops
-        target = getattr(loop, "target", None)
-        return loop if isinstance(target, ast.Name) and set(target.id.lower().split("_")) & EPOCH_WORDS else None
+        return f"line {loop.lineno}" if counts_epochs(loop) else None
 
     def _calls_by_name(self, function: ast.AST) -> list[ast.Call]:
         """The file's calls of `function` where every one calls it by name (`train(model, data)`);

@@ -188,6 +188,40 @@ def test_alone_the_helper_file_is_reported_as_called_code_nobody_calls(tmp_path,
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
 
 
+FULL_BATCH_STEP = """
+    import torch
+
+
+    def train_epoch(model, data, optimizer):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.nll_loss(model(data.x), data.y)
+        loss.backward()
+        optimizer.step()
+        return loss.item(){expect}
+"""
+
+
+@pytest.mark.parametrize("loops, expect", [
+    # only loops over epochs call it, each right in the loop: a full-graph step, once per epoch
+    (["for epoch in range(epochs):"], ""),
+    (["for epoch in range(epochs):", "for ep in tqdm(range(epochs)):"], ""),
+    # a loop over batches, or one of the calls in one: a step
+    (["for batch in loader:"], "  # expect: PTL101"),
+    (["for epoch in range(epochs):", "for batch in loader:"], "  # expect: PTL101"),
+    (["for epoch in range(epochs):\n        for split in splits:"], "  # expect: PTL101"),  # right in the split loop
+])
+def test_a_full_batch_step_another_file_calls_once_per_epoch(tmp_path, monkeypatch, capsys, loops, expect):
+    """`train_epoch` of train/engine.py trains on the whole graph; main.py calls it from its epoch
+    loop (benchmarking-gnns' WikiCS): what it reads back, it reads once per epoch."""
+    calls = "".join(f"    {loop}\n        {'    ' * loop.count(chr(10))}train_epoch(model, data, optimizer)\n"
+                    for loop in loops)
+    main = ("import torch\nfrom tqdm import tqdm\nfrom engine import train_epoch\n\n\n"
+            "def main(model, data, optimizer, loader, splits, epochs):\n    model.cuda()\n" + calls +
+            "\n\nif __name__ == '__main__':\n    main(None, None, None, [], [], 10)\n")
+    write(tmp_path, {"main.py": main, "engine.py": FULL_BATCH_STEP.format(expect=expect)})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
 def test_a_cpu_only_program_is_silent_for_syncs_and_transfers(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"train.py": """
         import torch

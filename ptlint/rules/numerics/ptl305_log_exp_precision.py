@@ -64,7 +64,9 @@ def _halved(node: ast.AST) -> ast.AST:
 
 # Names of counts: `log(1 + count)`, `log(dur + 1)` compress a count, which is never small.
 COUNT_WORDS = {"count", "counts", "cnt", "dur", "durs", "duration", "durations", "freq", "freqs", "frequency",
-               "frequencies", "length", "lengths", "lens", "num"}
+               "frequencies", "length", "lengths", "lens", "num", "deg", "degs", "degree", "degrees"}
+# Conversions of a stored value (`duration_targets.float()`): what the value is, is its source's
+CONVERSIONS = {"float", "double", "half", "to", "type"}
 
 
 def _magnitude(ctx, node: ast.AST, depth: int = 0) -> bool:
@@ -76,6 +78,8 @@ def _magnitude(ctx, node: ast.AST, depth: int = 0) -> bool:
     if isinstance(node, ast.Call):
         if isinstance(node.func, ast.Attribute) and node.func.attr == "abs" and ctx.qualname(node.func) is None:
             return True
+        if isinstance(node.func, ast.Attribute) and node.func.attr in CONVERSIONS and ctx.qualname(node.func) is None:
+            return _magnitude(ctx, node.func.value, depth + 1)  # `log(durations.float() + 1)`
         return ctx.qualname(node.func) in ("torch.abs", "torch.absolute")
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Mult)):
         return _magnitude(ctx, node.left, depth + 1)
@@ -465,7 +469,8 @@ def losses(z, p, h):
     b = torch.log(1.0 + p)  # expect: PTL305
     c = (torch.exp(h) - 1) / h  # expect: PTL305
     d = torch.log1p(torch.exp(-z))  # expect: PTL305
-    return a, b, c, d
+    e = torch.log(1 + p.float())  # expect: PTL305
+    return a, b, c, d, e
 """,
         # method spellings, and the other operand order
         """
@@ -587,6 +592,10 @@ def durations(log_dur, log_ratio, clip, coords):
     gap = torch.abs(coords[:, None] - coords[None])
     relative = torch.log(gap / (coords + 1e-5) + 1.0)
     return n, clipped, table, (log_dur.exp() - 1).floor(), relative, torch.log(word_counts + 1)
+
+def targets(duration_targets, in_degrees, lengths):
+    return torch.log(duration_targets.float() + 1), torch.log(1 + in_degrees.to(torch.float32)), \
+        torch.log(lengths.type(torch.float) + 1)
 """,
         # a sampler's update: each exp(h) - 1 term is added to the sample, which keeps only
         # absolute precision (measured: no gain, bench/expm1_accuracy.py)
