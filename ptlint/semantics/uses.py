@@ -96,16 +96,11 @@ from ptlint.semantics.values import (
     is_scalar_tensor,
     is_torch_op,
     reads_module_state,
+    steps_environment,
     tensor_kind,
     value_test,
 )
-from ptlint.semantics.where import (
-    MAIN_PROCESS_WORDS,
-    RUNS_MODEL_WORDS,
-    calls_every_iteration,
-    is_log_call,
-    steps_environment,
-)
+from ptlint.semantics.where import MAIN_PROCESS_WORDS, RUNS_MODEL_WORDS, calls_every_iteration, is_log_call
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts

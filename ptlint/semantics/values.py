@@ -722,20 +722,49 @@ CHECKPOINT_TOKENS = {"sd", "ckpt", "weights"}  # `sds_sd`, `ckpt`: a loaded stat
 NUMPY_ONLY = {"numpy", "astype"}
 # Ops whose output size depends on data: they wait for the device themselves.
 WAITING_OPS = {"nonzero", "where", "masked_select", "unique", "unique_consecutive", "argwhere"}
+# Words of a boolean mask (`returns[done]`, `x[batch.mask]`): indexing with one waits too.
+MASK_WORDS = {"mask", "masks", "done", "dones", "keep", "valid"}
 
 
 def in_host_memory(value: ast.AST, ctx: "FileFacts") -> bool:
     """Reading `value` back costs no device sync: visibly NumPy or plain Python (`not_a_tensor`),
     a tensor in host memory (`visibly_on_host`), a value the code type-checks as NumPy or a
-    tensor of unknown origin (`isinstance`, `hasattr`), read from a checkpoint, or a NumPy
-    array's method's result."""
+    tensor of unknown origin (`isinstance`, `hasattr`), read from a checkpoint, a NumPy
+    array's method's result, or what an environment returned."""
     return not_a_tensor(value, ctx) or visibly_on_host(value, ctx) or _checked_type(value, ctx) \
-        or _checkpoint_value(value, ctx) or _numpy_array(value, ctx) or _host_attribute(value, ctx)
+        or _checkpoint_value(value, ctx) or _numpy_array(value, ctx) or _host_attribute(value, ctx) \
+        or _environment_output(value, ctx)
+
+
+ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
+
+
+def steps_environment(call: ast.Call, methods: tuple[str, ...] = ("step",)) -> bool:
+    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host
+    (with `methods`, also its `reset()` or `initial()`)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in methods):
+        return False
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
+
+
+def _environment_output(value: ast.AST, ctx: "FileFacts") -> bool:
+    """`observation["done"]` where every value of `observation` is what an environment returned
+    (`env.step(action)`, `env.reset()`, `env.initial()`): a simulator's output comes from the host,
+    and the step already waited for the action it was given, so reading it waits for no model work
+    (also where a wrapper copies it to the device)."""
+    head = chain_head(value)
+    values = [v for v in ctx.assignments(head.id) if isinstance(v, ast.expr)] if head is not None else []
+    return bool(values) and all(isinstance(v, ast.Call) and steps_environment(v, ("step", "reset", "initial"))
+                                for v in values)
 
 
 def already_waited(value: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
     """The value comes from an op whose output size depends on data (`nonzero`, one-argument
-    `torch.where`, `masked_select`, `unique`): that op has already waited for the device."""
+    `torch.where`, `masked_select`, `unique`, an index by a boolean mask: `returns[done]`): that
+    op has already waited for the device."""
     node = value
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
         if isinstance(node, ast.Call):
@@ -744,11 +773,23 @@ def already_waited(value: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
                 return True
             node = node.func
         else:
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, (ast.Name, ast.Attribute, ast.Subscript)) \
+                    and _mask_words(node.slice) & MASK_WORDS:
+                return True
             node = node.value
     if isinstance(node, ast.Name) and hops:
         values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
         return bool(values) and all(already_waited(v, ctx, hops - 1) for v in values)
     return False
+
+
+def _mask_words(node: ast.AST) -> set[str]:
+    """The words of an index's last name: `done` of `batch["done"]`, of `env_outputs.done`, `valid_mask`."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        name = node.slice.value
+    else:
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return set(name.lower().split("_"))
 
 
 def _checkpoint_value(node: ast.AST, ctx: "FileFacts", hops: int = 1) -> bool:

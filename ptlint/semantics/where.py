@@ -77,6 +77,7 @@ from ptlint.semantics.values import (
     TRAINING_CALLS,
     backward_name,
     is_module_call,
+    steps_environment,
 )
 
 if TYPE_CHECKING:
@@ -527,7 +528,6 @@ def is_training_hook(function: ast.AST, ctx: "FileFacts") -> bool:
         and not (owner is not None and name == "forward")
 
 
-ENVIRONMENT_WORDS = {"env", "envs", "environment", "environments", "venv"}
 EPOCH_WORDS = {"epoch", "ep", "epochs"}  # a loop target that counts epochs
 
 
@@ -535,18 +535,10 @@ def counts_epochs(loop: ast.AST | None) -> bool:
     """`for epoch in range(args.epochs):`, `for ep in tqdm(...)`: a loop whose target counts epochs."""
     target = getattr(loop, "target", None)
     return isinstance(target, ast.Name) and bool(set(target.id.lower().split("_")) & EPOCH_WORDS)
+
+
 # A loop's own statements: not those of loops, comprehensions or definitions inside it.
 _OWN_STATEMENTS = (*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)
-
-
-def steps_environment(call: ast.Call) -> bool:
-    """`env.step(a)`, `self.envs.step(a)`, `train_env.step(a)`: a simulator's step, on the host."""
-    func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
-        return False
-    receiver = func.value
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-    return bool(set(name.lower().split("_")) & ENVIRONMENT_WORDS)
 
 
 def steps_environment_itself(loop: ast.AST) -> bool:

@@ -557,6 +557,30 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a selection by an index, not a mask: no wait of its own
+        """
+import torch
+
+def learn(model, optimizer, batches, logger):
+    model.cuda()
+    for batch in batches:
+        out = model(batch)
+        out["loss"].backward()
+        optimizer.step()
+        picked = out["value"][batch["index"]]
+        logger.log({"values": picked.cpu().numpy()})  # expect: PTL101
+""",
+        # a name that also holds a model's output
+        """
+import torch
+
+def evaluate(env, model, loader):
+    model.cuda()
+    for x in loader:
+        stats = env.step(0)
+        stats = model(x.cuda())
+        print(stats["loss"].item())  # expect: PTL101
+""",
         # updates that loop over gradient steps, or run where no action is picked each iteration
         """
 import torch
@@ -1584,6 +1608,44 @@ def train(model, loader, opt, checkpoints):
         opt.step()
         if step in checkpoints:
             print(step, loss.item())
+""",
+        # a selection by a boolean mask waited for the device itself (its size is data)
+        """
+import torch
+
+def learn(model, optimizer, batches, logger):
+    model.cuda()
+    for batch in batches:
+        out = model(batch)
+        loss = out["loss"]
+        loss.backward()
+        optimizer.step()
+        episode_returns = batch["episode_return"][batch["done"]]
+        logger.log({"returns": tuple(episode_returns.cpu().numpy())})
+
+def learn_values(model, optimizer, batches, logger):
+    model.cuda()
+    for batch in batches:
+        out = model(batch)
+        out["loss"].backward()
+        optimizer.step()
+        finished = out["value"][batch.valid_mask]
+        logger.log({"values": finished.cpu().numpy()})
+""",
+        # what an environment returns comes from the host (a test loop over episodes)
+        """
+import torch
+
+def test(env, model, num_episodes):
+    model.cuda()
+    returns = []
+    observation = env.initial()
+    while len(returns) < num_episodes:
+        outputs = model(observation)
+        observation = env.step(outputs["action"])
+        if observation["done"].item():
+            returns.append(observation["episode_return"].item())
+    return returns
 """,
         # an update run once between two environment steps: the next action waits for it anyway
         """
