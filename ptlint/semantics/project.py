@@ -194,20 +194,29 @@ def blake2b(data: bytes, digest_size: int):
     return make(data, digest_size=digest_size)
 
 
+def marked_ancestry(folder: str) -> tuple[list[str], str | None]:
+    """The folders from `folder` up to the nearest that marks a project (PROJECT_MARKERS), but
+    the filesystem's root, and that marked folder (None where none does)."""
+    out, current = [], folder
+    while True:
+        up = os.path.dirname(current)
+        if any(os.path.exists(os.path.join(current, marker)) for marker in PROJECT_MARKERS):
+            return out + ([current] if up != current else []), current
+        if up == current:
+            return out, None
+        out.append(current)
+        current = up
+
+
 def find_root(path: str, given: list[str] | tuple = ()) -> str:
     """The project a file belongs to: the nearest folder above it holding a pyproject.toml,
     setup.py, setup.cfg or .git; where there is none, the outermost folder named on the command
     line (`given`) that holds the file, else the folder above the outermost package holding the
     file (or its own folder)."""
     folder = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
-    current = folder
-    while True:
-        if any(os.path.exists(os.path.join(current, marker)) for marker in PROJECT_MARKERS):
-            return current
-        up = os.path.dirname(current)
-        if up == current:
-            break
-        current = up
+    marked = marked_ancestry(folder)[1]
+    if marked is not None:
+        return marked
     named = [os.path.abspath(p) for p in given if os.path.isdir(p)]
     holding = [p for p in named if folder == p or folder.startswith(p.rstrip(os.sep) + os.sep)]
     if holding:

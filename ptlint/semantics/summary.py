@@ -723,15 +723,9 @@ def _folders_up_to_a_marker(path: str) -> list[str]:
     project's root is the folder the user named that holds the file, which a summary cannot know
     (it is cached by content): any of these may be it, and an import of a module there (`from
     core.agent import Agent` in `examples/`, beside a `sys.path` insert) names the project's code."""
-    from ptlint.semantics.project import PROJECT_MARKERS
+    from ptlint.semantics.project import marked_ancestry
 
-    out, current = [], os.path.dirname(os.path.abspath(path))
-    while os.path.dirname(current) != current:
-        out.append(current)
-        if any(os.path.exists(os.path.join(current, marker)) for marker in PROJECT_MARKERS):
-            break
-        current = os.path.dirname(current)
-    return out
+    return marked_ancestry(os.path.dirname(os.path.abspath(path)))[0]
 
 
 def _defined_here(owner: ast.ClassDef, method: str, ctx: "FileFacts") -> bool:
