@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from ptlint.engine.rule import ONCE, Rule
 from ptlint.semantics.autograd import NO_GRAD, SET_GRAD
 from ptlint.semantics.nodes import dotted, name_words
+from ptlint.semantics.options import holds_by_default
 from ptlint.semantics.values import TRAINING_CALLS
 from ptlint.semantics.where import OPTIMIZER_NAMES
 
@@ -107,7 +108,7 @@ class UsesDataParallel(Rule):
             return False
         subclass = isinstance(node, ast.Name) and node.id in self._subclasses() and self.ctx.qualname(node) is None
         return (subclass or self.ctx.qualname(node) in DATA_PARALLEL) \
-            and not self._offered_as_an_option() and not self._without_a_gpu()
+            and not self._offered_as_an_option() and not self._without_a_gpu() and not self._off_by_default()
 
     def _subclasses(self) -> set[str]:
         """The classes at the top of the module that subclass DataParallel."""
@@ -129,6 +130,21 @@ class UsesDataParallel(Rule):
                 test, taken = test.operand, not taken
             if not taken and _asks_for_a_gpu(test, self.ctx):
                 return True
+        return False
+
+    def _off_by_default(self) -> bool:
+        """In the fallback of a distributed switch that is on by default: the other branch, the
+        one the program takes while every command-line option keeps its default, builds
+        DistributedDataParallel (`elif args.distributed:` where `--multiprocessing-distributed`
+        defaults to true); DataParallel runs only where the user turns that off. An opt-in (`if
+        args.multi_gpu:`, off by default, and nothing distributed beside it) is the program's
+        multi-GPU path, and reported."""
+        for branch, first in self._branches():
+            if isinstance(branch, ast.If) and holds_by_default(branch.test, self.ctx) is (not first):
+                default_path = branch.orelse if first else branch.body
+                if any(isinstance(node, ast.Call) and (self.ctx.qualname(node.func) or "").endswith(
+                        "DistributedDataParallel") for statement in default_path for node in ast.walk(statement)):
+                    return True
         return False
 
     def _branches(self) -> Iterator[tuple[ast.If | ast.IfExp, bool]]:
@@ -278,7 +294,14 @@ those places DataParallel is the user's explicit choice. The other branch of suc
 reported: DataParallel in the `else:` of `if args.distributed:` (or of `if
 args.multiprocessing_distributed:`, or an `elif torch.cuda.device_count() > 1:` there, or under
 `if not args.distributed:`) is the training script's own multi-GPU path whenever the option is
-off, which is how it usually runs. Nor the branch taken without a GPU (`else:` of `if
+off, which is how it usually runs, unless the file's own argparse options say the switch is on
+by default: then the branch the default run takes builds DistributedDataParallel, and
+DataParallel is a fallback only a user who turns the option off reaches (`else:` of `elif
+args.distributed:` where `args.distributed = args.world_size > 1 or
+args.multiprocessing_distributed` and `--multiprocessing-distributed` defaults to true): not
+reported. An opt-in off by default (`if args.mGPUs:` with `action="store_true"`) is the
+program's multi-GPU path and is reported. Where the options are defined in another file or
+their defaults are computed, nothing is known and the fallback is reported. Nor the branch taken without a GPU (`else:` of `if
 torch.cuda.is_available():`, of `if use_gpu:` or `if args.cuda:`, or under `if not ...`), where
 DataParallel over no device only calls the model. Nor a wrap taken off again in the same
 function (`decoder = nn.DataParallel(decoder)`, `decoder.load_state_dict(...)`, `decoder =
@@ -386,6 +409,49 @@ class Parallel(nn.DataParallel):
 def wrap(model):
     return Parallel(model)  # expect: PTL202
 """,
+        # the default path when the distributed option is off by default (or not known here),
+        # and a multi-GPU opt-in off by default with nothing distributed beside it
+        """
+import argparse
+import torch
+
+def main_worker(args, opt):
+    model = build()
+    if args.mGPUs:
+        model = torch.nn.DataParallel(model)  # expect: PTL202
+    else:
+        model = model.cuda()
+    if args.distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    else:
+        model = torch.nn.DataParallel(model)  # expect: PTL202
+    if opt.distributed:
+        return model
+    if args.dist_url == "env://":
+        model = torch.nn.DataParallel(model)  # expect: PTL202
+    else:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    return model
+
+class Trainer:
+    def build_model(self, model):
+        if self.sharded:  # an object's attribute, not the option of that name
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        else:
+            model = torch.nn.DataParallel(model)  # expect: PTL202
+        return model
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--world-size", default=1, type=int)
+    parser.add_argument("--dist-url", default=default_url(), type=str)
+    parser.add_argument("--multiprocessing-distributed", action="store_true")
+    parser.add_argument("--sharded", default=True)
+    parser.add_argument("--mGPUs", action="store_true")
+    args = parser.parse_args()
+    args.distributed = args.world_size > 1 or args.multiprocessing_distributed
+    main_worker(args, args)
+""",
         # the path a training script takes when the distributed option is off
         """
 import torch
@@ -477,6 +543,48 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # a fallback the user must ask for: the distributed option is on by default (directly, or
+        # through an option derived from it), or a multi-GPU option is off by default
+        """
+import argparse
+import torch
+
+def main_worker(gpu, ngpus_per_node, args):
+    model = build()
+    if not torch.cuda.is_available():
+        raise Exception("only GPU training is supported")
+    elif args.distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+    elif args.gpu is not None:
+        model = model.cuda(args.gpu)
+    else:
+        model = torch.nn.DataParallel(model).cuda()
+    return model
+
+def wrap(model, args):
+    if args.ddp:  # (`--single-process` stores false into `ddp`)
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    else:
+        model = torch.nn.DataParallel(model)
+    return model
+
+def wrap_devices(model, args):
+    if args.devices is None:  # no devices named: all of them, through DDP
+        return torch.nn.parallel.DistributedDataParallel(model)
+    else:
+        return torch.nn.DataParallel(model, device_ids=args.devices)
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--world-size", default=1, type=int)
+    parser.add_argument("--gpu", default=None, type=int)
+    parser.add_argument("--multiprocessing-distributed", type=str2bool, default=True)
+    parser.add_argument("--single-process", dest="ddp", action="store_false")
+    parser.add_argument("--devices", nargs="+", type=int)
+    args = parser.parse_args()
+    args.distributed = args.world_size > 1 or args.multiprocessing_distributed
+    main_worker(args.gpu, 1, args)
+""",
         # a vendored subclass the file defines and never constructs
         """
 from torch.nn.parallel.data_parallel import DataParallel
