@@ -365,7 +365,9 @@ _INDEX = {"o": 0, "e": 1, "c": 2, "s": 3}  # the position of a base in an edge's
 _CONTEXT = {"o": "once", "e": "per-outer-iteration", "c": "called", "s": "per-step"}
 # folders where training runs keep their artifacts, and with them copies of the code
 ARTIFACT_FOLDERS = {"log", "logs", "wandb", "lightning_logs", "mlruns", "runs", "outputs", "output", "checkpoints",
-                    "checkpoint", "ckpt", "ckpts", "snapshots", "snapshot", "backup", "backups", "bak"}
+                    "checkpoint", "ckpt", "ckpts", "snapshots", "snapshot"}
+# folders that keep code set aside: nothing in them is the program's, but what another file imports
+SET_ASIDE_FOLDERS = {"backup", "backups", "bak", "old", "archive", "archived", "unused"}
 MAX_LOOKUP_DEPTH = 8  # re-exports followed through this many modules at most
 
 
@@ -846,17 +848,25 @@ class ProjectModel:
         import its public modules; a program's own code would import it), and a snapshot of the
         code kept with a run's artifacts (`log/exp1/model.py`, which a training script copies
         beside its checkpoints): in a folder named for artifacts, a module whose file name the
-        project also has outside that folder, that no file outside it imports, and no entry."""
+        project also has outside that folder, that no file outside it imports, and no entry; and
+        any module, a script too, of a folder of code set aside (`backup/`, `old/`) that no file
+        outside that folder imports."""
         outside: dict[str, set[str]] = {}  # artifact folder -> file names outside it
         found = []
         for path, summary in self.summaries.items():
+            parts = os.path.relpath(path, self.root).split(os.sep)[:-1]
+            aside = next((i for i, part in enumerate(parts) if part.lower() in SET_ASIDE_FOLDERS), None)
+            if aside is not None:
+                folder = os.path.join(self.root, *parts[:aside + 1]) + os.sep
+                if all(p.startswith(folder) for p in importers.get(path, ())):
+                    found.append(path)
+                continue
             if summary["names"]["entry"]:
                 continue
             name = os.path.basename(path)
             if name.startswith("_") and not name.startswith("__") and path not in importers:
                 found.append(path)
                 continue
-            parts = os.path.relpath(path, self.root).split(os.sep)[:-1]
             depth = next((i for i, part in enumerate(parts) if part.lower() in ARTIFACT_FOLDERS), None)
             if depth is None:
                 continue

@@ -1200,6 +1200,9 @@ LOADS_ANY = "import importlib\nimport sys\n\nm = importlib.import_module(sys.arg
     {"wandb/run-1/files/code/extra.py": ""},
     {"_extra.py": ""},  # a private module nothing imports
     {"_extra.py": "", "run.py": LOADS_ANY},
+    # code set aside (backup/, old/): any module nothing outside imports, a script too
+    {"backup/train_v0.py": ("", MAIN_CALL)},
+    {"old/helpers_v1.py": ""},
     # kept: no file of that name outside the folder, a folder not named for artifacts, an import
     # from outside, a public module (a library's), a private one the program imports
     {"log/run1/other.py": REPORTED_LOOP},
@@ -1208,13 +1211,15 @@ LOADS_ANY = "import importlib\nimport sys\n\nm = importlib.import_module(sys.arg
     {"tools.py": REPORTED_LOOP},
     {"_extra.py": REPORTED_LOOP, "report.py": "import _extra\n\n\ndef report():\n    _extra.shrink_params(None, 1)\n"},
     {"tools/__init__.py": REPORTED_LOOP},  # a package's front
+    {"backup/extra.py": REPORTED_LOOP, "report.py": "from backup import extra\n\n\ndef report():\n    extra.shrink_params(None, 1)\n"},
     # a program of its own (`python log/run1/extra.py`, `python _extra.py`)
     {"log/run1/extra.py": (REPORTED_LOOP, MAIN_CALL)},
     {"_extra.py": (REPORTED_LOOP, MAIN_CALL)},
 ])
 def test_modules_no_code_of_the_program_reaches_are_silent(tmp_path, monkeypatch, capsys, files):
     """A training program's snapshot of its own code (a checkpoint folder's copy, which a training
-    script writes there with `shutil.copy`), and a private module nothing imports, never run."""
+    script writes there with `shutil.copy`), code set aside in a backup folder, and a private
+    module nothing imports, never run."""
     helpers = "import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n\n\ndef log_metrics(loss):\n    pass\n"
     tree = {"train.py": USES_EXTRA, "helpers.py": helpers, "extra.py": EXTRA.format(expect=REPORTED_LOOP)}
     for path, expect in files.items():
