@@ -115,8 +115,8 @@ class HostOutputWithoutNoGrad(Rule):
     def _runs_model(self, call: ast.Call) -> bool:
         func = call.func
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-        if last is None:
-            return False
+        if last is None or last.startswith("__") and last != "__call__":
+            return False  # `self.module.__repr__()`: text, no forward
         words = {last.lower(), last.lower().split("_")[-1]}  # `q_net`, `target_model`; not `load_model_file`
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute):
             inner = func.value.attr.lower()  # `self.policy_net.get_action(s)`
@@ -261,6 +261,12 @@ class Agent:
     def act(self, obs):
         out, self.hidden = self.policy(obs, self.hidden)
         return out.cpu().numpy()
+
+    def __repr__(self):
+        text = self.__class__.__name__ + " ("
+        text += self.module.__repr__()
+        text += ")"
+        return text
 
     def act_and_keep(self, obs):
         q = self.q_net(obs)
