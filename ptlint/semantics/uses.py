@@ -37,9 +37,11 @@ the queue was already drained. The questions, each answered here once:
   tensor's value that leaves the iteration (`if not torch.isfinite(loss): continue`), or another
   read the host needs (a whole tensor a meter or a function computes with, a value decoded,
   evaluated or written in the iteration; also one in each branch of an `if`/`else`). Moving this read saves no wait; a running total is no such read;
-- `waits_for_an_action(node, ctx)`: the read runs once per call of a function that every caller in the
-  file calls right in a loop that picks an agent's action (or steps an environment) each
-  iteration: the next action waits for the same kernels;
+- `amortised(node, ctx)`: the wait is small beside the work around it: `waits_for_an_action`
+  (the read runs once per call of a function that every caller in the file calls right in a
+  loop that picks an agent's action, or steps an environment, each iteration: the next action
+  waits for the same kernels), or one read per batch of an evaluation loop over a DataLoader
+  of a thousand examples a batch or more;
 - `after_drain(node, ctx)`: the read adds no new wait — earlier in the same loop body (or
   function body), unconditionally, a full drain (`torch.cuda.synchronize()` in any spelling,
   `torch.cuda.current_stream().synchronize()`, an event's `synchronize()`) or another read,
@@ -100,7 +102,14 @@ from ptlint.semantics.values import (
     tensor_kind,
     value_test,
 )
-from ptlint.semantics.where import MAIN_PROCESS_WORDS, RUNS_MODEL_WORDS, calls_every_iteration, is_log_call
+from ptlint.semantics.options import option_defaults
+from ptlint.semantics.where import (
+    MAIN_PROCESS_WORDS,
+    RUNS_MODEL_WORDS,
+    calls_every_iteration,
+    is_log_call,
+    runs_training_step,
+)
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
@@ -462,6 +471,44 @@ def _returns_an_action(ctx: "FileFacts") -> bool:
     """The read is returned by an agent's action-selection function (`def act(self, state): return
     q(state).argmax(1).item()`): its caller hands the action to the environment, on the host."""
     return _picks_an_action(ctx.function) and any(isinstance(ancestor, ast.Return) for ancestor in reversed(ctx.stack))
+
+
+def amortised(node: ast.AST, ctx: "FileFacts") -> bool:
+    """The read's wait is small beside the work around it, asked once the traversal is over: an
+    update between two environment steps (`waits_for_an_action`), or one read per batch of an
+    evaluation loop over batches of a thousand examples or more (`for x, y in test_loader:` with
+    `--test-batch-size` 1000: ten reads per epoch on MNIST)."""
+    return waits_for_an_action(node, ctx) or _per_big_batch(node, ctx)
+
+
+BIG_BATCH = 1000  # examples per batch from which one read per batch is negligible
+
+
+def _per_big_batch(node: ast.AST, ctx: "FileFacts") -> bool:
+    loop = _loop_around(node, ctx)
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or runs_training_step(loop):
+        return False
+    size = _batch_size(loop.iter, ctx, ctx.enclosing_function(loop))
+    return isinstance(size, int) and not isinstance(size, bool) and size >= BIG_BATCH
+
+
+def _batch_size(node: ast.AST, ctx: "FileFacts", function: ast.AST | None, hops: int = 2) -> object:
+    """The batch size of the DataLoader a loop walks (`enumerate(test_loader)`, `tqdm(loader)`, a
+    name assigned one in the function or the module), a constant or an option's default."""
+    while isinstance(node, ast.Call) and callee_name(node.func) in ("enumerate", "tqdm", "iter") and node.args:
+        node = node.args[0]
+    if isinstance(node, ast.Name) and hops:
+        values = (ctx.assignments(node.id, function) if function is not None else []) or \
+            ctx.assignments(node.id, ctx.tree)
+        return _batch_size(values[-1], ctx, function, hops - 1) if len(values) == 1 else None
+    if not (isinstance(node, ast.Call) and callee_name(node.func) == "dataloader"):
+        return None
+    size = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
+    if isinstance(size, ast.Constant):
+        return size.value
+    if isinstance(size, ast.Attribute) and isinstance(size.value, ast.Name):
+        return option_defaults(ctx).get(size.attr)
+    return None
 
 
 def waits_for_an_action(node: ast.AST, ctx: "FileFacts") -> bool:

@@ -10,13 +10,13 @@ from ptlint.semantics.nodes import SELF_NAMES, block_of, built_string, chain_hea
 from ptlint.semantics.pipeline import in_host_code
 from ptlint.semantics.uses import (
     adds_no_wait,
+    amortised,
     avoidable,
     elementwise_read,
     is_read_call,
     logged_tensor,
     masked_write_only,
     read_elsewhere,
-    waits_for_an_action,
 )
 from ptlint.semantics.values import (
     DATA_PREDICATES,
@@ -313,10 +313,10 @@ class SyncInLoop(Rule):
         read; a helper that inference code calls per step needs its host values. In a project
         that trains, a read in a module's `forward` waits every step, and so does a read of the
         module's own state (a buffer: `int(self.queue_ptr)`) in a method forward calls."""
-        model = self.ctx.model  # (an update between two environment steps: the next action waits anyway)
+        model = self.ctx.model  # (an update between two environment steps, a read per batch of 1,000)
         return (self._stalls.get(id(node), False) or model.in_training_step(node)
                 or model.in_trained_forward(node, helpers=reads_module_state(node))) \
-            and not waits_for_an_action(node, self.ctx)
+            and not amortised(node, self.ctx)
 
     def _read_again(self, statement: ast.stmt | None = None) -> bool:
         """Another read in a statement that already has a finding (`t, h, w = g[0].item(),
@@ -467,6 +467,9 @@ Not reported, wherever the code runs:
   `step` (`actions = policy(obs).cpu().numpy()` ... `env.step(actions)`: the simulator runs on
   the host), also one an agent's action-selection function returns (`def act(self, state):
   return q.argmax(1).item()`, `select_action`): the host needs it;
+- one read per batch of an evaluation loop (no backward, no optimizer step) over a DataLoader
+  of a thousand examples a batch or more, its `batch_size` a constant or an option's default
+  (`--test-batch-size 1000`, ten batches of MNIST's test set): negligible beside each batch;
 - a read in an update that runs once between two environment steps (a DQN's `update_model`,
   which every caller in the file calls right in the loop that picks an action each iteration):
   the next action waits for the update's kernels anyway. An update that loops over gradient
@@ -557,6 +560,22 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # batches of fewer examples, and training steps over big batches, read every step
+        """
+import torch
+
+def run(model, opt, test_set):
+    model.cuda()
+    small = torch.utils.data.DataLoader(test_set, batch_size=256)
+    for data, target in small:
+        print(model(data.cuda()).sum().item())  # expect: PTL101
+    train_loader = torch.utils.data.DataLoader(test_set, batch_size=4096)
+    for data, target in train_loader:
+        loss = model(data.cuda()).sum()
+        loss.backward()
+        opt.step()
+        print(loss.item())  # expect: PTL101
+""",
         # a selection by an index, not a mask: no wait of its own
         """
 import torch
@@ -1608,6 +1627,28 @@ def train(model, loader, opt, checkpoints):
         opt.step()
         if step in checkpoints:
             print(step, loss.item())
+""",
+        # evaluation over batches of a thousand examples or more: a read per batch is negligible
+        """
+import argparse
+import torch
+from tqdm import tqdm
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--test-batch-size", type=int, default=1000)
+args = parser.parse_args()
+test_loader = torch.utils.data.DataLoader(test_set, batch_size=args.test_batch_size)
+
+def test(model):
+    model.cuda().eval()
+    correct = 0
+    for data, target in test_loader:
+        pred = model(data.cuda()).argmax(1)
+        correct += pred.eq(target.cuda()).sum().item()
+    big = torch.utils.data.DataLoader(test_set, batch_size=4096)
+    for i, (data, target) in enumerate(tqdm(big)):
+        print(model(data.cuda()).sum().item())
+    return correct
 """,
         # a selection by a boolean mask waited for the device itself (its size is data)
         """
