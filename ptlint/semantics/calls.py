@@ -164,20 +164,24 @@ class CallSites:
         return [d for d in self._defs.get(values[0].id, []) if ctx.parent(d) is ctx.tree]
 
     def _stored_values(self, owner: ast.ClassDef) -> dict[str, list[ast.AST]]:
-        """`self.<name> = value` in the class's methods, by name: once per class (a model calls
-        `self.dropout(x)` and its other submodules thousands of times)."""
-        key = ("stored-values", id(owner))
-        found = self.ctx.memo.get(key)
-        if found is None:
-            found = self.ctx.memo[key] = {}
-            for method in owner.body:
-                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for node in ast.walk(method):
-                        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                                and isinstance(node.targets[0], ast.Attribute) \
-                                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id in SELF_NAMES:
-                            found.setdefault(node.targets[0].attr, []).append(node.value)
-        return found
+        """`self.<name> = value` in the class's methods (also in what they nest), by name; one
+        table for the file, from its assignments (a model calls `self.dropout(x)` and its other
+        submodules thousands of times)."""
+        tables = self.ctx.memo.get("stored-values")
+        if tables is None:
+            tables = self.ctx.memo["stored-values"] = {}
+            ctx = self.ctx
+            for node in ctx.assigns():
+                target = node.targets[0] if len(node.targets) == 1 else None
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id in SELF_NAMES):
+                    continue
+                child, parent = node, ctx.parent(node)
+                while parent is not None:  # every class the assignment lies in a method of
+                    if isinstance(parent, ast.ClassDef) and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        tables.setdefault(id(parent), {}).setdefault(target.attr, []).append(node.value)
+                    child, parent = parent, ctx.parent(parent)
+        return tables.get(id(owner), {})
 
     def _class_family(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its bases defined in this file."""

@@ -71,6 +71,10 @@ class FileFacts:
         """Every call of the file."""
         return self.tree_index.calls()
 
+    def assigns(self) -> list[ast.Assign]:
+        """Every assignment statement of the file (`x = ...`, `self.x = ...`; not `+=` nor `x: T = ...`)."""
+        return self.tree_index.assigns()
+
     def enclosing_function(self, node: ast.AST) -> ast.AST | None:
         """The innermost def around `node` (lambdas are transparent)."""
         parent = self.parent(node)
@@ -121,6 +125,7 @@ class TreeIndex:
         self._parents: dict[int, ast.AST] | None = None
         self._defs: list[ast.AST] = []
         self._calls: list[ast.Call] = []
+        self._assigns: list[ast.Assign] = []
         self._subtrees: dict[int, ast.AST] = {}  # parents of the nodes under `_walked` subtrees
         self._walked: set[int] = set()
 
@@ -129,7 +134,7 @@ class TreeIndex:
             if within is not None and node is not within:
                 if id(within) not in self._walked:
                     self._walked.add(id(within))
-                    self._walk(within, self._subtrees, None, None)
+                    self._walk(within, self._subtrees, None, None, None)
                 if id(node) in self._subtrees:
                     return self._subtrees[id(node)]
             stack = self.stack
@@ -155,14 +160,20 @@ class TreeIndex:
             self._index()
         return self._calls
 
+    def assigns(self) -> list[ast.Assign]:
+        if self._parents is None:
+            self._index()
+        return self._assigns
+
     def _index(self) -> None:
-        """One walk over the tree: parents, defs and calls."""
+        """One walk over the tree: parents, defs, calls and assignments."""
         parents: dict[int, ast.AST] = {}
-        self._walk(self.tree, parents, self._defs, self._calls)
+        self._walk(self.tree, parents, self._defs, self._calls, self._assigns)
         self._parents = parents
 
     @staticmethod
-    def _walk(root: ast.AST, parents: dict[int, ast.AST], defs: list | None, calls: list | None) -> None:
+    def _walk(root: ast.AST, parents: dict[int, ast.AST], defs: list | None, calls: list | None,
+              assigns: list | None) -> None:
         pending: list[ast.AST] = [root]
         pop, append = pending.pop, pending.append
         node_type = ast.AST
@@ -188,6 +199,8 @@ class TreeIndex:
                 calls.append(node)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 defs.append(node)
+            elif kind is ast.Assign:
+                assigns.append(node)
 
 
 # Fields that never hold a node with a parent worth knowing: names and flags, and the operator

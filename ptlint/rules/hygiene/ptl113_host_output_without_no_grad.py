@@ -74,7 +74,10 @@ class HostOutputWithoutNoGrad(Rule):
             return
         assigned: dict[str, list[ast.AST]] = {}
         kept: list[ast.AST] = []  # values stored on an object (`self.transition = [state, action]`)
+        returns: list[ast.AST] = []
         for child in walk(node, DEFINITIONS):
+            if isinstance(child, ast.Return) and child.value is not None:
+                returns.append(child.value)
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
                     and child.func.attr in ("backward", "manual_backward", "step"):
                 return  # it trains (or steps something): gradients may be wanted
@@ -92,11 +95,12 @@ class HostOutputWithoutNoGrad(Rule):
                         continue
                     for name in (n for n in ast.walk(target) if isinstance(n, ast.Name)):
                         assigned.setdefault(name.id, []).append(child.value)
+        if not returns or not all(_host_value(value, assigned) for value in returns):
+            return  # (asked first: most functions return a tensor, or nothing)
         # the model runs once per call, outside any loop of the function (an action, a score)
         model_calls = [c for c in walk(node, (*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS))
                        if isinstance(c, ast.Call) and self._runs_model(c)]
-        returns = [n.value for n in walk(node, DEFINITIONS) if isinstance(n, ast.Return) and n.value is not None]
-        if not model_calls or not returns or not all(_host_value(value, assigned) for value in returns):
+        if not model_calls:
             return
         derived = _derived_names(model_calls, assigned)
         if not any(_mentions(value, model_calls, derived) for value in returns):
