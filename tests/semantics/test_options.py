@@ -20,12 +20,17 @@ parser.add_argument("--mGPUs", action="store_true")
 parser.add_argument("--no-cuda", dest="use_cuda", action="store_false")
 parser.add_argument("--lr", default=0.1)
 parser.add_argument("--fast", action="store_true", default=True)
+parser.add_argument("-v", action="store_true")
+parser.add_argument("-w", "--workers", default=4)
+parser.add_argument(FLAG_NAME, default=3)
 parser.add_argument("--arch", default=pick_arch())
 parser.add_argument("--seed", default=1)
 parser.add_argument("--seed", default=2)
 args = parser.parse_args()
 args.distributed = args.world_size > 1 or args.multiprocessing_distributed
 args.multi = args.mGPUs and args.world_size > 1
+args.single = args.multi
+args.loop = not args.loop
 """
 
 
@@ -40,6 +45,8 @@ def test_defaults_are_read_from_the_files_add_argument_calls():
     assert defaults["arch"] is UNKNOWN and defaults["seed"] is UNKNOWN  # computed; two defaults
     assert "no_cuda" not in defaults
     assert defaults["fast"] is True  # a default given beside store_true wins
+    assert defaults["v"] is False  # a short option alone names its dest
+    assert defaults["workers"] == 4 and "w" not in defaults  # the long one, where both are given
 
 
 @pytest.mark.parametrize("test, expected", [
@@ -61,6 +68,14 @@ def test_defaults_are_read_from_the_files_add_argument_calls():
     ("args.distributed or args.unknown_option", True),
     ("args.mGPUs and args.unknown_option", False),
     ("args.use_cuda and args.mGPUs", False),
+    ("args.use_cuda and args.unknown_option", None),
+    ("args.mGPUs or args.world_size > 1", False),
+    ("not args.unknown_option", None),
+    ("args.single", False),  # derived from a derived option
+    ("args.loop", None),  # derived from itself: no answer, and no endless chase
+    ("args.distributed == True", True),
+    ("True == args.distributed", True),
+    ("1 == args.world_size", True),
     ("args.use_cuda and args.fast", True),
     ("torch.cuda.device_count() > 1", None),
 ])
