@@ -854,11 +854,9 @@ class ProjectModel:
         outside: dict[str, set[str]] = {}  # artifact folder -> file names outside it
         found = []
         for path, summary in self.summaries.items():
-            parts = os.path.relpath(path, self.root).split(os.sep)[:-1]
-            aside = next((i for i, part in enumerate(parts) if part.lower() in SET_ASIDE_FOLDERS), None)
+            aside = self._folder_named(path, SET_ASIDE_FOLDERS)
             if aside is not None:
-                folder = os.path.join(self.root, *parts[:aside + 1]) + os.sep
-                if all(p.startswith(folder) for p in importers.get(path, ())):
+                if all(p.startswith(aside) for p in importers.get(path, ())):
                     found.append(path)
                 continue
             if summary["names"]["entry"]:
@@ -867,15 +865,21 @@ class ProjectModel:
             if name.startswith("_") and not name.startswith("__") and path not in importers:
                 found.append(path)
                 continue
-            depth = next((i for i, part in enumerate(parts) if part.lower() in ARTIFACT_FOLDERS), None)
-            if depth is None:
+            artifacts = self._folder_named(path, ARTIFACT_FOLDERS)
+            if artifacts is None:
                 continue
-            folder = os.path.join(self.root, *parts[:depth + 1]) + os.sep
-            if folder not in outside:
-                outside[folder] = {os.path.basename(p) for p in self.summaries if not p.startswith(folder)}
-            if name in outside[folder] and all(p.startswith(folder) for p in importers.get(path, ())):
+            if artifacts not in outside:
+                outside[artifacts] = {os.path.basename(p) for p in self.summaries if not p.startswith(artifacts)}
+            if name in outside[artifacts] and all(p.startswith(artifacts) for p in importers.get(path, ())):
                 found.append(path)
         return found
+
+    def _folder_named(self, path: str, names: set[str]) -> str | None:
+        """The outermost folder above `path`, inside the project, that one of `names` names (with
+        a trailing separator), None where none does."""
+        parts = os.path.relpath(path, self.root).split(os.sep)[:-1]
+        index = next((i for i, part in enumerate(parts) if part.lower() in names), None)
+        return None if index is None else os.path.join(self.root, *parts[:index + 1]) + os.sep
 
     def _looked_into(self) -> set[str] | None:
         """The files whose names some file looks up by a computed name (`getattr(models, name)`: the

@@ -107,6 +107,7 @@ from ptlint.semantics.where import (
     MAIN_PROCESS_WORDS,
     RUNS_MODEL_WORDS,
     calls_every_iteration,
+    innermost_loop,
     is_log_call,
     runs_training_step,
 )
@@ -454,8 +455,13 @@ def _loads(scope: ast.AST, ctx: "FileFacts") -> dict[str, list[ast.Name]]:
 ACTION_WORDS = {"action", "actions", "act"}
 
 
+def _names_an_action(name: str) -> bool:
+    """`select_action`, `act`, `get_actions`: the name of a function that picks an agent's action."""
+    return bool(set(name.lower().split("_")) & ACTION_WORDS)
+
+
 def _picks_an_action(scope: ast.AST) -> bool:
-    return isinstance(scope, FUNCTION_DEFS) and bool(set(scope.name.lower().split("_")) & ACTION_WORDS)
+    return isinstance(scope, FUNCTION_DEFS) and _names_an_action(scope.name)
 
 
 def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
@@ -485,7 +491,7 @@ BIG_BATCH = 1000  # examples per batch from which one read per batch is negligib
 
 
 def _per_big_batch(node: ast.AST, ctx: "FileFacts") -> bool:
-    loop = _loop_around(node, ctx)
+    loop = innermost_loop(node, ctx, DEFINITIONS)
     if not isinstance(loop, (ast.For, ast.AsyncFor)) or runs_training_step(loop):
         return False
     size = _batch_size(loop.iter, ctx, ctx.enclosing_function(loop))
@@ -519,25 +525,16 @@ def waits_for_an_action(node: ast.AST, ctx: "FileFacts") -> bool:
     host hands it to the environment), so the read adds no wait of its own. Asked once the
     traversal is over: the file's calls are resolved with all its bindings."""
     function = ctx.enclosing_function(node)
-    if function is None or _loop_around(node, ctx) is not None:
+    if function is None or innermost_loop(node, ctx, DEFINITIONS) is not None:
         return False
     sites = CallSites.of(ctx).callers(function)
-    return bool(sites) and all(_acts_every_iteration(_loop_around(site, ctx)) for site in sites)
-
-
-def _loop_around(node: ast.AST, ctx: "FileFacts") -> ast.AST | None:
-    """The innermost statement loop around `node` in its function."""
-    parent = ctx.parent(node)
-    while parent is not None and not isinstance(parent, (*STATEMENT_LOOPS, *DEFINITIONS)):
-        parent = ctx.parent(parent)
-    return parent if isinstance(parent, STATEMENT_LOOPS) else None
+    return bool(sites) and all(_acts_every_iteration(innermost_loop(site, ctx, DEFINITIONS)) for site in sites)
 
 
 def _acts_every_iteration(loop: ast.AST | None) -> bool:
     if loop is None:
         return False
-    return any(steps_environment(call) or set(callee_name(call.func).split("_")) & ACTION_WORDS
-               for call in calls_every_iteration(loop))
+    return any(steps_environment(call) or _names_an_action(callee_name(call.func)) for call in calls_every_iteration(loop))
 
 
 def _decides_control_flow(node: ast.AST, ctx: "FileFacts") -> bool:

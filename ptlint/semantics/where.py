@@ -531,6 +531,15 @@ def is_training_hook(function: ast.AST, ctx: "FileFacts") -> bool:
 EPOCH_WORDS = {"epoch", "ep", "epochs"}  # a loop target that counts epochs
 
 
+def innermost_loop(node: ast.AST, ctx: "FileFacts", scope: tuple[type, ...] = FUNCTION_DEFS) -> ast.AST | None:
+    """The innermost statement loop around `node` in its function (`scope`: the definitions it
+    does not look past), None where there is none."""
+    parent = ctx.parent(node)
+    while parent is not None and not isinstance(parent, (*STATEMENT_LOOPS, *scope)):
+        parent = ctx.parent(parent)
+    return parent if isinstance(parent, STATEMENT_LOOPS) else None
+
+
 def counts_epochs(loop: ast.AST | None) -> bool:
     """`for epoch in range(args.epochs):`, `for ep in tqdm(...)`: a loop whose target counts epochs."""
     target = getattr(loop, "target", None)
@@ -1495,10 +1504,7 @@ class ExecutionModel:
         return self.ctx.memo[key]
 
     def _innermost_loop(self, node: ast.AST) -> ast.AST | None:
-        parent = self.ctx.parent(node)
-        while parent is not None and not isinstance(parent, (*STATEMENT_LOOPS, *FUNCTION_DEFS)):
-            parent = self.ctx.parent(parent)
-        return parent if isinstance(parent, STATEMENT_LOOPS) else None
+        return innermost_loop(node, self.ctx)
 
     def _per_outer(self, loop: ast.AST) -> bool:
         """Code in `loop` outside its inner loops runs once per outer iteration: the loop does not
