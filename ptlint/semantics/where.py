@@ -167,6 +167,9 @@ class Placement(NamedTuple):
     # a program that trains: in once-code (a script's test pass, an `evaluate()` only `main()`
     # calls), it runs once per run of the program
     data_pass: bool = False
+    # every loop around it walks a literal, a task's classes or a constant range of a few dozen
+    # iterations (`for j in range(20):`): in once-code, a fixed handful of runs
+    few: bool = False
 
 
 def context_for(placement: Placement, base: str) -> str:
@@ -184,7 +187,8 @@ def context_for(placement: Placement, base: str) -> str:
     if base == PER_STEP:
         # the loops below a periodic test are small (over a dict of losses): on some steps only
         return PER_OUTER if placement.gated else PER_STEP
-    if (base == ONCE and (placement.set_up or placement.builds or placement.final_pass or placement.data_pass)) \
+    if (base == ONCE and (placement.set_up or placement.builds or placement.final_pass or placement.data_pass
+                          or placement.few)) \
             or placement.literal \
             or (base in (ONCE, PER_OUTER) and placement.structure):
         return base  # a loop in `__init__`, over literal settings, or over a model's parts in set-up
@@ -388,6 +392,28 @@ def _over_literal(loop: ast.AST) -> bool:
     source = loop.generators[0].iter if isinstance(loop, COMPREHENSIONS) else getattr(loop, "iter", None)
     return isinstance(source, (ast.List, ast.Tuple, ast.Set)) and all(
         isinstance(element, ast.Constant) for element in source.elts)
+
+
+# Iterations of a loop over a constant range that, in code run once, add up to a few runs of its
+# body: `for j in range(20): img = sample(generator)` in a sampling script (not a step loop)
+FEW_CONSTANT_ITERATIONS = 32
+
+
+def _few_iterations(loop: ast.AST) -> bool:
+    """`for i in range(10):`, `for j in range(1, 21):`: a loop over a constant range of a few
+    dozen iterations at most that runs no training step; what runs in it runs as often as the code
+    around it, a fixed handful of times more. Not a loop of epochs (`for epoch in range(10):`)."""
+    source = getattr(loop, "iter", None)
+    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range"
+            and 1 <= len(source.args) <= 3 and not source.keywords
+            and all(isinstance(a, ast.Constant) and type(a.value) is int for a in source.args)):
+        return False
+    try:
+        count = len(range(*(a.value for a in source.args)))
+    except ValueError:  # a zero step
+        return False
+    return count <= FEW_CONSTANT_ITERATIONS and not counts_epochs(loop) and not iterable_is_data(loop) \
+        and not runs_training_step(loop)
 
 
 # Words of a count or a list of a task's classes: `range(n_classes)`, `enumerate(class_names)`.
@@ -1159,7 +1185,8 @@ class ExecutionModel:
             final_pass=bool(loops) and self._after_training(loops),
             data_pass=bool(loops) and _walks_a_dataset(loops[-1])
             and not any(self.loop_trains(loop) for loop in loops if isinstance(loop, STATEMENT_LOOPS))
-            and self._program_trains())
+            and self._program_trains(),
+            few=all(_over_literal(loop) or _over_classes(loop) or _few_iterations(loop) for loop in loops))
 
     def _program_trains(self) -> bool:
         """The program this file belongs to trains a model (the project says so, and not every

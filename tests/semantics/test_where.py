@@ -122,8 +122,42 @@ def main():
     report(model)
     for name in ["a", "b"]:
         print(name)  # ctx: once
-    for i in range(10):
+    for i in range(1000):
         model(i)  # ctx: per-step
+
+main()
+""",
+    "a constant range of a few dozen iterations in once-code runs a fixed handful of times": """
+import torch
+
+def sample(generator, n, device):
+    z = torch.randn(n, 512).to(device)  # ctx: once
+    return generator(z)
+
+def mean_style(generator, device):
+    for i in range(10):
+        style = generator(torch.randn(1024, 512).to(device))  # ctx: once
+    return style
+
+def fit(model, batches):
+    for x in batches:
+        model(x).sum().backward()  # ctx: per-step
+
+def main():
+    mean_style(generator, device)
+    for j in range(20):
+        sample(generator, 5, device)  # ctx: once
+    for j in range(1, 33, 2):
+        print(model(j).item())  # ctx: once
+    for j in range(40):
+        print(model(j).item())  # ctx: per-step
+    for step in range(10):
+        loss = model(x)
+        loss.backward()  # ctx: per-step
+    for epoch in range(10):
+        fit(model, batches)  # ctx: per-outer-iteration
+    for j in range(n):
+        print(model(j).item())  # ctx: per-step
 
 main()
 """,

@@ -742,6 +742,20 @@ gives float32.
 """
 
     bad_examples = [
+        # the same sampling in a loop of many iterations (or a count the script is given)
+        """
+import torch
+
+@torch.no_grad()
+def style_mixing(generator, n_source, device):
+    source_code = torch.randn(n_source, 512).to(device)  # expect: PTL201
+    return generator(source_code)
+
+if __name__ == "__main__":
+    generator = torch.load("g.pt").cuda()
+    for j in range(1000):
+        style_mixing(generator, 5, "cuda")
+""",
         # a step function a framework calls every batch, or a loop of the script calls
         """
 import torch
@@ -976,6 +990,20 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a sampling script: a constant loop of twenty samples in code that runs once
+        """
+import torch
+
+@torch.no_grad()
+def style_mixing(generator, n_source, device):
+    source_code = torch.randn(n_source, 512).to(device)
+    return generator(source_code)
+
+if __name__ == "__main__":
+    generator = torch.load("g.pt").cuda()
+    for j in range(20):
+        style_mixing(generator, 5, "cuda")
+""",
         # a legacy constructor of an empty shape (a beam search's sequences before the first token)
         """
 import torch
