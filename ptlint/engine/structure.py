@@ -26,11 +26,11 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from ptlint.engine.edits import apply_edits
+from ptlint.semantics.nodes import parse_python
 
 if TYPE_CHECKING:
     from ptlint.engine.finding import Edit
@@ -72,10 +72,8 @@ def checked_text(source: "SourceFile", edits: Iterable["Edit"], tree: ast.Module
 
 
 def parse_text(text: str) -> ast.Module:
-    """`ast.parse`, quietly (invalid escape sequences and the like are not a fix's business)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(text)
+    """`ast.parse` as the checks parse (quietly, legacy `async=` read: `parse_python`)."""
+    return parse_python(text)
 
 
 # -- positions ---------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import bisect
 import sys
-import warnings
 from typing import Callable, Collection, Iterable
 
 from ptlint.engine.file_context import FileContext
@@ -19,6 +18,7 @@ from ptlint.engine.registry import BUILTIN_CODES, CODE_HELP, DYNAMIC_CODES, know
 from ptlint.engine.rule import Rule, triggered
 from ptlint.engine.source import SourceFile
 from ptlint.engine.suppress import UNUSED_NOQA, Suppressions
+from ptlint.semantics.nodes import parse_python
 
 # Deeply nested expressions: ast.parse itself copes with a few thousand levels; so must we.
 _RECURSION_LIMIT = 20000
@@ -226,9 +226,7 @@ _SPECIAL: dict[type, Callable[[Traversal, ast.AST], None]] = {
 
 
 def parse(source: SourceFile) -> ast.Module:
-    with warnings.catch_warnings():  # invalid escape sequences etc. are not ours to report
-        warnings.simplefilter("ignore")
-        return ast.parse(source.text, filename=source.path, type_comments=False)
+    return parse_python(source.text, source.path)
 
 
 def syntax_error_finding(source: SourceFile, exc: SyntaxError) -> Finding:

@@ -6,6 +6,8 @@ the file being walked: only on the nodes.
 from __future__ import annotations
 
 import ast
+import re
+import warnings
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)  # a new function scope (loops start afresh)
@@ -15,6 +17,31 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 STATEMENT_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 SELF_NAMES = ("self", "cls")  # the first parameter of a method or class method
+
+
+# PyTorch before 0.4 spelled `non_blocking=True` as `async=True` (`x.cuda(async=True)`): a keyword
+# Python 3.7 made a syntax error, still in old training scripts that run on their own old Python.
+LEGACY_ASYNC_KEYWORD = re.compile(r"(?<=[(,])(\s*)async(?=\s*=[^=])")
+
+
+def parse_python(text: str, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse`, quietly (invalid escape sequences are not ours to report), that also reads the
+    legacy `async=` keyword argument as the `non_blocking=` it became: the text is parsed again
+    with `Async=` in its place (the same length, so every position holds), and the keyword is
+    renamed in the tree. A text that fails otherwise raises the SyntaxError of what else fails."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text, filename=filename, type_comments=False)
+        except SyntaxError:
+            legacy = LEGACY_ASYNC_KEYWORD.sub(r"\1Async", text) if "async" in text else text
+            if legacy == text:
+                raise
+            tree = ast.parse(legacy, filename=filename, type_comments=False)  # its error: what else fails
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "Async":
+            node.arg = "non_blocking"
+    return tree
 
 
 def method_name(node: ast.AST) -> str | None:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import ast
 import os
-import warnings
 from typing import TYPE_CHECKING, NamedTuple
+
+from ptlint.semantics.nodes import parse_python
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
@@ -117,9 +118,7 @@ def _read(path: str) -> str | None:
 
 def _parse(text: str) -> ast.Module | None:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
+        return parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

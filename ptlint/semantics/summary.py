@@ -73,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 37  # 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 38  # 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.

@@ -1,0 +1,70 @@
+"""Old training scripts (PyTorch before 0.4) copy batches with `x.cuda(async=True)`: a keyword
+argument Python 3.7 made a syntax error. ptlint reads it as the `non_blocking=True` it became,
+checks the rest of the file, and fixes it without touching the legacy spelling."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from ptlint.front.api import check_text, fix_text
+from ptlint.semantics.nodes import parse_python
+
+LEGACY = textwrap.dedent("""\
+    import torch
+
+    loader = torch.utils.data.DataLoader(dataset, batch_size=64, pin_memory=True)
+    model = Net().cuda()
+    for x, y in loader:
+        y = y.cuda(async=True)
+        x = x.cuda(
+            async =True)
+        loss = model(x, y)
+        noise = torch.randn(4).cuda()
+        loss.backward()
+        print(loss.item())
+""")
+
+
+def test_the_legacy_keyword_is_read_as_non_blocking_at_its_own_position():
+    tree = parse_python(LEGACY)
+    keywords = [node for node in ast.walk(tree) if isinstance(node, ast.keyword)]
+    assert [(k.arg, k.lineno, k.col_offset) for k in keywords if k.arg != "batch_size" and k.arg != "pin_memory"] \
+        == [("non_blocking", 6, 15), ("non_blocking", 8, 8)]
+
+
+def test_a_legacy_file_is_checked_and_its_findings_keep_their_columns():
+    found = {(f.code, f.line, f.column) for f in check_text(LEGACY)}
+    assert ("PTL001", 6, 16) not in found and not any(code == "PTL001" for code, _, _ in found)
+    assert ("PTL201", 10, 13) in found and ("PTL101", 12, 11) in found
+    # the legacy copies are non-blocking: nothing asks for `non_blocking=True` on them
+    assert not any(code == "PTL104" and line in (6, 7) for code, line, _ in found)
+
+
+def test_a_fix_in_a_legacy_file_keeps_the_legacy_spelling():
+    fixed = fix_text(LEGACY, unsafe=True)
+    assert 'noise = torch.randn(4, device="cuda")' in fixed
+    assert fixed.replace('torch.randn(4, device="cuda")', "torch.randn(4).cuda()") == LEGACY
+
+
+@pytest.mark.parametrize("text, message", [
+    # another Python 2 spelling in the same file: the first error is the one reported
+    ("x = y.cuda(async=True)\nprint 'done'\n", "Missing parentheses in call to 'print'"),
+    # `async` as a name, not a keyword argument, is not read
+    ("async = True\n", "invalid syntax"),
+    # a comparison, not a keyword argument
+    ("f(async == 1)\n", "invalid syntax"),
+])
+def test_what_is_not_the_legacy_keyword_is_still_a_syntax_error(text, message):
+    with pytest.raises(SyntaxError) as raised:
+        parse_python(text)
+    assert message in raised.value.msg
+    assert [f.code for f in check_text(text)] == ["PTL001"]
+
+
+def test_a_file_that_parses_is_not_rewritten():
+    text = 'f(Async=True)\ns = "(async=1)"\n'
+    keywords = [n.arg for n in ast.walk(parse_python(text)) if isinstance(n, ast.keyword)]
+    assert keywords == ["Async"]
