@@ -4,9 +4,9 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "442994f1-908495"
+FINGERPRINT = "e4def860-910745"
 RULES = {
-    'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict('), False),
+    'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict(', '.data[0]'), False),
     'PTL102': ('sync-call-in-loop', True, 'sync.ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
     'PTL103': ('graph-kept-alive', True, 'hygiene.ptl103_graph_kept_alive', ('backward', 'loss', 'criterion', 'cross_entropy', 'kl_div', 'training_step'), False),
     'PTL104': ('blocking-transfer', True, 'transfer.ptl104_blocking_transfer', ('pin_memory', 'non_blocking'), False),

@@ -131,6 +131,18 @@ def is_read_call(node: ast.AST) -> bool:
     return takes is not None and (takes or not node.args)
 
 
+def legacy_read(node: ast.AST) -> ast.expr | None:
+    """`loss.data[0]` (read, not written): how `.item()` was written before PyTorch 0.4, the first
+    element of a one-element tensor as a Python number (a zero-dimensional tensor refuses the index
+    since, so the code runs only where it reads). The tensor read (`loss`), None where it is not
+    this form; whether the tensor has one element is the caller's question."""
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Attribute) \
+            and node.value.attr == "data" and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int \
+            and node.slice.value == 0:
+        return node.value.value
+    return None
+
+
 # -- where the value goes ----------------------------------------------------------------------
 
 # Calls that show values to a person: the functions and methods of logging, tracking and progress bars.

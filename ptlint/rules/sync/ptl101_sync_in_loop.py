@@ -6,7 +6,7 @@ import ast
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.compiled import is_traced
-from ptlint.semantics.nodes import SELF_NAMES, block_of, built_string, chain_head
+from ptlint.semantics.nodes import SELF_NAMES, block_of, built_string, chain_head, name_words
 from ptlint.semantics.pipeline import in_host_code
 from ptlint.semantics.uses import (
     adds_no_wait,
@@ -14,6 +14,7 @@ from ptlint.semantics.uses import (
     avoidable,
     elementwise_read,
     is_read_call,
+    legacy_read,
     logged_tensor,
     masked_write_only,
     read_elsewhere,
@@ -97,7 +98,7 @@ class SyncInLoop(Rule):
     # the method reads, GradScaler's hidden ones, and what the implicit conversions need: a call, a
     # condition, a format
     triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "print(", "if", "not", "and",
-                "or", "%", "format(", "{", "get_scale(", "state_dict(")
+                "or", "%", "format(", "{", "get_scale(", "state_dict(", ".data[0]")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -159,6 +160,14 @@ class SyncInLoop(Rule):
             # outside a loop, one bulk copy per step that the host needs (`ids.cpu()`) is the form to
             # aim for; a copy of one element (`loss.detach().cpu()`) is an `.item()`
             self._read(node, value, what, scalar=scalar, each=method == "item")
+
+    # -- the legacy read: `loss.data[0]` ---------------------------------------------------------
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        owner = legacy_read(node)  # one element: visibly, or named for a loss (a helper's `loss`)
+        if owner is not None and (is_scalar_tensor(owner, self.ctx) or isinstance(owner, ast.Name)
+                                  and "loss" in name_words(owner)) \
+                and self._worth_asking(node) and self._holds_a_tensor(owner):
+            self._read(node, owner, "`.data[0]` (the `.item()` of PyTorch before 0.4)", each=True)
 
     # -- a step counter kept in a tensor -----------------------------------------------------------
     def _counter_read(self, node: ast.AST, value: ast.AST, what: str) -> bool:
@@ -560,6 +569,24 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # the `.item()` of PyTorch before 0.4, in a training loop and in a helper it calls
+        """
+import torch
+
+def record(meter, loss):
+    meter.update(loss.data[0])  # expect: PTL101
+
+def train(model, loader, crit, optimizer, losses):
+    model.cuda()
+    for x, y in loader:
+        loss = crit(model(x.cuda()), y.cuda())
+        losses.update(loss.data[0], x.size(0))  # expect: PTL101
+        total = loss.data[0] + 1  # expect: PTL101
+        record(losses, loss)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # batches of fewer examples, and training steps over big batches, read every step
         """
 import torch
@@ -1251,6 +1278,27 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # `.data[0]` of a batch is its first row (a tensor, no read); a loss read once after
+        # training; a write through `.data[0]`
+        """
+import torch
+
+def train(model, loader, crit, optimizer, losses):
+    model.cuda()
+    for x, y in loader:
+        out = model(x.cuda())
+        first = out.data[0]
+        loss = crit(out, y.cuda())
+        loss.data[0] = 0.0
+        dim_name = loss.names[0]
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(loss.data[0])
+
+def main():
+    train(model, loader, crit, optimizer, losses)
+""",
         # a guard that returns a Python value on one way: the host needs the answer
         """
 import torch
