@@ -454,8 +454,43 @@ class ProjectModel:
                 found = self._walk_module(base, parts)
                 if found is not None:
                     break
+            else:
+                found = self._only_module_ending(parts)
         self._modules[key] = found
         return found
+
+    def _imports_an_unfound_project_module(self, path: str) -> bool:
+        """`path` imports absolutely a module that no lookup finds, while the project has a folder
+        or a module of its first name that no lookup finds either (`from core.function import
+        train`, two `core/` folders; not `import paddle.nn` beside a `paddle/` package of the
+        project, the installed package's submodule)."""
+        names = self._memo.get("first-names")
+        if names is None:
+            names = {os.path.basename(folder) for folder in self.dirs}
+            names.update(os.path.basename(file)[:-3] for file in self.summaries)
+            self._memo["first-names"] = names
+        return any(level == 0 and module and module.split(".")[0] in names
+                   and self.resolve_module(path, 0, module.split(".")[0]) is None
+                   and self.resolve_module(path, 0, module) is None
+                   for level, module, _ in self.summaries[path]["imports"])
+
+    def _only_module_ending(self, parts: list[str]) -> str | None:
+        """The one module of the project whose dotted path ends with `parts` (`lib/core/function.py`
+        for `core.function`): what an import finds where a script puts a folder of the project on
+        `sys.path` first (`_init_paths.py`, `sys.path.insert(0, "lib")`). None where no module or
+        more than one ends so (an installed package of that name, or an ambiguity: unknown)."""
+        index = self._memo.get("endings")
+        if index is None:
+            index = {}
+            for file in self.summaries:
+                pieces = os.path.relpath(file, self.root)[:-3].split(os.sep)
+                if pieces[-1] == "__init__":
+                    pieces.pop()
+                for start in range(1, len(pieces)):  # a path from the root itself was asked already
+                    index.setdefault(tuple(pieces[start:]), []).append(file)
+            self._memo["endings"] = index
+        found = index.get(tuple(parts), ())
+        return found[0] if len(found) == 1 else None
 
     def _walk_module(self, base: str, parts: list[str]) -> str | None:
         if not parts:
@@ -732,8 +767,11 @@ class ProjectModel:
         # runpy); for devices also one that star-imports. A file that uses names bound nowhere
         # may hold a device itself, but says nothing of the modules it imports (an exercise
         # with blanks beside the package it imports)
-        loads = {p for p, s in self.summaries.items() if s["loads"]}
-        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]}
+        # and one that imports a module of the project no lookup finds (`core.function` with two
+        # `core/function.py`): the code it runs is unknown
+        unfound = {p for p in self.summaries if self._imports_an_unfound_project_module(p)}
+        loads = {p for p, s in self.summaries.items() if s["loads"]} | unfound
+        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]} | unfound
         cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic) \
             - {p for p, s in self.summaries.items() if s["unbound"]}
         inference_only = self._programs_without({p for p, s in self.summaries.items() if s["trains"]} | loads,

@@ -73,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 38  # 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 40  # 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -712,8 +712,25 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
             if top not in sys.stdlib_module_names:  # (the folders above never shadow the standard library)
                 bases = bases + ctx.memo["summary-folders-up"]
             found = any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
-                        for base in bases)
+                        for base in bases + _child_folders(ctx))
         ctx.memo[key] = found
+    return found
+
+
+def _child_folders(ctx: "FileFacts") -> list[str]:
+    """The folders inside the file's own folder, the one above it and its project's root (not
+    hidden ones): a script may put one on `sys.path` (`_init_paths.py` adding `lib/`, where
+    `from core.function import train` then finds lib/core/function.py), as ProjectModel
+    `_only_module_ending` reads it."""
+    found = ctx.memo.get("summary-child-folders")
+    if found is None:
+        found = []
+        for base in dict.fromkeys(ctx.memo["summary-import-bases"]):
+            try:
+                found += [entry.path for entry in os.scandir(base) if entry.is_dir() and entry.name[0] not in "._"]
+            except OSError:
+                continue
+        ctx.memo["summary-child-folders"] = found
     return found
 
 

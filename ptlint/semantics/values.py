@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 from ptlint.semantics.nodes import (
     FUNCTION_DEFS,
     FUNCTIONS,
-    def_key,
     SELF_NAMES,
     chain_head,
     class_family,
+    def_key,
     dotted,
     is_plain_python_value,
     method_name,
@@ -416,6 +416,23 @@ def not_a_tensor(node: ast.AST, ctx: "FileFacts") -> bool:
 SCALAR_CONVERSIONS = {"float", "int", "bool"}
 # torch functions that return a Python bool computed from tensor data
 DATA_PREDICATES = {"torch.equal", "torch.allclose", "torch.is_nonzero"}
+
+
+def tested_tensor(expr: ast.AST, ctx: "FileFacts") -> ast.AST:
+    """The tensor a condition reads (`loss` of `loss > best`, of `not torch.isfinite(loss)`): the
+    host-memory and NumPy questions are asked of it."""
+    while True:
+        if isinstance(expr, ast.Compare):
+            expr = next((side for side in (expr.left, *expr.comparators) if tensor_kind(side, ctx) == STRONG),
+                        expr.left)
+        elif isinstance(expr, ast.BinOp):
+            expr = expr.left if tensor_kind(expr.left, ctx) == STRONG else expr.right
+        elif isinstance(expr, ast.UnaryOp):
+            expr = expr.operand
+        elif isinstance(expr, ast.Call) and expr.args and ctx.qualname(expr.func) in DATA_PREDICATES:
+            expr = expr.args[0]  # `torch.equal(a, b)`
+        else:
+            return expr
 SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
 
 

@@ -416,6 +416,19 @@ def _few_iterations(loop: ast.AST) -> bool:
         and not runs_training_step(loop)
 
 
+# The size of one batch: `range(batch_size)` walks the samples of one batch, not the data.
+BATCH_SIZE_WORDS = {"batch_size", "batchsize", "bs"}
+
+
+def _over_one_batch(loop: ast.AST) -> bool:
+    """`for i in range(batch_size):` (`range(args.bs)`): a loop over the samples of one batch (a
+    per-image clip of boxes), which a step runs; a def holding it is no pass over the data."""
+    source = getattr(loop, "iter", None)
+    return isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range" \
+        and bool(source.args) and bool(name_words(source.args[-1] if len(source.args) < 3 else source.args[1])
+                                       & BATCH_SIZE_WORDS)
+
+
 # Words of a count or a list of a task's classes: `range(n_classes)`, `enumerate(class_names)`.
 CLASS_WORDS = {"classes", "class", "categories", "category"}
 
@@ -1574,7 +1587,7 @@ class ExecutionModel:
         key = ("holds-step-loop", id(function))
         memo = self.ctx.memo
         if key not in memo:
-            memo[key] = any(iterable_is_data(node) or runs_training_step(node)
+            memo[key] = any(iterable_is_data(node) and not _over_one_batch(node) or runs_training_step(node)
                             for node in _step_loops_in(function.body))
         return memo[key]
 

@@ -2013,3 +2013,111 @@ def test_without_a_marker_folders_above_may_hold_the_projects_modules_but_not_th
     monkeypatch.delenv("PTLINT_CACHE_DIR", raising=False)
     cli.run(["check", "--output-format", "json", "--select", "PTL101", "."])
     assert found(json.loads(capsys.readouterr().out)) == markers(project, "PTL101")
+
+
+# -- a folder of the project put on sys.path by the script (`_init_paths.py`, `sys.path.insert`) --------
+
+SYS_PATH_PROJECT = {
+    "tools/_init_paths.py": """
+        import os.path as osp
+        import sys
+        sys.path.insert(0, osp.join(osp.dirname(__file__), "..", "lib"))
+    """,
+    "tools/train.py": """
+        import _init_paths
+        import torch
+        from torch import nn
+        from core.function import train
+
+        def main():
+            model = nn.DataParallel(Net()).cuda()  # expect: PTL202
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(10):
+                train(model, loader, opt)
+
+        if __name__ == "__main__":
+            main()
+    """,
+    "tools/finetune.py": """
+        import _init_paths
+        from utils.meters import record
+
+        def main(model, loader, opt, meter):
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                record(meter, loss)
+
+        if __name__ == "__main__":
+            main(*build())
+    """,
+    "lib/utils/meters.py": """
+        def record(meter, loss):
+            meter.append(loss.item())  # expect: PTL101
+    """,
+    "lib/core/function.py": """
+        def train(model, loader, opt):
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """,
+}
+
+
+def test_a_module_found_through_a_project_folder_the_script_puts_on_sys_path(tmp_path, monkeypatch, capsys):
+    # `core.function` is nowhere below the script's folder or the root: the one module of the
+    # project ending so is lib/core/function.py, which trains, so the program is no inference-only one
+    # (and `utils.meters` is lib/utils/meters.py, whose helper the fine-tuning loop calls per step)
+    write(tmp_path, SYS_PATH_PROJECT)
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL202,PTL101")) == markers(tmp_path, "PTL202,PTL101")
+
+
+def test_two_modules_ending_so_leave_the_import_unknown(tmp_path, monkeypatch, capsys):
+    # a second a/core/function.py (found first, were one taken), which does not train: the import
+    # is unknown, and a program with unknown code is not taken for an inference-only one
+    files = dict(SYS_PATH_PROJECT)
+    files["a/core/function.py"] = "def train(model, loader, opt):\n    return model\n"
+    write(tmp_path, files)
+    assert ("tools/train.py", 7, "PTL202") in found(check(tmp_path, monkeypatch, capsys, "PTL202"))
+
+
+@pytest.mark.parametrize("bound, expect", [
+    ("batch_size", "  # expect: PTL107"),  # the samples of one batch: each image is still a step
+    ("num_batches", ""),  # a pass over the data: the loop around its call repeats whole passes
+])
+def test_a_helper_that_loops_over_one_batch_is_no_pass_over_the_data(tmp_path, monkeypatch, capsys, bound, expect):
+    write(tmp_path, {
+        "demo.py": f"""
+            import torch
+            from boxes import clip_boxes
+
+            def main():
+                model = torch.load("model.pt").cuda()
+                model.eval()
+                while True:
+                    image = torch.from_numpy(read()).cuda()
+                    boxes = model(image){expect}
+                    clip_boxes(boxes, image.shape, {bound})
+
+            if __name__ == "__main__":
+                main()
+        """,
+        "boxes.py": """
+            def clip_boxes(boxes, shape, batch_size):
+                for i in range(batch_size):
+                    boxes[i].clamp_(0, shape[-1] - 1)
+                return boxes
+
+            def clip_all(boxes, shape, num_batches):
+                for i in range(num_batches):
+                    boxes[i].clamp_(0, shape[-1] - 1)
+                return boxes
+        """,
+    })
+    if bound == "num_batches":
+        (tmp_path / "demo.py").write_text((tmp_path / "demo.py").read_text().replace("clip_boxes", "clip_all"))
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL107")) == markers(tmp_path, "PTL107")

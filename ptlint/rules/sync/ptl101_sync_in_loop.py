@@ -20,7 +20,6 @@ from ptlint.semantics.uses import (
     read_elsewhere,
 )
 from ptlint.semantics.values import (
-    DATA_PREDICATES,
     DEVICE_STEP_METHODS,
     SCALAR_CONVERSIONS,
     STRONG,
@@ -34,6 +33,7 @@ from ptlint.semantics.values import (
     reads_module_state,
     step_counter,
     tensor_kind,
+    tested_tensor,
     value_test,
 )
 from ptlint.semantics.where import backpropagates, in_model_loop, is_log_call, may_be_step
@@ -65,24 +65,6 @@ def _checks_type_first(test: ast.AST, found: ast.AST, ctx) -> bool:
                    isinstance(value.func, ast.Name) and value.func.id == "isinstance"
                    or ctx.qualname(value.func) == "torch.is_tensor")}
     return bool(checked) and any(ast.dump(node) in checked for node in ast.walk(found))
-
-
-def _tensor_operand(expr: ast.AST, ctx) -> ast.AST:
-    """The tensor a condition reads (`loss` of `loss > best`, of `not torch.isfinite(loss)`): the
-    host-memory and NumPy questions are asked of it."""
-    while True:
-        if isinstance(expr, ast.Compare):
-            expr = next((side for side in (expr.left, *expr.comparators) if tensor_kind(side, ctx) == STRONG),
-                        expr.left)
-        elif isinstance(expr, ast.BinOp):
-            expr = expr.left if tensor_kind(expr.left, ctx) == STRONG else expr.right
-        elif isinstance(expr, ast.UnaryOp):
-            expr = expr.operand
-        elif isinstance(expr, ast.Call) and expr.args and ctx.qualname(expr.func) in DATA_PREDICATES:
-            expr = expr.args[0]  # `torch.equal(a, b)`
-        else:
-            return expr
-
 
 
 class SyncInLoop(Rule):
@@ -206,7 +188,7 @@ class SyncInLoop(Rule):
         found = value_test(node.test, self.ctx)
         if found is None:
             return
-        operand = _tensor_operand(found, self.ctx)
+        operand = tested_tensor(found, self.ctx)
         if _checks_type_first(node.test, found, self.ctx):
             return  # `isinstance(x, Tensor) and torch.isnan(x)`: normalising an input
         if read_elsewhere(operand, self.ctx):
