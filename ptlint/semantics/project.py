@@ -20,7 +20,9 @@ resolution itself), which goes into the cache key of the files where such rules 
 from __future__ import annotations
 
 import ast
+import functools
 import os
+import re
 from typing import TYPE_CHECKING, NamedTuple
 
 from ptlint.semantics.nodes import parse_python
@@ -211,19 +213,45 @@ def find_root(path: str, given: list[str] | tuple = ()) -> str:
     """The project a file belongs to: the nearest folder above it holding a pyproject.toml,
     setup.py, setup.cfg or .git; where there is none, the outermost folder named on the command
     line (`given`) that holds the file, else the folder above the outermost package holding the
-    file (or its own folder)."""
+    file (or its own folder). A folder marked only by a setup.py that builds extensions
+    (`builds_extensions_only`) is passed over: the project is what holds it, found so."""
     folder = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
     marked = marked_ancestry(folder)[1]
+    weak = None  # a folder marked only by a setup.py that builds extensions, inside a bigger tree
+    if marked is not None and builds_extensions_only(marked):
+        weak, marked = marked, marked_ancestry(os.path.dirname(marked))[1] if os.path.dirname(marked) != marked \
+            else None
     if marked is not None:
         return marked
     named = [os.path.abspath(p) for p in given if os.path.isdir(p)]
     holding = [p for p in named if folder == p or folder.startswith(p.rstrip(os.sep) + os.sep)]
     if holding:
-        return min(holding, key=len)
-    top = folder
-    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
-        top = os.path.dirname(top)
+        top = min(holding, key=len)
+    else:
+        top = folder
+        while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+    if weak is not None and not weak.startswith(top.rstrip(os.sep) + os.sep):
+        return weak  # nothing above the extension's folder holds it
     return top
+
+
+EXTENSION_BUILD = re.compile(rb"cpp_extension|CUDAExtension|CppExtension|BuildExtension|ext_modules")
+
+
+@functools.lru_cache(maxsize=256)
+def builds_extensions_only(folder: str) -> bool:
+    """The folder is marked only by a setup.py that builds C/CUDA extensions (`lib/setup.py`
+    beside `csrc/`, maskrcnn-benchmark's vendored copy in a training repository): the package is
+    part of the code around it, whose scripts import it, not a project of its own. A folder with a
+    pyproject.toml, a setup.cfg or a .git is one."""
+    if any(os.path.exists(os.path.join(folder, marker)) for marker in PROJECT_MARKERS if marker != "setup.py"):
+        return False
+    try:
+        with open(os.path.join(folder, "setup.py"), "rb") as handle:
+            return bool(EXTENSION_BUILD.search(handle.read(200_000)))
+    except OSError:
+        return False
 
 
 class ProjectFacts:

@@ -2121,3 +2121,45 @@ def test_a_helper_that_loops_over_one_batch_is_no_pass_over_the_data(tmp_path, m
     if bound == "num_batches":
         (tmp_path / "demo.py").write_text((tmp_path / "demo.py").read_text().replace("clip_boxes", "clip_all"))
     assert found(check(tmp_path, monkeypatch, capsys, "PTL107")) == markers(tmp_path, "PTL107")
+
+
+@pytest.mark.parametrize("setup, expect", [
+    # a vendored package whose setup.py only builds its CUDA ops: part of the training repository
+    ("from torch.utils.cpp_extension import BuildExtension\nsetup(ext_modules=[], cmdclass={})\n",
+     "  # expect: PTL101"),
+    # a package of its own beside the scripts: its users are unknown, nothing here calls it per step
+    ("from setuptools import setup\nsetup(name='meters', packages=['meters'])\n", ""),
+])
+def test_a_folder_whose_setup_py_only_builds_extensions_is_part_of_the_project_around_it(
+        tmp_path, monkeypatch, capsys, setup, expect):
+    write(tmp_path, {
+        "train.py": """
+            import torch
+            from lib.meters import record
+
+            def main(model, loader, opt, meter):
+                model.cuda()
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    record(meter, loss)
+
+            if __name__ == "__main__":
+                main(*build())
+        """,
+        "lib/__init__.py": "",
+        "lib/meters.py": f"""
+            def record(meter, loss):
+                meter.append(loss.item()){expect}
+        """,
+        "lib/setup.py": setup,
+    })
+    (tmp_path / "pyproject.toml").unlink()  # an archive of the repository: no marker at its root
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+    # the one-file check (pre-commit, the editor) finds the same project
+    monkeypatch.chdir(tmp_path / "lib")
+    code = cli.run(["check", "--output-format", "json", "--select", "PTL101", "meters.py"])
+    one = json.loads(capsys.readouterr().out)
+    assert code == (1 if expect else 0) and len(one) == (1 if expect else 0)
