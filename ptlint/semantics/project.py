@@ -878,6 +878,8 @@ class ProjectModel:
         imported = set(importers)  # the parts of a program
         out: dict[str, set[str]] = {path: set(self.summaries[path]["names"]["tops"])
                                     for path in self._unreached_modules(importers)}
+        for path, found in self._unused_methods(imported).items():
+            out.setdefault(path, set()).update(found)  # (a method is reached by its name, whatever a module's is)
         looked = self._looked_into()
         if looked is None:
             return out
@@ -902,9 +904,7 @@ class ProjectModel:
                 continue
             found = {name for name in summary["names"]["tops"] if (path, name) not in live and not name.startswith("__")}
             if found:
-                out[path] = found
-        for path, found in self._unused_methods(imported).items():
-            out.setdefault(path, set()).update(found)
+                out.setdefault(path, set()).update(found)
         return out
 
     def _unreached_modules(self, importers: dict[str, set[str]]) -> list[str]:
@@ -1013,10 +1013,12 @@ class ProjectModel:
         methods (`Class.method`) whose name no file of the project uses: not as an attribute, a
         name or a string, in no other text file; of classes whose bases are `object`, `nn.Module`
         or such classes of the project (summary `_methods`). Nothing where some file reaches
-        attributes by computed names (`getattr(obj, name)`). A module nothing imports that is no
+        attributes by computed names (`getattr(obj, name)(...)`); none of a class whose methods
+        look up their own instance so (`getattr(self, name)`), nor of its bases and subclasses. A module nothing imports that is no
         program's entry is a library's: its users may call any method."""
-        if any(summary.get("attribute_lookup", True) for summary in self.summaries.values()):
+        if any(summary.get("attribute_lookup", True) is True for summary in self.summaries.values()):
             return {}
+        looked_up = self._classes_looking_themselves_up()
         words: set[str] = set(self.caller_names or ())
         for summary in self.summaries.values():
             names = summary["names"]
@@ -1030,8 +1032,33 @@ class ProjectModel:
                 continue
             for cls, methods in summary["methods"].items():
                 unused = [name for name in methods if name not in words]
-                if unused and self._plain_class(path, cls, frozenset()):
+                if unused and (path, cls) not in looked_up and self._plain_class(path, cls, frozenset()):
                     out.setdefault(path, set()).update(f"{cls}.{name}" for name in unused)
+        return out
+
+    def _classes_looking_themselves_up(self) -> set[tuple]:
+        """(path, class) of the classes whose instances a `getattr(self, name)` may look into: the
+        class that holds it, its bases through the project, and its subclasses."""
+        out: set[tuple] = set()
+        for path, summary in self.summaries.items():
+            for cls in summary.get("attribute_lookup") or ():
+                pending = [(path, cls)]
+                while pending:
+                    node = pending.pop()
+                    if node in out:
+                        continue
+                    out.add(node)
+                    owner = self.summaries.get(node[0])
+                    if owner is not None and node[1] in owner["classes"]:
+                        pending += [found for found in (self.class_of(node[0], base) for base in
+                                                        owner["classes"][node[1]][1] if base is not None)
+                                    if found is not None]
+                pending = [(path, cls)]
+                while pending:  # and its subclasses, in any file
+                    for child in self.children.get(pending.pop(), ()):
+                        if child not in out:
+                            out.add(child)
+                            pending.append(child)
         return out
 
     def _plain_class(self, path: str, cls: str, seen: frozenset) -> bool:

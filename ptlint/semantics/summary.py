@@ -73,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 40  # 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 41  # 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -472,12 +472,13 @@ ATTRIBUTE_LOOKUPS = {"getattr", "attrgetter", "methodcaller"}
 def _methods(ctx: "FileFacts", scan: "_Scan", bindings: dict) -> dict[str, list[str]]:
     """Class key -> the methods only code of the project can call, by their name: of a class
     whose bases are `object`, `torch.nn.Module` or classes of the project (a framework's base
-    may call any method by name), not a dunder, not a name `nn.Module` calls or defines, not
+    may call any method by name), not decorated (a registry's framework may), not a dunder, not a name `nn.Module` calls or defines, not
     decorated but as a static, class method or property (a decorator may register it)."""
     out: dict[str, list[str]] = {}
     for cls in scan.classes:
         if not all(isinstance(base, ast.Name) and base.id == "object" or ctx.names.qualname(base, at=cls) in PLAIN_BASES
-                   or _reference(base, cls, ctx, bindings) is not None for base in cls.bases) or cls.keywords:
+                   or _reference(base, cls, ctx, bindings) is not None for base in cls.bases) or cls.keywords \
+                or cls.decorator_list:  # a registered class (`@HOOKS.register_module()`): its framework calls it
             continue
         names = [method.name for method in cls.body if isinstance(method, FUNCTION_DEFS)
                  and not (method.name.startswith("__") and method.name.endswith("__"))
@@ -488,11 +489,15 @@ def _methods(ctx: "FileFacts", scan: "_Scan", bindings: dict) -> dict[str, list[
     return out
 
 
-def _looks_up_attributes(ctx: "FileFacts") -> bool:
-    """A method may be called by a name computed at run time: `getattr(self, name)`,
-    `getattr(obj, name)(...)`, `operator.methodcaller(name)` / `attrgetter(name)`. (Not a getattr
-    of another object whose result is not called on the spot, `getattr(block, bn_name)`: model
-    surgery reads submodules; nor `setattr`, `hasattr`, `vars(args)`, which call nothing.)"""
+def _looks_up_attributes(ctx: "FileFacts") -> bool | list[str]:
+    """A method may be called by a name computed at run time: `getattr(obj, name)(...)`,
+    `operator.methodcaller(name)` / `attrgetter(name)`: True, any class's method may be reached.
+    `getattr(self, name)` reaches only what the instance holds: the keys of the classes whose
+    methods look so (their bases and subclasses too, as the solve reads it). False where none
+    does. (Not a getattr of another object whose result is not called on the spot,
+    `getattr(block, bn_name)`: model surgery reads submodules; nor `setattr`, `hasattr`,
+    `vars(args)`, which call nothing.)"""
+    classes: list[str] = []
     for call in ctx.calls():
         func = call.func
         word = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
@@ -501,12 +506,18 @@ def _looks_up_attributes(ctx: "FileFacts") -> bool:
         names = call.args[:1] if word in ("attrgetter", "methodcaller") else call.args[1:2]
         if names and isinstance(names[0], ast.Constant):
             continue  # a name spelled out: a word the solve sees
-        if word in ("attrgetter", "methodcaller"):
+        if word in ("attrgetter", "methodcaller") or not call.args:
             return True
-        if word == "getattr" and (not call.args or isinstance(call.args[0], ast.Name) and call.args[0].id in SELF_NAMES
-                                  or isinstance(ctx.parent(call), ast.Call) and ctx.parent(call).func is call):
+        if word != "getattr":
+            continue
+        if isinstance(call.args[0], ast.Name) and call.args[0].id in SELF_NAMES:
+            owner = _owner_class(call, ctx)
+            if owner is None:
+                return True
+            classes.append(def_key(owner, ctx.parent))
+        elif isinstance(ctx.parent(call), ast.Call) and ctx.parent(call).func is call:
             return True
-    return False
+    return sorted(set(classes)) or False
 
 
 # -- imports -------------------------------------------------------------------------------------

@@ -2163,3 +2163,59 @@ def test_a_folder_whose_setup_py_only_builds_extensions_is_part_of_the_project_a
     code = cli.run(["check", "--output-format", "json", "--select", "PTL101", "meters.py"])
     one = json.loads(capsys.readouterr().out)
     assert code == (1 if expect else 0) and len(one) == (1 if expect else 0)
+
+
+@pytest.mark.parametrize("lookup, loads, expect", [
+    # FPN-style blocks looked up by name on `self`: another class's private helper nobody calls
+    # never runs, whatever `getattr(self, ...)` reaches
+    ("getattr(self, name)(x)", "", ""),
+    # a module imported by a computed name reaches a module's names, not a method's
+    ("getattr(self, name)(x)", "importlib.import_module(sys.argv[1])", ""),
+    # a method of any object called by a computed name: the helper may be reached
+    ("getattr(heads, name)(x)", "", "  # expect: PTL201"),
+])
+def test_an_uncalled_method_is_dead_beside_lookups_on_another_class(tmp_path, monkeypatch, capsys, lookup, loads,
+                                                                    expect):
+    write(tmp_path, {
+        "train.py": f"""
+            import importlib, sys
+            import torch
+            from heads import RelationHead, Backbone
+            {loads}
+
+            def main(loader):
+                model = torch.nn.Sequential(Backbone(), RelationHead()).cuda()
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x in loader:
+                    model(x.cuda()).sum().backward()
+                    opt.step()
+
+            if __name__ == "__main__":
+                main(build())
+        """,
+        "heads.py": f"""
+            import torch
+
+            class Backbone(torch.nn.Module):
+                def forward(self, x, heads=None, name="layer1"):
+                    return {lookup}
+
+                def layer1(self, x):
+                    return x
+
+                def _stage(self, proposals):  # reached by `getattr(self, name)`: kept
+                    for i, boxes in enumerate(proposals):
+                        idx = torch.arange(boxes.shape[0]).cuda()  # expect: PTL201
+                    return idx
+
+            class RelationHead(torch.nn.Module):
+                def forward(self, proposals):
+                    return proposals
+
+                def _proposal_pairs(self, proposals):
+                    for i, boxes in enumerate(proposals):
+                        idx = torch.arange(boxes.shape[0]).cuda(){expect}
+                    return idx
+        """,
+    })
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")

@@ -56,6 +56,17 @@ def test_a_method_may_be_reached_by_a_computed_name(code, expected):
         "attribute_lookup"] is expected
 
 
+@pytest.mark.parametrize("code,expected", [
+    ("getattr(self, name)(x)", ["Net"]),  # only what the instance holds: its class's methods
+    ("getattr(self, 'layer' + str(i))(x)", ["Net"]),
+    ("getattr(obj, name)(x)", True),  # another object's method: any class's
+    ("getattr(self, 'head')(x)", False),
+])
+def test_a_lookup_on_self_reaches_only_its_own_class(code, expected):
+    assert summary_of(f"class Net:\n    def forward(self, obj, name, x, i):\n        return {code}\n")[
+        "attribute_lookup"] == expected
+
+
 def test_methods_only_the_project_can_call():
     methods = summary_of("""
         import torch
@@ -108,6 +119,11 @@ def test_methods_only_the_project_can_call():
 
         class Empty(nn.Module):
             pass
+
+
+        @register
+        class Hook(object):
+            def before_train_epoch(self, runner): ...
     """)["methods"]
     assert methods == {"Plain": ["run", "_helper", "make", "build", "size", "size"], "Old": ["run"],
                        "Net": ["encode"], "Deep": ["encode"], "Child": ["more"], "Empty": []}
