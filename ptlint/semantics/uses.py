@@ -309,7 +309,9 @@ def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
             if child is not parent.value:
                 return NONE
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            return max((_bound(t, parent, ctx, scope, hops) for t in targets), default=NONE)
+            goes = max((_bound(t, parent, ctx, scope, hops) for t in targets), default=NONE)
+            # what the host does with a running total once the loop ends needs no read per step
+            return METER if goes == HOST and _running_total(parent, ctx, scope) else goes
         elif isinstance(parent, ast.Expr):
             return NONE
         elif isinstance(parent, ast.Return) and _picks_an_action(scope):
@@ -410,6 +412,18 @@ def _every_time(call: ast.Call, ctx: "FileFacts", scope: ast.AST) -> bool:
             return True
         node = ctx.parent(node, within=scope)
     return loop is None
+
+
+def _running_total(statement: ast.stmt, ctx: "FileFacts", scope: ast.AST) -> bool:
+    """`epoch_loss += n * loss.item()` in a loop that reads the total nowhere else: a sum the device
+    could keep, read once after the loop, whatever the host does with it then (a plot, a file)."""
+    if not (isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name)):
+        return False
+    loop = innermost_loop(statement, ctx, DEFINITIONS)
+    if loop is None:
+        return False
+    inside = {id(node) for node in ast.walk(loop)}  # (the `+=` itself stores, it loads nothing)
+    return not any(id(use) in inside for use in _loads(scope, ctx).get(statement.target.id, []))
 
 
 def _bound(target: ast.AST, statement: ast.stmt, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:

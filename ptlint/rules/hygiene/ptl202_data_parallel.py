@@ -100,6 +100,9 @@ class UsesDataParallel(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._inference: bool | None = None  # the file runs its model only for inference (_inference_only)
+        # a wrap (its call's id) in a function that trains nothing itself and keeps the model:
+        # (function, its calls, the wrapped names), asked after the traversal (`keep`)
+        self._handed: dict[int, tuple] = {}
 
     def _is_data_parallel(self, node: ast.AST) -> bool:
         """DataParallel, or a subclass of it the file defines (`class DataParallelWithCallback(
@@ -191,6 +194,9 @@ class UsesDataParallel(Rule):
         project = self.ctx.project
         if project is not None and project.inference_only:
             return False
+        handed = self._handed.get(id(node))
+        if handed is not None and not self._trains_in(handed[0]) and self._handed_to_evaluation(*handed[1:]):
+            return False
         return where.context != ONCE or not self._inference_only()
 
     def _inference_only(self) -> bool:
@@ -203,11 +209,12 @@ class UsesDataParallel(Rule):
             known = self._inference = not trains and any(_runs_inference(call, self.ctx) for call in calls)
         return known
 
-    def _wrapped_for_inference(self) -> bool:
+    def _wrapped_for_inference(self, call: ast.Call) -> bool:
         """The function that wraps the model (`model = nn.DataParallel(model)`, the call being
-        visited) puts it in eval mode or runs under `no_grad`, trains nothing, and keeps the
-        wrapped model to itself (no `return model`, no `self.model = model`): a sampling or
-        evaluation method of a class that also trains, whose wrap pays for no gradient reduction."""
+        visited) trains nothing, keeps the wrapped model to itself (no `return model`, no
+        `self.model = model`), and puts it in eval mode, runs under `no_grad`, or hands it only to
+        defs of this file that train nothing: a sampling or evaluation method of a class that
+        also trains, a test command, whose wrap pays for no gradient reduction."""
         function, stack = self.ctx.function, self.ctx.stack
         if function is None:
             return False
@@ -235,7 +242,38 @@ class UsesDataParallel(Rule):
         return any(self.ctx.qualname(d.func if isinstance(d, ast.Call) else d) in NO_GRAD
                    for d in function.decorator_list) or \
             any(_runs_inference(call, self.ctx) and (self.ctx.qualname(call.func) in NO_GRAD or any(
-                isinstance(m, ast.Name) and m.id in names for m in ast.walk(call.func))) for call in calls)
+                isinstance(m, ast.Name) and m.id in names for m in ast.walk(call.func))) for call in calls) \
+            or self._hand_over_later(call, function, calls, names)
+
+    def _hand_over_later(self, call: ast.Call, function: ast.AST, calls: list[ast.Call], names: set[str]) -> bool:
+        """Keep the wrap for `keep`, where the defs of this file its calls run are known (only
+        after the traversal): the wrap is still reported for now."""
+        self._handed[id(call)] = (function, [c for c in calls if c is not call], names)  # (not the wrap itself)
+        return False
+
+    def _trains_in(self, function: ast.AST, depth: int = 0) -> bool:  # (asked in `keep`)
+        """`function` trains: it starts training itself, holds a loop that runs another file's
+        training step, or calls a def of this file that trains (a few calls deep; deeper is taken
+        as training)."""
+        if depth > 4:
+            return True
+        nodes = list(ast.walk(function))
+        project = self.ctx.project
+        loops = project.step_loops | project.outer_loops if project is not None else frozenset()
+        if any(isinstance(n, ast.Call) and _starts_training(n, self.ctx) for n in nodes) or any(
+                isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno in loops for n in nodes):
+            return True
+        return any(callee is not function and self._trains_in(callee, depth + 1)
+                   for n in nodes if isinstance(n, ast.Call) for callee in self.ctx.model.calls.callees(n))
+
+    def _handed_to_evaluation(self, calls: list[ast.Call], names: set[str]) -> bool:
+        """Each call the wrapped model is handed to runs defs of this file (`validate(args,
+        val_loader, model, criterion)` in a test command, the wrap there to load a `module.`
+        checkpoint; whether they train, `_trains_in` asks of the wrapping function); a call of
+        anything else may train it, and a model handed to nothing runs for an unknown use."""
+        handed = [call for call in calls if any(
+            isinstance(a, ast.Name) and a.id in names for a in (*call.args, *(k.value for k in call.keywords)))]
+        return bool(handed) and all(self.ctx.model.calls.callees(call) for call in handed)
 
     def _unwrapped_again(self) -> bool:
         """`decoder = nn.DataParallel(decoder)`, `decoder.load_state_dict(state)`, then `decoder =
@@ -257,7 +295,7 @@ class UsesDataParallel(Rule):
         return False
 
     def visit_Call(self, node: ast.Call) -> None:
-        if self._is_data_parallel(node.func) and not self._wrapped_for_inference() and not self._unwrapped_again():
+        if self._is_data_parallel(node.func) and not self._wrapped_for_inference(node) and not self._unwrapped_again():
             self.report(node, self.message.format(name=ast.unparse(node.func)), end_node=node.func)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -357,6 +395,43 @@ No automatic fix: DDP needs a launcher, a process group and a distributed sample
 """
 
     bad_examples = [
+        # the same wrap handed to this file's `train`, or to a function of another module
+        """
+import torch
+from engine import run_epoch
+
+def train(loader, model, criterion, optimizer):
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+def step(model, x, y):
+    loss = model(x.cuda(), y.cuda())
+    loss.backward()
+
+def epoch(loader, model):
+    for x, y in loader:
+        step(model, x, y)
+
+def fit(args, optimizer):
+    model = torch.nn.DataParallel(build(args.arch)).cuda()  # expect: PTL202
+    train(make_loader(args), model, torch.nn.CrossEntropyLoss(), optimizer)
+
+def fit_through_a_helper(args):
+    model = torch.nn.DataParallel(build(args.arch)).cuda()  # expect: PTL202
+    epoch(make_loader(args), model)
+
+def fit_elsewhere(args):
+    model = torch.nn.DataParallel(build(args.arch)).cuda()  # expect: PTL202
+    run_epoch(make_loader(args), model)
+
+if __name__ == "__main__":
+    fit(parse(), optimizer)
+    fit_through_a_helper(parse())
+    fit_elsewhere(parse())
+""",
         # the wrapped model trains; its `.module` is only read to save it, and the name is given
         # another model's `.module` after training
         """
@@ -543,6 +618,36 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # a test command: the wrap loads a checkpoint saved with `module.` names, and the model
+        # goes only to this file's `validate`, which trains nothing
+        """
+import torch
+
+def validate(loader, model, criterion):
+    model.eval()
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+    return loss
+
+def train(loader, model, criterion, optimizer):
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+def test_model(args):
+    model = build(args.arch)
+    model = torch.nn.DataParallel(model).cuda()
+    model.load_state_dict(torch.load(args.resume)["state_dict"])
+    validate(make_loader(args), model, torch.nn.CrossEntropyLoss())
+
+def main(args):
+    if args.cmd == "train":
+        train_model(args)
+    else:
+        test_model(args)
+""",
         # a fallback the user must ask for: the distributed option is on by default (directly, or
         # through an option derived from it), or a multi-GPU option is off by default
         """

@@ -551,6 +551,27 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a running total the loop reads nowhere else: a device sum read once per epoch would do,
+        # whatever the host does with it then (plots it, indexes with it)
+        """
+import numpy as np
+import matplotlib.pyplot as plt
+
+def fit(model, loader, optimizer, epochs):
+    model.cuda()
+    history = []
+    for epoch in range(epochs):
+        epoch_loss, n = 0, 0
+        for x, y in loader:
+            loss = model(x.cuda(), y.cuda())
+            epoch_loss += x.shape[0] * x.shape[1] * loss.item()  # expect: PTL101
+            n += x.shape[0] * x.shape[1]
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        history.append(epoch_loss / n)
+    plt.plot(np.arange(len(history)), history[int(history[-1]):])
+""",
         # the `.item()` of PyTorch before 0.4, in a training loop and in a helper it calls
         """
 import torch
@@ -1260,6 +1281,19 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # a running total the loop itself uses on the host every step (to pick a stage by name)
+        """
+def fit(model, loader, optimizer, stage_names):
+    model.cuda()
+    spent = 0.0
+    for x, y in loader:
+        loss = model(x.cuda(), y.cuda())
+        spent += loss.item()
+        stage = stage_names[int(spent) % 3]
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # `.data[0]` of a batch is its first row (a tensor, no read); a loss read once after
         # training; a write through `.data[0]`
         """
