@@ -73,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 41  # 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 42  # 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -387,8 +387,8 @@ def _used_names(nodes: list, dict_reads: list, scan: "_Scan", in_def: bool = Fal
                 stored.add(node.arg)
                 scan.bound.add(node.arg)
             elif kind is ast.Import or kind is ast.ImportFrom:  # (nodes.walk does not enter `names`)
-                for alias in node.names:
-                    out.update(alias.name.split("."))
+                # an import binds a name and uses nothing: what the file does with the name uses it
+                # (a package's `__init__.py`, which re-exports, is kept whole by the solve)
                 scan.imported(node)
             elif kind is ast.Constant and type(node.value) is str and len(node.value) <= 200 \
                     and NAME_STRING.fullmatch(node.value):

@@ -2219,3 +2219,42 @@ def test_an_uncalled_method_is_dead_beside_lookups_on_another_class(tmp_path, mo
         """,
     })
     assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")
+
+
+@pytest.mark.parametrize("use, expect", [
+    ("FocalLoss", ""),  # TripletLoss imported and never built: it never runs
+    ("TripletLoss", "  # expect: PTL101"),  # built, then called per step
+])
+def test_a_class_a_program_imports_but_never_uses_is_dead(tmp_path, monkeypatch, capsys, use, expect):
+    write(tmp_path, {
+        "train.py": f"""
+            import torch
+            from losses import TripletLoss, FocalLoss
+
+            def main(model, loader, opt):
+                model.cuda()
+                criterion = {use}()
+                for x, y in loader:
+                    loss = criterion(model(x.cuda()), y.cuda())
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+
+            if __name__ == "__main__":
+                main(*build())
+        """,
+        "losses.py": f"""
+            import torch
+
+            class FocalLoss(torch.nn.Module):
+                def forward(self, x, y):
+                    return (x - y).pow(2).mean()
+
+            class TripletLoss(torch.nn.Module):
+                def forward(self, x, y):
+                    for i in range(x.shape[0]):
+                        hard = x[i].max().item(){expect}
+                    return x.mean() * hard
+        """,
+    })
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
