@@ -94,6 +94,20 @@ def _freezes(value: ast.AST) -> bool:
         value = value.func.value
     return False
 
+# `Variable(x, volatile=True)`: how PyTorch before 0.4 turned gradients off; ignored since (a warning)
+VOLATILE_MESSAGE = "`volatile=True` disables nothing since PyTorch 0.4: `{model}` is in eval mode and every call in " \
+                   "this loop records an autograd graph; wrap the loop in `torch.no_grad()`"
+VOLATILE_HELP = "Drop `volatile=True` (and `Variable`) and wrap the loop in `with torch.no_grad():`."
+
+
+def _volatile_variable(loop: ast.AST) -> ast.Call | None:
+    """The first call in the loop's body passing `volatile=True` (`Variable(x, volatile=True)`)."""
+    found = [node for statement in getattr(loop, "body", []) for node in ast.walk(statement)
+             if isinstance(node, ast.Call) and any(k.arg == "volatile" and is_constant(k.value, True)
+                                                   for k in node.keywords)]
+    return min(found, key=lambda call: (call.lineno, call.col_offset), default=None)
+
+
 def _positional(function: ast.AST) -> list[str]:
     """The parameters a call may pass by position, in order."""
     return [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
@@ -142,7 +156,11 @@ class EvalWithoutNoGrad(Rule):
         if GradRegions.of(self.ctx).off(node):
             return
         self.ctx.memo[key] = True
-        self.report(node, self.message.format(model=model))
+        volatile = _volatile_variable(loop)
+        if volatile is not None:  # the line to change: where gradients were meant to go off
+            self.report(volatile, VOLATILE_MESSAGE.format(model=model), help=VOLATILE_HELP)
+        else:
+            self.report(node, self.message.format(model=model))
 
     def keep(self, node: ast.AST, where) -> bool:
         """In once-code, only a loop that walks data (a test pass, an `evaluate()` only `main()`
@@ -272,7 +290,9 @@ over `range(n)` that reads a dataset by its index (`dataset[i]`, `dataset.pull_i
 pass over data.
 "No `.backward()`" means none in the loop, and none in the function outside loops of their own
 (the training loop before a validation loop does not count). Reported at the first call of the
-model in the loop.
+model in the loop; where the loop wraps its inputs in `Variable(x, volatile=True)`, PyTorch 0.3's
+way to turn gradients off, which has done nothing since 0.4, at that call instead: that is the
+line to replace.
 
 ## Why is this bad?
 `model.eval()` only switches layers such as dropout and batch norm to inference behaviour; it
@@ -343,6 +363,20 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # PyTorch 0.3's way to turn gradients off, ignored since 0.4: reported where it was meant
+        """
+import torch
+from torch.autograd import Variable
+
+def validate(val_loader, model, criterion):
+    model.eval()
+    for i, (input, target) in enumerate(val_loader):
+        target = target.cuda(non_blocking=True)
+        input_var = Variable(input, volatile=True)  # expect: PTL107
+        target_var = Variable(target, volatile=True)
+        output = model(input_var)
+        loss = criterion(output, target_var)
+""",
         # the loop runs the model through a method of the class, and a pass over a dataset by index
         """
 import torch
