@@ -25,16 +25,20 @@ LEGACY_ASYNC_KEYWORD = re.compile(r"(?<=[(,])(\s*)async(?=\s*=[^=])")
 
 
 def parse_python(text: str, filename: str = "<unknown>") -> ast.Module:
-    """`ast.parse`, quietly (invalid escape sequences are not ours to report), that also reads the
-    legacy `async=` keyword argument as the `non_blocking=` it became: the text is parsed again
-    with `Async=` in its place (the same length, so every position holds), and the keyword is
-    renamed in the tree. A text that fails otherwise raises the SyntaxError of what else fails."""
+    """`ast.parse`, quietly (invalid escape sequences are not ours to report), that also reads old
+    training scripts as the Python they ran on: the legacy `async=` keyword argument as the
+    `non_blocking=` it became (the text is parsed again with `Async=` in its place, the same
+    length, and the keyword is renamed in the tree), and Python 2's `print x` statement as the
+    call `print(x)` (`_print_calls`). Every position holds. A text that fails otherwise raises the
+    SyntaxError of what else fails."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             return ast.parse(text, filename=filename, type_comments=False)
         except SyntaxError:
             legacy = LEGACY_ASYNC_KEYWORD.sub(r"\1Async", text) if "async" in text else text
+            if "print" in legacy:
+                legacy = _print_calls(legacy)
             if legacy == text:
                 raise
             tree = ast.parse(legacy, filename=filename, type_comments=False)  # its error: what else fails
@@ -42,6 +46,49 @@ def parse_python(text: str, filename: str = "<unknown>") -> ast.Module:
         if isinstance(node, ast.keyword) and node.arg == "Async":
             node.arg = "non_blocking"
     return tree
+
+
+def _print_calls(text: str) -> str:
+    """Python 2's `print x, y` statements as calls, `print(x, y)`, each position kept: the space
+    after `print` becomes `(` and `)` closes the statement after its last token (a comment after
+    it moves one column); a bare `print` becomes `print()`. `print >>f, x` and text the tokenizer
+    refuses are left as they are."""
+    import io
+    import tokenize
+
+    lines = text.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []  # (line index, column, text to put there), or a replaced space
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text
+    starts = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
+    for index, token in enumerate(tokens):
+        if token.type != tokenize.NAME or token.string != "print":
+            continue
+        before = next((t for t in reversed(tokens[:index]) if t.type != tokenize.COMMENT), None)
+        if before is not None and before.type not in starts and before.string not in (":", ";"):
+            continue  # not where a statement starts
+        after = tokens[index + 1] if index + 1 < len(tokens) else None
+        if after is None or after.string in ("(", "=", ".", ",", ")", ">>") or after.type == tokenize.OP \
+                and after.string not in ("-", "+", "~", "[", "{", "`"):
+            continue  # already a call, or `print` used as a name
+        row, column = token.end
+        end = next((t for t in tokens[index + 1:] if t.type in (tokenize.NEWLINE, tokenize.ENDMARKER)
+                    or t.string == ";"), None)
+        last = next((t for t in reversed(tokens[index + 1:tokens.index(end)]) if t.type not in (
+            tokenize.COMMENT, tokenize.NL)), None) if end is not None else None
+        if after.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or after.string == ";" or last is None:
+            edits.append((row - 1, column, "()"))
+            continue
+        if lines[row - 1][column:column + 1] != " ":
+            continue  # `print"x"`: no space to turn into `(`
+        edits.append((row - 1, column, "(\0"))  # the space becomes `(`
+        edits.append((last.end[0] - 1, last.end[1], ")"))
+    for row, column, piece in sorted(edits, reverse=True):
+        line = lines[row]
+        lines[row] = line[:column] + "(" + line[column + 1:] if piece == "(\0" else line[:column] + piece + line[column:]
+    return "".join(lines)
 
 
 def method_name(node: ast.AST) -> str | None:

@@ -1,6 +1,7 @@
-"""Old training scripts (PyTorch before 0.4) copy batches with `x.cuda(async=True)`: a keyword
-argument Python 3.7 made a syntax error. ptlint reads it as the `non_blocking=True` it became,
-checks the rest of the file, and fixes it without touching the legacy spelling."""
+"""Old training scripts (PyTorch before 0.4, Python 2) copy batches with `x.cuda(async=True)`, a
+keyword argument Python 3.7 made a syntax error, and print with the `print x` statement. ptlint
+reads them as the `non_blocking=True` and the `print(x)` they became, checks the rest of the file
+at the same positions, and fixes it without touching the legacy spelling."""
 
 from __future__ import annotations
 
@@ -49,9 +50,38 @@ def test_a_fix_in_a_legacy_file_keeps_the_legacy_spelling():
     assert fixed.replace('torch.randn(4, device="cuda")', "torch.randn(4).cuda()") == LEGACY
 
 
+PYTHON2 = textwrap.dedent("""\
+    import torch
+
+    for i, (x, y) in enumerate(loader):
+        loss = model(x.cuda(async=True), y.cuda())
+        print "step %d loss %.3f" % (i,
+                                     loss.item())  # expect: PTL101
+        noise = torch.randn(4).cuda()
+        if i % 10 == 0: print i
+        print
+        print (i, loss)
+        loss.backward()
+""")
+
+
+def test_python2_print_statements_are_read_as_calls_at_their_own_positions():
+    tree = parse_python(PYTHON2)
+    printed = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print"]
+    assert sorted((p.lineno, p.col_offset, len(p.args)) for p in printed) == [(5, 4, 1), (8, 20, 1), (9, 4, 0),
+                                                                              (10, 4, 2)]
+    found = {(f.code, f.line, f.column) for f in check_text(PYTHON2)}
+    assert ("PTL101", 6, 34) in found and ("PTL201", 7, 13) in found and not any(c == "PTL001" for c, _, _ in found)
+
+
+def test_a_fix_in_a_python2_file_keeps_its_print_statements():
+    fixed = fix_text(PYTHON2, unsafe=True)
+    assert fixed == PYTHON2.replace("torch.randn(4).cuda()", 'torch.randn(4, device="cuda")')
+
+
 @pytest.mark.parametrize("text, message", [
-    # another Python 2 spelling in the same file: the first error is the one reported
-    ("x = y.cuda(async=True)\nprint 'done'\n", "Missing parentheses in call to 'print'"),
+    # another spelling Python 3 refuses in the same file: what else fails is the one reported
+    ("x = y.cuda(async=True)\nexec 'done'\n", "Missing parentheses in call to 'exec'"),
     # `async` as a name, not a keyword argument, is not read
     ("async = True\n", "invalid syntax"),
     # a comparison, not a keyword argument
