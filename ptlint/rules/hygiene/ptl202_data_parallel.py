@@ -53,6 +53,10 @@ def _asks_for_a_gpu(test: ast.AST, ctx) -> bool:
     return isinstance(test, (ast.Name, ast.Attribute)) and bool(name_words(test) & {"cuda", "gpu", "use_cuda", "use_gpu"})
 
 
+# What a wrap used only to load or save a checkpoint is asked (each as a statement of its own)
+WEIGHT_METHODS = {"load_state_dict", "state_dict", "cuda", "cpu", "to", "eval"}
+
+
 def _starts_training(call: ast.Call, ctx) -> bool:
     """`loss.backward()`, `optimizer.step()`, `zero_grad()`, `model.train()`, `train_one_epoch(...)`,
     `trainer.fit()`, an optimizer built (`torch.optim.SGD(...)`)."""
@@ -275,6 +279,26 @@ class UsesDataParallel(Rule):
             isinstance(a, ast.Name) and a.id in names for a in (*call.args, *(k.value for k in call.keywords)))]
         return bool(handed) and all(self.ctx.model.calls.callees(call) for call in handed)
 
+    def _wrapped_for_weights(self) -> bool:
+        """`pmodel = nn.DataParallel(model)`, then only `pmodel.load_state_dict(state)` (or
+        `.state_dict()`, `.cuda()`, `.eval()`) in the same function, never called, handed on,
+        returned or stored: a wrap to load or save a checkpoint with `module.` names, and nothing
+        runs through it."""
+        function, stack = self.ctx.function, self.ctx.stack
+        assign = next((n for n in reversed(stack) if isinstance(n, ast.stmt)), None)
+        if function is None or not isinstance(assign, ast.Assign) or len(assign.targets) != 1 \
+                or not isinstance(assign.targets[0], ast.Name):
+            return False
+        name = assign.targets[0].id
+        uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name and n is not assign.targets[0]]
+        for use in uses:
+            parent = self.ctx.parent(use)
+            call = self.ctx.parent(parent) if isinstance(parent, ast.Attribute) else None
+            if not (isinstance(call, ast.Call) and call.func is parent and parent.attr in WEIGHT_METHODS
+                    and isinstance(self.ctx.parent(call), ast.Expr)):
+                return False
+        return True  # (a wrap nothing uses runs nothing either)
+
     def _unwrapped_again(self) -> bool:
         """`decoder = nn.DataParallel(decoder)`, `decoder.load_state_dict(state)`, then `decoder =
         decoder.module.cuda()` in the same function: a wrap only to load a checkpoint saved with
@@ -295,7 +319,8 @@ class UsesDataParallel(Rule):
         return False
 
     def visit_Call(self, node: ast.Call) -> None:
-        if self._is_data_parallel(node.func) and not self._wrapped_for_inference(node) and not self._unwrapped_again():
+        if self._is_data_parallel(node.func) and not self._wrapped_for_inference(node) and not self._unwrapped_again() \
+                and not self._wrapped_for_weights():
             self.report(node, self.message.format(name=ast.unparse(node.func)), end_node=node.func)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -395,6 +420,23 @@ No automatic fix: DDP needs a launcher, a process group and a distributed sample
 """
 
     bad_examples = [
+        # the same wrap, then run, or kept
+        """
+import torch
+from torch import nn
+
+class Segmenter(nn.Module):
+    def __init__(self, backbone, state=None):
+        super().__init__()
+        wrapped = nn.DataParallel(backbone)  # expect: PTL202
+        wrapped.load_state_dict(state)
+        self.base = wrapped
+
+def features(backbone, state, x):
+    wrapped = nn.DataParallel(backbone)  # expect: PTL202
+    wrapped.load_state_dict(state)
+    return wrapped(x)
+""",
         # the same wrap handed to this file's `train`, or to a function of another module
         """
 import torch
@@ -618,6 +660,19 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # a wrap only to load weights saved with `module.` names into the unwrapped model
+        """
+import torch
+from torch import nn
+
+class Segmenter(nn.Module):
+    def __init__(self, backbone, state=None):
+        super().__init__()
+        wrapped = nn.DataParallel(backbone)
+        if state is not None:
+            wrapped.load_state_dict(state)
+        self.base = nn.Sequential(*list(backbone.children())[:-2])
+""",
         # a test command: the wrap loads a checkpoint saved with `module.` names, and the model
         # goes only to this file's `validate`, which trains nothing
         """
