@@ -10,6 +10,7 @@ from ptlint.engine.finding import Finding, Fix
 from ptlint.engine.source import SourceFile
 from ptlint.semantics.facts import FileFacts
 from ptlint.semantics.nodes import def_key
+from ptlint.semantics.values import without_an_accelerator
 from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_model
 
 # Builtins that read a function's locals by name: a nested def may be reached through them.
@@ -116,6 +117,8 @@ class FileContext(FileFacts):
                     and self.model.base_of(where.function) != CALLED:
                 continue  # every program this code runs in stays on the CPU: nothing to wait for
                 # (code nobody in the project calls runs in programs ptlint does not see)
+            if rule.needs_accelerator and without_an_accelerator(node, self):
+                continue  # the `else` of `if torch.cuda.is_available():`: it runs on the CPU
             if where.context in rule.contexts and (rule.cold or not where.cold) and rule.keep(node, where):
                 finding.context = where.context
                 finding.via = where.via

@@ -34,6 +34,7 @@ from ptlint.semantics.nodes import (
     dotted,
     is_plain_python_value,
     method_name,
+    name_words,
     own_attribute,
     root_name,
     walk,
@@ -600,6 +601,31 @@ HOST_FACTORIES = {f"torch.{name}" for name in (
 
 # a device string, and names that say they hold a device (`device`, `dev`, `local_device`)
 DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu|xla|npu)(:\d+)?")
+
+
+def asks_for_an_accelerator(test: ast.AST, ctx: "FileFacts") -> bool:
+    """`torch.cuda.is_available()`, `use_gpu`, `args.cuda`, `self.use_cuda`: whether there is (or
+    the user wants) a GPU; not a count (`device_count() > 1` asks for several)."""
+    if isinstance(test, ast.Call):
+        return (ctx.qualname(test.func) or "").endswith("cuda.is_available")
+    return isinstance(test, (ast.Name, ast.Attribute)) and bool(name_words(test) & {"cuda", "gpu", "use_cuda", "use_gpu"})
+
+
+def without_an_accelerator(node: ast.AST, ctx: "FileFacts") -> bool:
+    """`node` stands in a branch taken only where there is no GPU (or the user wants none): the
+    `else` of `if torch.cuda.is_available():` (of `x if use_cuda else y`), the body of `if not
+    args.cuda:`. Nothing there waits for a device or copies to one."""
+    child, parent = node, ctx.parent(node)
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
+            taken = child is parent.body if isinstance(parent, ast.IfExp) else any(s is child for s in parent.body)
+            test = parent.test
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, taken = test.operand, not taken
+            if not taken and asks_for_an_accelerator(test, ctx):
+                return True
+        child, parent = parent, ctx.parent(parent)
+    return False
 DEVICE_NAME = re.compile(r"(\w*_)?(device|dev)")
 
 

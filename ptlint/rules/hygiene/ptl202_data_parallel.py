@@ -9,7 +9,7 @@ from ptlint.engine.rule import ONCE, Rule
 from ptlint.semantics.autograd import NO_GRAD, SET_GRAD
 from ptlint.semantics.nodes import dotted, name_words
 from ptlint.semantics.options import holds_by_default
-from ptlint.semantics.values import TRAINING_CALLS
+from ptlint.semantics.values import TRAINING_CALLS, asks_for_an_accelerator
 from ptlint.semantics.where import OPTIMIZER_NAMES
 
 # Words of a function, class or condition whose business is to offer data parallelism as an
@@ -43,14 +43,6 @@ def _holding(test: ast.AST, holds: bool) -> list[ast.AST]:
             for op, c in zip(test.ops, test.comparators)):
         return []  # `args.distributed is False`, `== 0`: the option is off
     return [test]  # `c`, `a or b` (one of them holds), `strategy == "dp"`
-
-
-def _asks_for_a_gpu(test: ast.AST, ctx) -> bool:
-    """`torch.cuda.is_available()`, `use_gpu`, `args.cuda`, `self.use_cuda`: whether there is (or
-    the user wants) a GPU; not a count (`device_count() > 1` asks for several)."""
-    if isinstance(test, ast.Call):
-        return (ctx.qualname(test.func) or "").endswith("cuda.is_available")
-    return isinstance(test, (ast.Name, ast.Attribute)) and bool(name_words(test) & {"cuda", "gpu", "use_cuda", "use_gpu"})
 
 
 # What a wrap used only to load or save a checkpoint is asked (each as a statement of its own)
@@ -135,7 +127,7 @@ class UsesDataParallel(Rule):
             test = branch.test
             if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, taken = test.operand, not taken
-            if not taken and _asks_for_a_gpu(test, self.ctx):
+            if not taken and asks_for_an_accelerator(test, self.ctx):
                 return True
         return False
 
