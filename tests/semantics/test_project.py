@@ -2258,3 +2258,37 @@ def test_a_class_a_program_imports_but_never_uses_is_dead(tmp_path, monkeypatch,
         """,
     })
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
+@pytest.mark.parametrize("learner, expect", [
+    ("torch.autograd.grad(loss, list(self.head.parameters()))", ""),  # fast weights: the graph is needed
+    ("[p.detach() for p in self.head.parameters()]", "  # expect: PTL107"),
+])
+def test_an_evaluation_of_a_model_that_differentiates_in_another_module(tmp_path, monkeypatch, capsys, learner,
+                                                                        expect):
+    write(tmp_path, {
+        "models/mtl.py": f"""
+            import torch
+            from torch import nn
+
+            class MtlLearner(nn.Module):
+                def forward(self, shot, label, query):
+                    loss = nn.functional.cross_entropy(self.head(shot), label)
+                    grads = {learner}
+                    return self.adapted(query, grads)
+        """,
+        "trainer/meta.py": f"""
+            import torch
+            from models.mtl import MtlLearner
+
+            class MetaTrainer:
+                def __init__(self, args):
+                    self.model = MtlLearner(args).cuda()
+
+                def eval(self, loader):
+                    self.model.eval()
+                    for shot, label, query in loader:
+                        logits = self.model(shot.cuda(), label.cuda(), query.cuda()){expect}
+        """,
+    })
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL107")) == markers(tmp_path, "PTL107")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import CALLED, ONCE, PER_STEP, Rule
-from ptlint.semantics.autograd import GradRegions, gradient_users, graph_wanted
+from ptlint.semantics.autograd import GradRegions, built_from_a_differentiating_class, gradient_users, graph_wanted
 from ptlint.semantics.nodes import (
     DEFINITIONS,
     argument,
@@ -151,8 +151,9 @@ class EvalWithoutNoGrad(Rule):
             return  # one finding per loop, at its first model call
         if self._mode_before(model, node) != "eval":
             return
-        if _counts(loop) or _builds(loop, model) or graph_wanted(loop, self.ctx) or self._frozen(model):
-            return
+        if _counts(loop) or _builds(loop, model) or graph_wanted(loop, self.ctx) or self._frozen(model) \
+                or built_from_a_differentiating_class(model, self.ctx):
+            return  # (a model that differentiates in its forward needs the graph to evaluate)
         if GradRegions.of(self.ctx).off(node):
             return
         self.ctx.memo[key] = True
@@ -363,6 +364,25 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # the same file evaluating a backbone that does not differentiate
+        """
+import torch
+from torch import nn
+
+class Learner(nn.Module):
+    def forward(self, support, labels, query):
+        grads = torch.autograd.grad(self.loss(support, labels), self.head.parameters())
+        return self.adapted(query, grads)
+
+class Trainer:
+    def __init__(self, args):
+        self.backbone = Conv4().cuda()
+
+    def features(self, loader):
+        self.backbone.eval()
+        for x, y in loader:
+            feats = self.backbone(x.cuda())  # expect: PTL107
+""",
         # PyTorch 0.3's way to turn gradients off, ignored since 0.4: reported where it was meant
         """
 import torch
@@ -515,6 +535,27 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # a meta-learner whose forward adapts fast weights with `torch.autograd.grad`: evaluating
+        # it needs the graph
+        """
+import torch
+from torch import nn
+
+class Learner(nn.Module):
+    def forward(self, support, labels, query):
+        loss = nn.functional.cross_entropy(self.head(support), labels)
+        grads = torch.autograd.grad(loss, self.head.parameters())
+        return self.adapted(query, grads)
+
+class Trainer:
+    def __init__(self, args):
+        self.model = Learner(args).cuda()
+
+    def evaluate(self, loader):
+        self.model.eval()
+        for support, labels, query in loader:
+            logits = self.model(support.cuda(), labels.cuda(), query.cuda())
+""",
         # helpers that switch gradients off themselves or want the graph, and a loop over sizes
         """
 import torch
