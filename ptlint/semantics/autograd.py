@@ -18,7 +18,6 @@ Gradients are visibly *not* recorded at a node when:
 from __future__ import annotations
 
 import ast
-import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.calls import CallSites
@@ -201,37 +200,6 @@ def graph_wanted(loop: ast.AST, ctx: "FileFacts") -> bool:
         if not sibling:
             return True
     return False
-
-
-def built_from_a_differentiating_class(model: str, ctx: "FileFacts") -> bool:
-    """`model` (`self.model`, `net`) is built, somewhere in this file, from a class of this file or
-    of a project module it imports (ptlint.semantics.project) that calls `torch.autograd.grad` in
-    a method (`self.model = MtlLearner(args)`: MAML's fast weights, a meta-learner's inner loop,
-    an SDF's eikonal term): its forward needs the graph in evaluation too."""
-    classes = _differentiating_classes(ctx)
-    if not classes:
-        return False
-    built = re.findall(rf"(?<![\w.]){re.escape(model)}\s*=\s*(?:[\w.]+\.)?(\w+)\s*\(", ctx.source.text)
-    return bool(set(built) & classes)
-
-
-def _differentiating_classes(ctx: "FileFacts") -> set[str]:
-    """The top-level classes, in this file and the project modules it imports, whose body calls
-    `autograd.grad(...)` or `torch.func.grad(...)`."""
-    key = "differentiating-classes"
-    if key not in ctx.memo:
-        from ptlint.semantics.project import imported_sources
-
-        found: set[str] = set()
-        for text in (ctx.source.text, *(f.text for f in imported_sources(ctx))):
-            if "grad" not in text or "class " not in text:
-                continue
-            for block in re.split(r"\n(?=class )", text)[1:]:  # each top-level class to the next top-level line
-                body = re.split(r"\n(?=\S)", block, maxsplit=1)[0]
-                if re.search(r"(?:autograd\.grad|torch\.func\.grad)\s*\(", body):
-                    found.add(re.match(r"class\s+(\w+)", block).group(1))
-        ctx.memo[key] = found
-    return ctx.memo[key]
 
 
 def statements_of(scope: ast.AST) -> list[ast.AST]:

@@ -73,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 43  # 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 44  # 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -717,7 +717,7 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
         if not ctx.path.startswith("<") and top:
             bases = ctx.memo.get("summary-import-bases")
             if bases is None:
-                root = find_root(ctx.path)
+                root = ctx.memo["summary-root"] = find_root(ctx.path)
                 bases = ctx.memo["summary-import-bases"] = import_bases(ctx.path, root) + [os.path.join(root, "src")]
                 ctx.memo["summary-folders-up"] = _folders_up_to_a_marker(ctx.path)
             if top not in sys.stdlib_module_names:  # (the folders above never shadow the standard library)
@@ -729,18 +729,17 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
 
 
 def _child_folders(ctx: "FileFacts") -> list[str]:
-    """The folders inside the file's own folder, the one above it and its project's root (not
-    hidden ones): a script may put one on `sys.path` (`_init_paths.py` adding `lib/`, where
-    `from core.function import train` then finds lib/core/function.py), as ProjectModel
-    `_only_module_ending` reads it."""
+    """The folders inside the project's root (not hidden ones): a script may put one on
+    `sys.path` (`_init_paths.py` adding `lib/`, where `from core.function import train` then finds
+    lib/core/function.py), as ProjectModel `_only_module_ending` reads it. (The root's only: a
+    package folder of hundreds of models would cost a look in each for every name.)"""
     found = ctx.memo.get("summary-child-folders")
     if found is None:
-        found = []
-        for base in dict.fromkeys(ctx.memo["summary-import-bases"]):
-            try:
-                found += [entry.path for entry in os.scandir(base) if entry.is_dir() and entry.name[0] not in "._"]
-            except OSError:
-                continue
+        try:
+            found = [entry.path for entry in os.scandir(ctx.memo["summary-root"])
+                     if entry.is_dir() and entry.name[0] not in "._"]
+        except OSError:
+            found = []
         ctx.memo["summary-child-folders"] = found
     return found
 

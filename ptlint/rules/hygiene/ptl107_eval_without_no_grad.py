@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from ptlint.engine.rule import CALLED, ONCE, PER_STEP, Rule
-from ptlint.semantics.autograd import GradRegions, built_from_a_differentiating_class, gradient_users, graph_wanted
+from ptlint.semantics.autograd import GradRegions, gradient_users, graph_wanted
 from ptlint.semantics.nodes import (
     DEFINITIONS,
     argument,
@@ -13,6 +14,7 @@ from ptlint.semantics.nodes import (
     is_constant,
     name_words,
 )
+from ptlint.semantics.project import imported_sources
 from ptlint.semantics.where import iterable_is_data
 
 
@@ -108,6 +110,35 @@ def _volatile_variable(loop: ast.AST) -> ast.Call | None:
     return min(found, key=lambda call: (call.lineno, call.col_offset), default=None)
 
 
+def _built_from_a_differentiating_class(model: str, ctx) -> bool:
+    """`model` (`self.model`, `net`) is built, somewhere in this file, from a class of this file or
+    of a project module it imports (ptlint.semantics.project) that calls `torch.autograd.grad` in
+    a method (`self.model = MtlLearner(args)`: MAML's fast weights, a meta-learner's inner loop,
+    an SDF's eikonal term): its forward needs the graph in evaluation too."""
+    classes = _differentiating_classes(ctx)
+    if not classes:
+        return False
+    built = re.findall(rf"(?<![\w.]){re.escape(model)}\s*=\s*(?:[\w.]+\.)?(\w+)\s*\(", ctx.source.text)
+    return bool(set(built) & classes)
+
+
+def _differentiating_classes(ctx) -> set[str]:
+    """The top-level classes, in this file and the project modules it imports, whose body calls
+    `autograd.grad(...)` or `torch.func.grad(...)`."""
+    key = "differentiating-classes"
+    if key not in ctx.memo:
+        found: set[str] = set()
+        for text in (ctx.source.text, *(f.text for f in imported_sources(ctx))):
+            if "grad" not in text or "class " not in text:
+                continue
+            for block in re.split(r"\n(?=class )", text)[1:]:  # each top-level class to the next top-level line
+                body = re.split(r"\n(?=\S)", block, maxsplit=1)[0]
+                if re.search(r"(?:autograd\.grad|torch\.func\.grad)\s*\(", body):
+                    found.add(re.match(r"class\s+(\w+)", block).group(1))
+        ctx.memo[key] = found
+    return ctx.memo[key]
+
+
 def _positional(function: ast.AST) -> list[str]:
     """The parameters a call may pass by position, in order."""
     return [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
@@ -152,7 +183,7 @@ class EvalWithoutNoGrad(Rule):
         if self._mode_before(model, node) != "eval":
             return
         if _counts(loop) or _builds(loop, model) or graph_wanted(loop, self.ctx) or self._frozen(model) \
-                or built_from_a_differentiating_class(model, self.ctx):
+                or _built_from_a_differentiating_class(model, self.ctx):
             return  # (a model that differentiates in its forward needs the graph to evaluate)
         if GradRegions.of(self.ctx).off(node):
             return
