@@ -29,6 +29,7 @@ def _say(text: str) -> None:
 
 
 JOIN_SECONDS = 2.0
+WAKE_SECONDS = 0.2  # how often the waiting main thread wakes to take a pending Ctrl-C
 
 
 def watch(paths: list[str], check: Callable[[], object]) -> int:
@@ -60,7 +61,10 @@ def watch(paths: list[str], check: Callable[[], object]) -> int:
             check()
             sys.stdout.flush()
             print(f"{_stamp()} Watching for file changes.", flush=True)
-            changed.wait()
+            # a bounded wait, again and again: a Ctrl-C the kernel hands to the file-system thread
+            # only sets a flag, which the main thread reads when it next runs, not while blocked
+            while not changed.wait(timeout=WAKE_SECONDS):
+                pass
             while changed.is_set():  # let the burst settle
                 changed.clear()
                 time.sleep(SETTLE)
