@@ -200,8 +200,12 @@ def test_watch_checks_again_within_a_second_of_an_edit(tmp_path: Path):
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "train.py").write_text("import torch\n")
+    # the watch ends on Ctrl-C as a terminal delivers it; a test worker that ignores SIGINT would
+    # hand that on to the child (an ignored signal stays ignored across exec), so it is reset there
+    inherited = signal.getsignal(signal.SIGINT)
     process = subprocess.Popen([sys.executable, "-m", "ptlint", "check", "--watch", "--output-format", "concise",
-                                "pkg"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                "pkg"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     watched = selectors.DefaultSelector()
     watched.register(process.stdout, selectors.EVENT_READ)
     seen = b""
@@ -232,7 +236,13 @@ def test_watch_checks_again_within_a_second_of_an_edit(tmp_path: Path):
     finally:
         process.send_signal(signal.SIGINT)
         # read both pipes while waiting: a child blocked writing to a full stderr pipe never ends
-        _, errors = process.communicate(timeout=30)
+        try:
+            _, errors = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, errors = process.communicate()
+            raise AssertionError(f"the interrupted watch did not end (SIGINT here: {inherited}): "
+                                 + errors.decode(errors="replace")[-2000:]) from None
         assert process.returncode == 0, errors.decode(errors="replace")[-2000:]
     assert b"Traceback" not in errors
 
