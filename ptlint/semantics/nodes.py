@@ -69,20 +69,18 @@ def _print_calls(text: str) -> str:
         before = next((t for t in reversed(tokens[:index]) if t.type != tokenize.COMMENT), None)
         if before is not None and before.type not in starts and before.string not in (":", ";"):
             continue  # not where a statement starts
-        after = tokens[index + 1] if index + 1 < len(tokens) else None
-        if after is None or after.string in ("(", "=", ".", ",", ")", ">>") or after.type == tokenize.OP \
-                and after.string not in ("-", "+", "~", "[", "{", "`"):
-            continue  # already a call, or `print` used as a name
+        after = tokens[index + 1]  # (the tokens end with ENDMARKER)
+        if after.type == tokenize.OP and after.string not in ("-", "+", "~", "[", "{"):
+            continue  # already a call (`print(x)`), or `print` used as a name (`print = log`)
         row, column = token.end
-        end = next((t for t in tokens[index + 1:] if t.type in (tokenize.NEWLINE, tokenize.ENDMARKER)
-                    or t.string == ";"), None)
-        last = next((t for t in reversed(tokens[index + 1:tokens.index(end)]) if t.type not in (
-            tokenize.COMMENT, tokenize.NL)), None) if end is not None else None
-        if after.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or after.string == ";" or last is None:
-            edits.append((row - 1, column, "()"))
+        if after.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            edits.append((row - 1, column, "()"))  # a bare `print`
             continue
         if lines[row - 1][column:column + 1] != " ":
             continue  # `print"x"`: no space to turn into `(`
+        end = next(i for i in range(index + 1, len(tokens))
+                   if tokens[i].type in (tokenize.NEWLINE, tokenize.ENDMARKER) or tokens[i].string == ";")
+        last = next(t for t in reversed(tokens[index + 1:end]) if t.type not in (tokenize.COMMENT, tokenize.NL))
         edits.append((row - 1, column, "(\0"))  # the space becomes `(`
         edits.append((last.end[0] - 1, last.end[1], ")"))
     for row, column, piece in sorted(edits, reverse=True):

@@ -98,3 +98,44 @@ def test_a_file_that_parses_is_not_rewritten():
     text = 'f(Async=True)\ns = "(async=1)"\n'
     keywords = [n.arg for n in ast.walk(parse_python(text)) if isinstance(n, ast.keyword)]
     assert keywords == ["Async"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("print x\n", "print(x)\n"),
+    ("print\n", "print()\n"),
+    ("print", "print()"),  # no newline at the end of the file
+    ("print x  # note\n", "print(x)  # note\n"),
+    ("print x; y = 1\n", "print(x); y = 1\n"),
+    ("y = 1; print x\n", "y = 1; print(x)\n"),
+    ("if x: print x\n", "if x: print(x)\n"),
+    ("print -x\n", "print(-x)\n"),
+    ("print [x]\n", "print([x])\n"),
+    ("print {1: x}\n", "print({1: x})\n"),
+    ("print ~x\n", "print(~x)\n"),
+    ("print +x\n", "print(+x)\n"),
+    ("print x; print y\n", "print(x); print(y)\n"),  # two on one line: the second's columns hold
+    # a `print` left alone does not end the search for the next
+    ("print(a)\nprint b\n", "print(a)\nprint(b)\n"),
+    ('print"a"\nprint b\n', 'print"a"\nprint(b)\n'),
+    ("x.print\nprint b\n", "x.print\nprint(b)\n"),
+    ("print\nprint b\n", "print()\nprint(b)\n"),
+    ("print 'a %s' % (x,\n       y)\n", "print('a %s' % (x,\n       y))\n"),
+    ("def f():\n    print x\n", "def f():\n    print(x)\n"),
+    # `print` as a name, or already a call: left alone
+    ("print(x)\n", "print(x)\n"),
+    ("print (x, y)\n", "print (x, y)\n"),
+    ("print = log\n", "print = log\n"),
+    ("print.x\n", "print.x\n"),
+    ("f(print, x)\n", "f(print, x)\n"),
+    ("x = [print]\n", "x = [print]\n"),
+    ("y = x.print\n", "y = x.print\n"),
+    ("print >>f, x\n", "print >>f, x\n"),
+    ("print *x\n", "print *x\n"),
+    ('print"x"\n', 'print"x"\n'),  # no space to turn into `(`
+    # text the tokenizer refuses is left as it is
+    ("print (x\n", "print (x\n"),
+])
+def test_print_statements_become_calls_and_nothing_else_changes(text, expected):
+    from ptlint.semantics.nodes import _print_calls
+
+    assert _print_calls(text) == expected
