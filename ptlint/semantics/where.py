@@ -399,13 +399,19 @@ def _over_literal(loop: ast.AST) -> bool:
 FEW_CONSTANT_ITERATIONS = 32
 
 
+def _range_walked(loop: ast.AST) -> ast.Call | None:
+    """The `range(...)` call a `for` loop walks (`for i in range(n):`), None for any other iterable."""
+    source = getattr(loop, "iter", None)
+    return source if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) \
+        and source.func.id == "range" else None
+
+
 def _few_iterations(loop: ast.AST) -> bool:
     """`for i in range(10):`, `for j in range(1, 21):`: a loop over a constant range of a few
     dozen iterations at most that runs no training step; what runs in it runs as often as the code
     around it, a fixed handful of times more. Not a loop of epochs (`for epoch in range(10):`)."""
-    source = getattr(loop, "iter", None)
-    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range"
-            and 1 <= len(source.args) <= 3 and not source.keywords
+    source = _range_walked(loop)
+    if not (source is not None and 1 <= len(source.args) <= 3 and not source.keywords
             and all(isinstance(a, ast.Constant) and type(a.value) is int for a in source.args)):
         return False
     try:
@@ -423,10 +429,9 @@ BATCH_SIZE_WORDS = {"batch_size", "batchsize", "bs"}
 def _over_one_batch(loop: ast.AST) -> bool:
     """`for i in range(batch_size):` (`range(args.bs)`): a loop over the samples of one batch (a
     per-image clip of boxes), which a step runs; a def holding it is no pass over the data."""
-    source = getattr(loop, "iter", None)
-    return isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range" \
-        and bool(source.args) and bool(name_words(source.args[-1] if len(source.args) < 3 else source.args[1])
-                                       & BATCH_SIZE_WORDS)
+    source = _range_walked(loop)
+    return source is not None and bool(source.args) and bool(
+        name_words(source.args[-1] if len(source.args) < 3 else source.args[1]) & BATCH_SIZE_WORDS)
 
 
 # Words of a count or a list of a task's classes: `range(n_classes)`, `enumerate(class_names)`.

@@ -225,11 +225,8 @@ class UsesDataParallel(Rule):
             return False
         nodes = list(ast.walk(function))
         calls = [n for n in nodes if isinstance(n, ast.Call)]
-        project = self.ctx.project
-        loops = project.step_loops | project.outer_loops if project is not None else frozenset()
-        if any(_starts_training(call, self.ctx) for call in calls) or any(
-                isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno in loops for n in nodes):
-            return False  # it trains, here or through a loop that runs another file's training step
+        if self._starts_training_itself(nodes):
+            return False
         for n in nodes:
             leaves = (isinstance(n, (ast.Return, ast.Yield)) and n.value is not None and n.value) or \
                 (isinstance(n, ast.Assign) and any(not isinstance(t, ast.Name) for t in n.targets) and n.value)
@@ -247,6 +244,14 @@ class UsesDataParallel(Rule):
         self._handed[id(call)] = (function, [c for c in calls if c is not call], names)  # (not the wrap itself)
         return False
 
+    def _starts_training_itself(self, nodes: list[ast.AST]) -> bool:
+        """The nodes of a function start training (`loss.backward()`, an optimizer built) or hold a
+        loop that runs another file's training step (the project's `step_loops`/`outer_loops`)."""
+        project = self.ctx.project
+        loops = project.step_loops | project.outer_loops if project is not None else frozenset()
+        return any(isinstance(n, ast.Call) and _starts_training(n, self.ctx) for n in nodes) or any(
+            isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno in loops for n in nodes)
+
     def _trains_in(self, function: ast.AST, depth: int = 0) -> bool:  # (asked in `keep`)
         """`function` trains: it starts training itself, holds a loop that runs another file's
         training step, or calls a def of this file that trains (a few calls deep; deeper is taken
@@ -254,10 +259,7 @@ class UsesDataParallel(Rule):
         if depth > 4:
             return True
         nodes = list(ast.walk(function))
-        project = self.ctx.project
-        loops = project.step_loops | project.outer_loops if project is not None else frozenset()
-        if any(isinstance(n, ast.Call) and _starts_training(n, self.ctx) for n in nodes) or any(
-                isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno in loops for n in nodes):
+        if self._starts_training_itself(nodes):
             return True
         return any(callee is not function and self._trains_in(callee, depth + 1)
                    for n in nodes if isinstance(n, ast.Call) for callee in self.ctx.model.calls.callees(n))
