@@ -259,12 +259,21 @@ def report_recall(recall_csv: Path, findings_dir: Path) -> None:
         path = findings_dir / f"{repo}.findings.json"
         if not path.exists():
             raise BlindError(f"no findings exported for {repo} in {findings_dir}")
-        reported[repo] = {(f["path"], f["line"]) for f in json.loads(path.read_text())}
+        reported[repo] = {(f["path"], line) for f in json.loads(path.read_text()) for line in finding_lines(f)}
     for severity in ("major", "minor"):
         rows = [r for r in listed if r["severity"] == severity]
         hit = [r for r in rows if any((r["path"], line) in reported[r["repo"]] for line in listed_lines(r))]
         share = f"{100 * len(hit) / len(rows):.0f}%" if rows else "-"
         print(f"recall ({recall_csv.name}, {severity}): {len(hit)} of {len(rows)} listed lines reported ({share})")
+
+
+NAMED_LINE = re.compile(r"\(line (\d+)\)")
+
+
+def finding_lines(finding: dict) -> list[int]:
+    """The lines a finding points at: its own, and one its message names as where the problem
+    starts ("`torch.arange(...)` is built on the CPU (line 42) and copied here")."""
+    return [finding["line"], *(int(n) for n in NAMED_LINE.findall(finding.get("message", "")))]
 
 
 LINE_RANGE = re.compile(r"\blines? (\d+)\s*[-\u2013]\s*(\d+)")

@@ -146,6 +146,13 @@ def test_a_listed_problem_spanning_lines_counts_a_finding_on_any_of_them():
     assert blind.listed_lines({"line": "30", "why": "built on line 28–30 and moved"}) == [28, 29, 30]
 
 
+def test_a_finding_points_at_its_line_and_the_line_its_message_names_as_the_start():
+    built = {"line": 43, "message": "`torch.arange(...)` is built on the CPU (line 42) and copied here: ..."}
+    assert blind.finding_lines(built) == [43, 42]
+    assert blind.finding_lines({"line": 7, "message": "`.item()` in a loop (see lines 3-4)"}) == [7]
+    assert blind.finding_lines({"line": 7}) == [7]
+
+
 def test_a_chain_link_in_a_notebook_shows_its_cell_and_line(tmp_path):
     notebook = {"cells": [{"cell_type": "markdown", "source": ["# title\n"]},
                           {"cell_type": "code", "source": ["import torch\n", "for x in loader:\n", "    y = x.item()\n"]}],
