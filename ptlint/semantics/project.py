@@ -671,9 +671,10 @@ class ProjectModel:
         return found
 
     # -- where code runs across files -------------------------------------------------------------
-    def _solve(self, edges: list[_Edge], files) -> tuple[dict, dict]:
+    def _solve(self, edges: list[_Edge], files) -> tuple[dict, dict, set]:
         """Each def's base context (a letter) and whether it is part of a training step, over
-        these edges: what it is, else the most frequent context among its callers, to a fixpoint."""
+        these edges: what it is, else the most frequent context among its callers, to a fixpoint;
+        and the defs that are part of one because they run a step themselves."""
         incoming: dict[tuple, list[_Edge]] = {}
         outgoing: dict[tuple, list[_Edge]] = {}
         for edge in edges:
@@ -706,6 +707,18 @@ class ProjectModel:
         for node in base:
             path, key = node
             training[node] = bool(key) and bool(self.summaries[path]["defs"][key][4])
+        # a def run per step that itself runs a training step (`clm_step` ending in
+        # `self.optimize(loss)`) is part of that step, and so are its reads before the call
+        pending = [node for node, trains in training.items() if trains]
+        drivers: set[tuple] = set()
+        while pending:
+            for edge in incoming.get(pending.pop(), ()):
+                caller = edge.caller
+                if caller[1] and not training.get(caller, True) and base.get(caller) == "s" \
+                        and not edge.cold:
+                    training[caller] = True
+                    drivers.add(caller)
+                    pending.append(caller)
         pending = [node for node, trains in training.items() if trains] + [(p, "") for p in files]
         for node in list(base):  # loops that run a training step start the propagation too
             if any(edge.step_loop for edge in outgoing.get(node, ())):
@@ -719,7 +732,7 @@ class ProjectModel:
                 if self._training_edge(edge, base, training):
                     training[callee] = True
                     pending.append(callee)
-        return base, training
+        return base, training, drivers
 
     def _edge_context(self, edge: _Edge, base: dict) -> str:
         if edge.cold:
@@ -780,7 +793,7 @@ class ProjectModel:
     def solve(self) -> dict[str, ProjectFacts]:
         """Every file's ProjectFacts."""
         files = list(self.summaries)
-        base, training = self._solve(self.edges, files)
+        base, training, drivers = self._solve(self.edges, files)
         self._base, self._training = base, training
         local_edges: dict[str, list[_Edge]] = {}
         external: dict[tuple, list[_Edge]] = {}
@@ -826,7 +839,7 @@ class ProjectModel:
             trains: list[str] = []
             depends = self.dependencies[path] = set()
             if any((path, key) in external for key in self.summaries[path]["defs"]):
-                local_base, local_training = self._solve(local_edges.get(path, []), [path])
+                local_base, local_training, _ = self._solve(local_edges.get(path, []), [path])
                 for key in self.summaries[path]["defs"]:
                     node = (path, key)
                     if node not in external:
@@ -841,8 +854,8 @@ class ProjectModel:
                     callers[key] = [(_CONTEXT[context], self._edge_via(edge)) for context, edge in kept.items()]
                     depends.update(edge.path for edge in kept.values())
                     depends.update(link[0] for _, via in callers[key] for link in via)
-                    if training[node] and not local_training[node] and any(
-                            self._training_edge(edge, base, training) for edge in external[node]):
+                    if training[node] and not local_training[node] and (node in drivers or any(
+                            self._training_edge(edge, base, training) for edge in external[node])):
                         trains.append(key)
             outgoing = outgoing_external.get(path, ())
             outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}

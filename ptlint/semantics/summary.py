@@ -73,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 44  # 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 45  # 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -134,8 +134,7 @@ def summarize(ctx: "FileFacts") -> dict:
         for call in model.callers(function):
             edges.append(_edge(model, call, ["l", key], function.name))
     for call in ctx.calls():
-        target = _foreign_callee(call, ctx, bindings)
-        if target is not None:
+        for target in _foreign_callees(call, ctx, bindings):
             edges.append(_edge(model, call, target, target[-1] if target[0] != "m" else target[3][-1]))
     stars = [[level, module] for level, module, names in imports if names == ["*"]]
     if stars:  # `from utils import *` ... `calculate_map(...)`: the solve looks the name up in each
@@ -664,7 +663,7 @@ def _reference(node: ast.AST, at: ast.AST, ctx: "FileFacts", bindings: dict, ali
     return None
 
 
-def _foreign_callee(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list | None:
+def _foreign_callees(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list[list]:
     """What a call may run in another module: a name an import binds (`train_one_epoch(...)`,
     `engine.evaluate(...)`), `self.method()` (a base or subclass elsewhere may define it), or a
     method of an instance of a known class (`logger = utils.MetricLogger(); logger.update()`,
@@ -672,31 +671,30 @@ def _foreign_callee(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list | 
     func = call.func
     head, names = _attribute_chain(func)
     if head is None:
-        return None
+        return []
     bound = _binding(head.id, call, ctx, bindings)
     if bound is not None:
         if not bound[3] and not names:
-            return None  # calling a module
+            return []  # calling a module
         if not _may_be_project(bound, ctx):
-            return None  # torch, numpy, the standard library: not the project's code
-        return ["m", bound[1], bound[2], bound[3] + names]
+            return []  # torch, numpy, the standard library: not the project's code
+        return [["m", bound[1], bound[2], bound[3] + names]]
     if head.id in SELF_NAMES and names:
         owner = _owner_class(call, ctx)
         if owner is None:
-            return None
+            return []
         if len(names) == 1:
             if _defined_here(owner, names[0], ctx):
-                return None  # the class (or a base in this file) runs its own: the file's model has the call
-            return ["s", def_key(owner, ctx.parent), names[0]]
+                return []  # the class (or a base in this file) runs its own: the file's model has the call
+            return [["s", def_key(owner, ctx.parent), names[0]]]
         if len(names) == 2:  # `self.meter.update()`: `self.meter = Meter(...)` somewhere in the class
-            made = _attribute_class(owner, names[0], ctx, bindings)
-            return ["i", made, names[1]] if made is not None else None
-        return None
+            return [["i", made, names[1]] for made in _attribute_class(owner, names[0], ctx, bindings)]
+        return []
     if len(names) == 1:  # `logger.update()` where `logger = MetricLogger(...)` in the scope that binds it
         scope = ctx.names.binding_scope(head.id, call)  # (a function's, or a global instance)
-        made = _instance_class(head.id, scope, ctx, bindings) if scope is not None else None
-        return ["i", made, names[0]] if made is not None else None
-    return None
+        made = _instance_class(head.id, scope, ctx, bindings) if scope is not None else []
+        return [["i", one, names[0]] for one in made]
+    return []
 
 
 def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
@@ -803,26 +801,25 @@ def _assignment_tables(ctx: "FileFacts") -> tuple[dict, dict]:
     return found
 
 
-def _instance_class(name: str, scope: ast.AST, ctx: "FileFacts", bindings: dict) -> list | None:
-    """The class `name` is an instance of in `scope`: the one class every assignment of it
-    calls (`x = Meter(...)`), of this file or bound by an import."""
-    values = _assignment_tables(ctx)[0].get(id(scope), {}).get(name)
-    if values is None:
-        return None
-    found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
-    if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
-        return None
-    return found[0]
+def _instance_class(name: str, scope: ast.AST, ctx: "FileFacts", bindings: dict) -> list[list]:
+    """The classes `name` may be an instance of in `scope`: every assignment of it calls a class
+    of this file or one an import binds (`x = Meter(...)`; `trainer = SingleTrainer(...)` in one
+    branch and `EncDecTrainer(...)` in the other gives both). Empty where any assignment is
+    something else: then what it holds is unknown."""
+    return _classes_called(_assignment_tables(ctx)[0].get(id(scope), {}).get(name, []), ctx, bindings)
 
 
-def _attribute_class(owner: ast.ClassDef, attribute: str, ctx: "FileFacts", bindings: dict) -> list | None:
-    """The class of `self.<attribute>` in `owner`: every `self.<attribute> = C(...)` in its
-    methods calls the same class."""
-    values = _assignment_tables(ctx)[1].get(id(owner), {}).get(attribute, [])
+def _attribute_class(owner: ast.ClassDef, attribute: str, ctx: "FileFacts", bindings: dict) -> list[list]:
+    """The classes of `self.<attribute>` in `owner`: every `self.<attribute> = C(...)` in its
+    methods calls a known class."""
+    return _classes_called(_assignment_tables(ctx)[1].get(id(owner), {}).get(attribute, []), ctx, bindings)
+
+
+def _classes_called(values: list, ctx: "FileFacts", bindings: dict) -> list[list]:
     found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
-    if not found or len(found) != len(values) or any(f is None or f != found[0] for f in found):
-        return None
-    return found[0]
+    if not found or len(found) != len(values) or None in found:
+        return []
+    return [reference for number, reference in enumerate(found) if reference not in found[:number]]
 
 
 # -- what the program does -----------------------------------------------------------------------

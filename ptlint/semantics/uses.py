@@ -15,7 +15,8 @@ the queue was already drained. The questions, each answered here once:
     agent's action, `select_action`, `act`), to a host-side evaluator (`evaluator.update`,
     `metric.add_batch`, scikit-learn, pycocotools), used as an index into a Python container
     or as a loop count (`range(n.item())`), or a size the host allocates with (`torch.zeros(n)`,
-    `x.view(n, -1)`); a file written only after the loop that reads the value is KEPT, not HOST;
+    `x.view(n, -1)`, a keyword that names a size: `generate(x, max_len=n)`); a file written only
+    after the loop that reads the value is KEPT, not HOST;
   - KEPT: kept or passed on where the file does not show what becomes of it — kept in a
     container that is not logged, returned, handed to other code, tested by an `if`;
   - METER: given to a meter's or tracker's `update()` (`losses.update(v)`,
@@ -172,6 +173,8 @@ CONTAINER_METHODS = {"append", "extend", "insert", "add", "appendleft", "update"
 CARRYING_BUILTINS = {"float", "int", "round", "abs", "str", "repr", "format", "sum", "max", "min", "list", "tuple",
                      "dict", "set", "sorted", "bool", "zip", "enumerate", "map", "reversed", "divmod", "pow"}
 HOST_BUILTINS = {"range", "chr"}
+# words of a keyword argument that takes a size or a count (`max_len=`, `num_samples=`, `k=`)
+SIZE_WORDS = {"len", "length", "size", "num", "count", "n", "k", "steps", "tokens"}
 # torch functions and tensor methods whose arguments are sizes, counts or ranges the host needs
 SIZED_FACTORIES = {"empty", "zeros", "ones", "rand", "randn", "randint", "randperm", "arange", "linspace", "logspace",
                    "eye", "Tensor", "ByteTensor", "CharTensor", "IntTensor", "LongTensor", "FloatTensor",
@@ -314,6 +317,8 @@ def _climb(node: ast.AST, ctx: "FileFacts", scope: ast.AST, hops: int) -> int:
             return METER if goes == HOST and _running_total(parent, ctx, scope) else goes
         elif isinstance(parent, ast.Expr):
             return NONE
+        elif isinstance(parent, ast.keyword) and parent.arg and set(parent.arg.lower().split("_")) & SIZE_WORDS:
+            return HOST  # `generate(enc, max_len=int(1.3 * lengths.max().item()))`: a size the callee needs
         elif isinstance(parent, ast.Return) and _picks_an_action(scope):
             return HOST  # `return q.argmax().item()` in `select_action`: the environment steps with it
         elif not isinstance(parent, CARRYING):

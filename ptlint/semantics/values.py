@@ -705,8 +705,19 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileFacts", depth: int) -> bool:
 def _host_value(name: str, ctx: "FileFacts", depth: int) -> bool:
     # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives; nor
     # does `x += y`, which updates x in place, where it is
+    # a branch that builds it from NumPy (`torch.from_numpy` of an earlier NumPy `x`) keeps it there
     values = [v for v in ctx.assignments(name) if root_name(v) != name and not isinstance(v, ast.AugAssign)]
-    return bool(values) and all(_mentions_cpu(v, ctx, depth) for v in values)
+    numpy = [_numpy_expression(v, ctx) for v in values]
+    return bool(values) and not all(numpy) and all(n or _mentions_cpu(v, ctx, depth) for n, v in zip(numpy, values))
+
+
+def _numpy_expression(expr: ast.AST, ctx: "FileFacts") -> bool:
+    """Visibly NumPy: `np.random.rand(n) < p`, `np.zeros(n) + 1`, `labels.numpy()`."""
+    if isinstance(expr, ast.Compare):
+        expr = expr.left
+    elif isinstance(expr, ast.BinOp):
+        return _numpy_expression(expr.left, ctx) or _numpy_expression(expr.right, ctx)
+    return not_a_tensor(expr, ctx) and not isinstance(expr, (ast.Constant, ast.Name))
 
 
 def visibly_on_host(node: ast.AST, ctx: "FileFacts") -> bool:

@@ -483,6 +483,64 @@ def test_a_metric_logger_instance_in_another_module(tmp_path, monkeypatch, capsy
     assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
 
 
+@pytest.mark.parametrize("built, expect", [
+    # one class per branch: the method of either runs per step
+    ("if params.encoder_only:\n                trainer = SingleTrainer(model)\n            else:\n                trainer = EncDecTrainer(model)",
+     "  # expect: PTL101"),
+    ("trainer = SingleTrainer(model)", "  # expect: PTL101"),
+    # something else in one branch: what the name holds is unknown
+    ("if params.encoder_only:\n                trainer = SingleTrainer(model)\n            else:\n                trainer = make_trainer(model)", ""),
+])
+def test_a_step_method_of_an_instance_built_per_branch_in_another_module(tmp_path, monkeypatch, capsys, built,
+                                                                        expect):
+    """`trainer = SingleTrainer(...)` or `EncDecTrainer(...)` by a setting, then `trainer.clm_step()`
+    per step: the step (inherited from their base) runs per step; it backpropagates through
+    `self.optimize(loss)`, so its reads before that call are part of the training step."""
+    write(tmp_path, {"trainer.py": """
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.stats = {"loss": []}
+
+            def optimize(self, loss):
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+            def clm_step(self, lang):
+                x = self.batch(lang).cuda()
+                loss = self.model(x)
+                self.stats["loss"].append(loss.item())EXPECT
+                self.optimize(loss)
+
+
+        class SingleTrainer(Trainer):
+            pass
+
+
+        class EncDecTrainer(Trainer):
+            pass
+    """.replace("EXPECT", expect), "train.py": """
+        from trainer import SingleTrainer, EncDecTrainer
+
+
+        def main(params, model, make_trainer):
+            BUILT
+            for _ in range(params.max_epoch):
+                while trainer.n_sentences < trainer.epoch_size:
+                    for lang in params.clm_steps:
+                        trainer.clm_step(lang)
+
+
+        if __name__ == "__main__":
+            main(None, None, None)
+    """.replace("BUILT", built)})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
 def test_a_def_called_with_host_values_outside_training_is_linted_once(tmp_path, monkeypatch, capsys):
     """Which defs are called with host values only matters for the defs training steps call: a
     helper that a library function calls with a number adds nothing to its file's facts, and the

@@ -1281,6 +1281,21 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # a length the host sizes a generation with, every back-translation step
+        """
+import torch
+
+def bt_step(encoder, decoder, batches, optimizer):
+    for x1, len1 in batches:
+        x1, len1 = x1.cuda(), len1.cuda()
+        with torch.no_grad():
+            enc1 = encoder(x1, len1)
+            x2, len2 = decoder.generate(enc1, len1, max_len=int(1.3 * len1.max().item() + 5))
+        loss = decoder(encoder(x2, len2), x1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # a running total the loop itself uses on the host every step (to pick a stage by name)
         """
 def fit(model, loader, optimizer, stage_names):
