@@ -9,7 +9,9 @@ from ptlint.engine.rule import CALLED, ONCE, PER_STEP, Rule
 from ptlint.semantics.autograd import GradRegions, gradient_users, graph_wanted
 from ptlint.semantics.nodes import (
     DEFINITIONS,
+    STATEMENT_LOOPS,
     argument,
+    body_nodes,
     dotted,
     is_constant,
     name_words,
@@ -196,8 +198,16 @@ class EvalWithoutNoGrad(Rule):
 
     def keep(self, node: ast.AST, where) -> bool:
         """In once-code, only a loop that walks data (a test pass, an `evaluate()` only `main()`
-        calls): each of its batches records a graph; a loop over settings there is set-up."""
-        return where.context != ONCE or self.ctx.model.placement(node).data_pass
+        calls): each of its batches records a graph; a loop over settings there is set-up. Not
+        the one test pass after the training loop of the same function or script: one pass
+        beside the whole run, with no more memory than a training step held."""
+        return where.context != ONCE or self.ctx.model.placement(node).data_pass and not self._after_training(node)
+
+    def _after_training(self, node: ast.AST) -> bool:
+        scope = self.ctx.enclosing_function(node) or self.ctx.tree
+        model = self.ctx.model
+        return any(isinstance(loop, STATEMENT_LOOPS) and loop.end_lineno < node.lineno and model.loop_trains(loop)
+                   for loop in body_nodes(scope.body))
 
     def _called_model(self, call: ast.Call) -> str | None:
         """`model(x)` / `model.forward(x)` / `model.encode(x)` -> "model"; `self(x)` -> "self"."""
@@ -395,6 +405,32 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # a test script's one pass (nothing trained before it in the script), and a pass that
+        # runs before the training loop rather than after it
+        """
+import torch
+
+classifier = build_classifier().cuda()
+classifier.load_state_dict(torch.load("model.pth"))
+classifier.eval()
+for points, target in testdataloader:
+    pred = classifier(points.cuda())  # expect: PTL107
+    print((pred.argmax(1) == target.cuda()).sum().item())
+""",
+        """
+import torch
+
+model = build().cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model.eval()
+for x, y in test_loader:
+    baseline = model(x.cuda())  # expect: PTL107
+model.train()
+for x, y in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    optimizer.step()
+""",
         # the same file evaluating a backbone that does not differentiate
         """
 import torch
@@ -566,6 +602,29 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # the one test pass a training script runs after its epochs: one pass beside the run
+        """
+import torch
+
+classifier = build_classifier().cuda()
+optimizer = torch.optim.Adam(classifier.parameters())
+for epoch in range(250):
+    for points, target in dataloader:
+        points, target = points.cuda(), target.cuda()
+        optimizer.zero_grad()
+        classifier.train()
+        loss = torch.nn.functional.nll_loss(classifier(points), target)
+        loss.backward()
+        optimizer.step()
+
+total_correct = 0
+for points, target in testdataloader:
+    points, target = points.cuda(), target.cuda()
+    classifier = classifier.eval()
+    pred = classifier(points)
+    total_correct += (pred.argmax(1) == target).sum()
+print(total_correct.item())
+""",
         # a meta-learner whose forward adapts fast weights with `torch.autograd.grad`: evaluating
         # it needs the graph
         """

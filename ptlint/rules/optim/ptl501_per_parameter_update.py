@@ -84,6 +84,21 @@ def _reference_implementation(ctx) -> bool:
     return ctx.memo[key]
 
 
+LOSS_WORDS = {"criterion", "crit", "loss", "losses"}
+
+
+def _of_a_loss_module(iterable: ast.AST) -> bool:
+    """`criterion_cent.parameters()`, `self.center_loss.parameters()`: a loss module holds a
+    parameter or two (a center loss's centers, a learned temperature), so its loop is a launch or
+    two per step, nothing a fused update would save."""
+    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr in ("parameters", "named_parameters")):
+        return False
+    owner = iterable.func.value
+    name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+    return bool(set(name.lower().split("_")) & LOSS_WORDS)
+
+
 class PerParameterUpdate(Rule):
     code = "PTL501"
     needs_accelerator = True  # a launch per tensor on the CPU costs microseconds; foreach saves little
@@ -114,6 +129,8 @@ class PerParameterUpdate(Rule):
         self._optimizer_steps: set[int] = set()  # custom optimizers' loops: kept in a training step only
 
     def visit_For(self, node: ast.For) -> None:
+        if _of_a_loss_module(node.iter):
+            return
         names = param_names(node.iter, node.target, self.ctx)
         keys = mapping_keys(node.iter, node.target, self.ctx)
         updated = {self._update(n, names, keys) for n in body_nodes(node.body)} - {None} \
@@ -311,7 +328,8 @@ parameters by name (`model.state_dict().items()`, `dict(model.named_parameters()
 `.detach()` (`targ.detach().mul_(rate)`) and a copy computed from the tensor itself
 (`e.copy_(e * d + p * (1 - d))`) count as in-place updates.
 
-Not reported: loops that only read parameters (counting `numel()`), set flags
+Not reported: loops over a loss module's parameters (`criterion_cent.parameters()`: a center
+loss holds one tensor, so the loop is one launch), loops that only read parameters (counting `numel()`), set flags
 (`requires_grad_(False)`), copy or initialise weights (`copy_`, `normal_`,
 `torch.add(a, b, out=p)`: usually done once), reset gradients with `p.grad = None`, or add into
 gradients (`p.grad += g`: autograd accumulates per parameter too); names that hold something
@@ -590,6 +608,32 @@ def soft_update(source_parameters, target_parameters, tau):
     ]
 
     good_examples = [
+        # a center loss's one parameter (its centers) rescaled every step: one launch
+        """
+import torch
+
+def train(model, criterion_xent, criterion_cent, loader, optimizer, optimizer_centloss, weight_cent):
+    model.cuda()
+    for data, labels in loader:
+        data, labels = data.cuda(), labels.cuda()
+        features, outputs = model(data)
+        loss = criterion_xent(outputs, labels) + criterion_cent(features, labels) * weight_cent
+        optimizer.zero_grad()
+        optimizer_centloss.zero_grad()
+        loss.backward()
+        optimizer.step()
+        for param in criterion_cent.parameters():
+            param.grad.data *= (1. / weight_cent)
+        optimizer_centloss.step()
+
+class Trainer:
+    def step(self, batch):
+        loss = self.center_loss(self.model(batch.cuda()))
+        loss.backward()
+        for p in self.center_loss.parameters():
+            p.grad.mul_(0.5)
+        self.optimizer.step()
+""",
         # copies that are not averages: loading a state dict, a hard update, a copy that reads
         # only the target's device; a mapping that holds something else than parameters
         """

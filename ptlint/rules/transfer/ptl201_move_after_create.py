@@ -215,6 +215,36 @@ def _constant_list(node: ast.AST) -> bool:
                for e in node.elts)
 
 
+def host_constant(node: ast.AST, ctx) -> ast.Call | None:
+    """The constructor of a tensor of numbers written out, seen through views, casts and the
+    legacy `Variable` wrapper: `Variable(torch.from_numpy(np.array([1, 0, 0, 1]).astype(np.float32)))
+    .view(1, 4).repeat(b, 1)` (the identity a spatial transformer adds every forward),
+    `torch.FloatTensor([0.5, 0.5])`. None for anything else."""
+    while isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in EXPRESSION_METHODS:
+            node = node.func.value
+        elif ctx.qualname(node.func) == "torch.autograd.Variable" and len(node.args) == 1:
+            node = node.args[0]
+        else:
+            break
+    if not (isinstance(node, ast.Call) and len(node.args) == 1) or any(k.arg == "device" for k in node.keywords):
+        return None
+    qual, data = ctx.qualname(node.func), node.args[0]
+    if qual == "torch.from_numpy":
+        while isinstance(data, ast.Call) and isinstance(data.func, ast.Attribute) \
+                and data.func.attr in ("astype", "flatten", "ravel", "reshape"):
+            data = data.func.value
+        if isinstance(data, ast.Call) and ctx.qualname(data.func) in ("numpy.eye", "numpy.identity"):
+            return node  # `np.eye(self.k)`: the identity, the same numbers every call
+        if isinstance(data, ast.Call) and ctx.qualname(data.func) in ("numpy.array", "numpy.asarray") and data.args:
+            data = data.args[0]
+        else:
+            return None
+    elif qual not in HOST_DATA_CONSTRUCTORS | LEGACY_TYPES:
+        return None
+    return node if _constant_list(data) else None
+
+
 def _legacy_shape(call: ast.Call, ctx) -> bool:
     """`torch.Tensor(b, b)`, `torch.FloatTensor(3)`, `torch.LongTensor(x.size(0))`: a legacy
     constructor given a shape, which allocates uninitialised memory like `torch.empty` (not one
@@ -339,10 +369,9 @@ class MoveAfterCreate(Rule):
                 and _python_range(built.args[0]):
             self._report_range(move, built)
             return
-        if isinstance(inner, ast.Call) and len(inner.args) == 1 and _constant_list(inner.args[0]) \
-                and self.ctx.qualname(inner.func) in HOST_DATA_CONSTRUCTORS | LEGACY_TYPES \
-                and not any(k.arg == "device" for k in inner.keywords):
-            self._report_constants(move, inner)
+        constant = host_constant(inner, self.ctx)
+        if constant is not None:
+            self._report_constants(move, constant)
             return
         if isinstance(inner, ast.Call) and self.ctx.qualname(inner.func) in HOST_DATA_CONSTRUCTORS \
                 and len(inner.args) == 1 and not _has_star(inner) and not any(k.arg == "device" for k in inner.keywords):
@@ -395,19 +424,17 @@ class MoveAfterCreate(Rule):
         if len(values) != 1 or not isinstance(values[0], ast.Call | ast.BinOp | ast.UnaryOp | ast.Subscript):
             return False
         value = values[0]
+        constant = host_constant(value, self.ctx)
+        if constant is not None and self._moved_before_read(name, value, move):
+            self._report_constants(move, constant, value.lineno)
+            return True
         factory = factory_name(value, self.ctx)
         factories = [factory] if factory is not None else self._factories_in(value)
         if not factories or factories[0] == "Tensor" or factory is not None and any(
                 k.arg is None or k.arg in FACTORY_BLOCKERS for k in value.keywords):
             return False
-        loop = self.ctx.loops[-1] if self.ctx.loops else None
-        scope = self.ctx.function or self.ctx.tree
-        if loop is not None and not any(n is value for n in ast.walk(loop)):
-            return False  # built once before the loop, moved each iteration: PTL105's
-        start, end = (value.end_lineno, value.end_col_offset), (move.lineno, move.col_offset)
-        if any(isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Load) and n is not name
-               and start < (n.lineno, n.col_offset) < end for n in ast.walk(scope)):
-            return False  # read or written in between: filled on the host on purpose
+        if not self._moved_before_read(name, value, move):
+            return False
         self._random[id(move)] = any(f in RANDOM for f in factories)
         self.report(move, f"`torch.{factories[0]}(...)` is built on the CPU (line {value.lineno}) and copied here: "
                           "create it on the device with `device=` and drop the move",
@@ -415,15 +442,28 @@ class MoveAfterCreate(Rule):
                          "`.cuda()` here: it is then made where it is used.")
         return True
 
-    def _report_constants(self, move: ast.Call, built: ast.Call) -> None:
+    def _moved_before_read(self, name: ast.Name, value: ast.AST, move: ast.Call) -> bool:
+        """`value`, bound to `name`, is moved by `move` in the same loop iteration before anything
+        else reads it."""
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        scope = self.ctx.function or self.ctx.tree
+        if loop is not None and not any(n is value for n in ast.walk(loop)):
+            return False  # built once before the loop, moved each iteration: PTL105's
+        start, end = (value.end_lineno, value.end_col_offset), (move.lineno, move.col_offset)
+        return not any(isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Load) and n is not name
+                       and start < (n.lineno, n.col_offset) < end for n in ast.walk(scope))  # filled on purpose
+
+    def _report_constants(self, move: ast.Call, built: ast.Call, line: int | None = None) -> None:
         """`torch.tensor([0.0448, 0.2856]).to(device)`, `torch.FloatTensor([...]).cuda()` in code
         that runs every step: the same numbers copied from the host each time (a blocking copy),
         where one copy at set-up would do. Per step only, and without a fix (where to keep the
         tensor is the module's choice)."""
         self._per_step_only.add(id(move))
         name = self.ctx.qualname(built.func)
-        self.report(move, f"`{name}([...])` copies the same constants from the host to the device (a blocking copy) "
-                          "on every call: make it once and keep it on the device",
+        built_at = f" (line {line})" if line is not None and line != move.lineno else ""
+        what = "<NumPy constants>" if name == "torch.from_numpy" else "[...]"
+        self.report(move, f"`{name}({what})`{built_at} copies the same constants from the host to the device (a "
+                          "blocking copy) on every call: make it once and keep it on the device",
                     help="Build it once at set-up and keep it on the device (`self.register_buffer(\"weights\", "
                          "torch.tensor([...]))` moves with the module), or create it there with `device=`.")
 
@@ -742,6 +782,31 @@ gives float32.
 """
 
     bad_examples = [
+        # the identity a spatial transformer adds every forward, built from NumPy constants (also
+        # through the legacy `Variable`, a view and a repeat) and moved when the input is on the GPU
+        """
+import numpy as np
+import torch
+import numpy
+from torch import nn
+from torch.autograd import Variable
+
+class STN(nn.Module):
+    def __init__(self, k=64):
+        super().__init__()
+        self.k = k
+        self.fc = nn.Linear(256, k * k)
+
+    def forward(self, x):
+        batchsize = x.size(0)
+        x = self.fc(x)
+        iden = Variable(torch.from_numpy(np.array([1, 0, 0, 0, 1, 0, 0, 0, 1]).astype(np.float32))).view(1, 9).repeat(batchsize, 1)
+        if x.is_cuda:
+            iden = iden.cuda()  # expect: PTL201
+        eye = torch.from_numpy(numpy.eye(self.k).flatten().astype(numpy.float32)).view(1, -1).cuda()  # expect: PTL201
+        weights = Variable(torch.FloatTensor([0.5, 2.0])).cuda()  # expect: PTL201
+        return x + iden + eye, weights
+""",
         # the same sampling in a loop of many iterations (or a count the script is given)
         """
 import torch
@@ -990,6 +1055,22 @@ def grid(steps):
     ]
 
     good_examples = [
+        # NumPy data (not constants) copied once per call; the identity built once, at set-up
+        """
+import numpy as np
+import torch
+from torch import nn
+
+class STN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.iden = torch.from_numpy(np.array([1, 0, 0, 1]).astype(np.float32)).cuda()
+
+    def forward(self, x, points):
+        batch = torch.from_numpy(np.asarray(points).astype(np.float32))
+        batch = batch.cuda()
+        return x + self.iden + batch
+""",
         # a sampling script: a constant loop of twenty samples in code that runs once
         """
 import torch
