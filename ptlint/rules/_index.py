@@ -4,7 +4,7 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "dd4a6ea5-930200"
+FINGERPRINT = "912f1493-954314"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict(', '.data[0]'), False),
     'PTL102': ('sync-call-in-loop', True, 'sync.ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
@@ -23,6 +23,7 @@ RULES = {
     'PTL203': ('dataloader-settings', False, 'data.ptl203_dataloader_settings', ('DataLoader',), False),
     'PTL204': ('tensor-from-tensor', True, 'transfer.ptl204_tensor_from_tensor', ('tensor(',), False),
     'PTL205': ('iterable-dataset-not-sharded', True, 'data.ptl205_iterable_dataset_not_sharded', ('IterableDataset',), False),
+    'PTL206': ('loader-iterator-per-step', True, 'data.ptl206_loader_iterator_per_step', ('next',), False),
     'PTL301': ('unstable-softmax', True, 'numerics.ptl301_unstable_softmax', ('exp',), False),
     'PTL302': ('log-of-softmax', True, 'numerics.ptl302_log_of_softmax', ('softmax',), False),
     'PTL303': ('log-sum-exp', True, 'numerics.ptl303_log_sum_exp', ('exp',), False),
@@ -31,6 +32,7 @@ RULES = {
     'PTL306': ('softmax-into-cross-entropy', True, 'numerics.ptl306_softmax_into_cross_entropy', ('cross_entropy', 'CrossEntropyLoss', 'nll_loss', 'NLLLoss'), False),
     'PTL307': ('sigmoid-then-bce', True, 'numerics.ptl307_sigmoid_then_bce', ('binary_cross_entropy', 'BCELoss'), False),
     'PTL308': ('attention-by-hand', True, 'numerics.ptl308_attention_by_hand', ('softmax', 'Softmax'), False),
+    'PTL309': ('attention-weights-discarded', True, 'numerics.ptl309_attention_weights_discarded', ('MultiheadAttention',), False),
     'PTL401': ('print-in-compiled', True, 'compile.ptl401_print_in_compiled', ('print', 'logging', 'logger', 'warn'), False),
     'PTL402': ('scalar-in-compiled', False, 'compile.ptl402_scalar_in_compiled', ('.item(', '.tolist(', '.numpy(', 'float(', 'int(', 'bool('), False),
     'PTL403': ('data-dependent-branch', True, 'compile.ptl403_data_dependent_branch', ('if', 'while'), False),
