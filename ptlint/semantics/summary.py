@@ -73,7 +73,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 45  # 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 46  # 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -815,11 +815,24 @@ def _attribute_class(owner: ast.ClassDef, attribute: str, ctx: "FileFacts", bind
     return _classes_called(_assignment_tables(ctx)[1].get(id(owner), {}).get(attribute, []), ctx, bindings)
 
 
+# Methods of a module that return the module itself: `EdgeModel(config).to(device)` is an EdgeModel.
+RETURNS_SELF = {"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16", "requires_grad_",
+                "share_memory", "apply", "type"}
+
+
 def _classes_called(values: list, ctx: "FileFacts", bindings: dict) -> list[list]:
+    values = [_built(v) for v in values]
     found = [_reference(v.func, v, ctx, bindings) for v in values if isinstance(v, ast.Call)]
     if not found or len(found) != len(values) or None in found:
         return []
     return [reference for number, reference in enumerate(found) if reference not in found[:number]]
+
+
+def _built(value: ast.AST) -> ast.AST:
+    """The constructor call under methods that return the module: `Net(c).to(device).eval()` -> `Net(c)`."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in RETURNS_SELF:
+        value = value.func.value
+    return value
 
 
 # -- what the program does -----------------------------------------------------------------------

@@ -193,12 +193,17 @@ def test_instances_held_on_self_in_any_method():
                 self.unknown = make_meter()
                 self.unknown.update(4)
                 self.meter.update(5)
+                self.moved = Other().to("cuda").eval()
+                self.moved.update(6)
+                self.copied = Meter().clone()
+                self.copied.update(7)
     """)
     # `self.mixed` may hold either class (one per method): the call may run either `update`;
-    # `self.unknown` holds what a function returns: nothing is known of it
+    # `self.unknown` holds what a function returns: nothing is known of it; `.to(...)` and
+    # `.eval()` return the module they are called on, `.clone()` may not
     assert sorted(map(str, found)) == sorted(map(str, [
         ["i", ["l", "Meter"], "update"], ["i", ["l", "Meter"], "update"], ["i", ["l", "Other"], "update"],
-        ["i", ["l", "Meter"], "update"]]))
+        ["i", ["l", "Meter"], "update"], ["i", ["l", "Other"], "update"]]))
 
 
 @pytest.mark.parametrize("binding", [

@@ -9,9 +9,7 @@ from ptlint.engine.rule import CALLED, ONCE, PER_STEP, Rule
 from ptlint.semantics.autograd import GradRegions, gradient_users, graph_wanted
 from ptlint.semantics.nodes import (
     DEFINITIONS,
-    STATEMENT_LOOPS,
     argument,
-    body_nodes,
     dotted,
     is_constant,
     name_words,
@@ -201,13 +199,10 @@ class EvalWithoutNoGrad(Rule):
         calls): each of its batches records a graph; a loop over settings there is set-up. Not
         the one test pass after the training loop of the same function or script: one pass
         beside the whole run, with no more memory than a training step held."""
-        return where.context != ONCE or self.ctx.model.placement(node).data_pass and not self._after_training(node)
-
-    def _after_training(self, node: ast.AST) -> bool:
-        scope = self.ctx.enclosing_function(node) or self.ctx.tree
-        model = self.ctx.model
-        return any(isinstance(loop, STATEMENT_LOOPS) and loop.end_lineno < node.lineno and model.loop_trains(loop)
-                   for loop in body_nodes(scope.body))
+        if where.context != ONCE:
+            return True
+        placement = self.ctx.model.placement(node)
+        return placement.data_pass and not placement.final_pass
 
     def _called_model(self, call: ast.Call) -> str | None:
         """`model(x)` / `model.forward(x)` / `model.encode(x)` -> "model"; `self(x)` -> "self"."""

@@ -6,6 +6,7 @@ import ast
 
 from ptlint.engine.finding import UNSAFE, Fix
 from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
+from ptlint.semantics.calls import CallSites
 from ptlint.rules.optim._helpers import (
     MODEL_CODE,
     MODEL_STATES,
@@ -87,6 +88,23 @@ def _reference_implementation(ctx) -> bool:
 LOSS_WORDS = {"criterion", "crit", "loss", "losses"}
 
 
+def _aliases(body: list[ast.stmt], names: set[str]) -> dict[str, tuple[str, str]]:
+    """Names the loop body binds to a parameter of the loop, its data or its gradient
+    (`old_weight, up_weight = ma_params.data, current_params.data`): name -> its tensor_kind."""
+    found: dict[str, tuple[str, str]] = {}
+    for statement in body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target, value = statement.targets[0], statement.value
+        pairs = zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+            and len(target.elts) == len(value.elts) else [(target, value)]
+        for name, part in pairs:
+            kind = tensor_kind(part, names)
+            if isinstance(name, ast.Name) and kind is not None:
+                found[name.id] = kind
+    return found
+
+
 def _of_a_loss_module(iterable: ast.AST) -> bool:
     """`criterion_cent.parameters()`, `self.center_loss.parameters()`: a loss module holds a
     parameter or two (a center loss's centers, a learned temperature), so its loop is a launch or
@@ -127,12 +145,14 @@ class PerParameterUpdate(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._optimizer_steps: set[int] = set()  # custom optimizers' loops: kept in a training step only
+        self._aliases: dict[str, tuple[str, str]] = {}  # the loop's names for its parameters (`_aliases`)
 
     def visit_For(self, node: ast.For) -> None:
         if _of_a_loss_module(node.iter):
             return
         names = param_names(node.iter, node.target, self.ctx)
         keys = mapping_keys(node.iter, node.target, self.ctx)
+        self._aliases = _aliases(node.body, names)
         updated = {self._update(n, names, keys) for n in body_nodes(node.body)} - {None} \
             if names or keys else set()
         if not updated:
@@ -184,8 +204,8 @@ class PerParameterUpdate(Rule):
                 and kind[0] == "param"
             if updates and isinstance(node.value, ast.Call):  # ema.data = torch.lerp(p.data, ema.data, beta)
                 qualname = self.ctx.qualname(node.value.func) or ""
-                updates = qualname.startswith("torch.") and qualname.rpartition(".")[2] in VALUE_FUNCTIONS \
-                    and self._reads_value(node.value, kind, names, keys)
+                updates = (qualname.startswith("torch.") and qualname.rpartition(".")[2] in VALUE_FUNCTIONS
+                           or self._blends(node.value)) and self._reads_value(node.value, kind, names, keys)
             return "param" if updates else None
         return None
 
@@ -197,10 +217,25 @@ class PerParameterUpdate(Rule):
             node = pending.pop()
             if isinstance(node, ast.expr) and self._kind(node, names, keys) == kind:
                 return True
+            if isinstance(node, ast.Name) and self._aliases.get(node.id) == kind:
+                return True  # `old = ema_p.data` earlier in the body
             if isinstance(node, ast.Attribute) and node.attr not in ("data", "detach"):
                 continue  # `e.device`, `e.dtype`, `e.shape`: not its values
             pending.extend(ast.iter_child_nodes(node))
         return False
+
+    def _blends(self, call: ast.Call) -> bool:
+        """`self.update_average(old, new)` where the def this file runs for it returns arithmetic of
+        its arguments (`old * self.beta + (1 - self.beta) * new`), or one of them."""
+        defs = CallSites.of(self.ctx).callees(call)
+        if len(defs) != 1:
+            return False
+        function = defs[0]
+        parameters = {a.arg for a in (*function.args.posonlyargs, *function.args.args)}
+        returned = [n.value for n in body_nodes(function.body) if isinstance(n, ast.Return)]
+        return any(isinstance(v, ast.BinOp) for v in returned) and all(
+            isinstance(v, ast.BinOp) and {n.id for n in ast.walk(v) if isinstance(n, ast.Name)} & parameters
+            or isinstance(v, ast.Name) and v.id in parameters for v in returned)
 
     def _kind(self, node: ast.AST, names: set[str], keys: set[str]) -> tuple[str, str] | None:
         """("param", p) / ("grad", p) as `tensor_kind` says, also through `.detach()` (a view of
@@ -445,6 +480,32 @@ holding both devices. A tensor listed twice is updated twice by the loop and onc
 """
 
     bad_examples = [
+        # an EMA whose blend is a method of its own class, through names for the two tensors
+        """
+class EMA:
+    def __init__(self, beta):
+        self.beta = beta
+
+    def update_model_average(self, ma_model, current_model):
+        for current_params, ma_params in zip(current_model.parameters(), ma_model.parameters()):  # expect: PTL501
+            old_weight, up_weight = ma_params.data, current_params.data
+            ma_params.data = self.update_average(old_weight, up_weight)
+
+    def update_average(self, old, new):
+        if old is None:
+            return new
+        return old * self.beta + (1 - self.beta) * new
+
+
+def train(model, ema_model, loader, optimizer, ema):
+    model.cuda()
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        ema.update_model_average(ema_model, model)
+""",
         # a momentum encoder updated before it encodes each view, in a no_grad method the forward
         # calls every step: the loop over views is no generation, the update runs every step
         """
@@ -608,6 +669,33 @@ def soft_update(source_parameters, target_parameters, tau):
     ]
 
     good_examples = [
+        # a method that returns no blend of its arguments; a name for something else than the
+        # parameter the loop writes
+        """
+class Quantizer:
+    def quantize_model(self, model, scales):
+        for p, s in zip(model.parameters(), scales):
+            w = p.data
+            p.data = self.quantize(w, s)
+            other = s.data
+            p.data = self.scale(other, 2.0)
+
+    def quantize(self, w, s):
+        return quantize_per_tensor(w, s)
+
+    def scale(self, x, k):
+        return x * k
+
+
+def train(model, loader, optimizer, quantizer, scales):
+    model.cuda()
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        quantizer.quantize_model(model, scales)
+""",
         # a center loss's one parameter (its centers) rescaled every step: one launch
         """
 import torch
