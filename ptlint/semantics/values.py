@@ -687,7 +687,7 @@ def _mentions_cpu(expr: ast.AST, ctx: "FileFacts", depth: int) -> bool:
         if not isinstance(node, ast.Call):
             continue
         name = method_name(node)
-        if _moves_to_device(node, ctx):
+        if moves_to_device(node, ctx):
             return False
         if ctx.qualname(node.func) in HOST_FACTORIES or name == "cpu" or \
                 (name == "to" and node.args and is_cpu_device(node.args[0], ctx)):
@@ -757,12 +757,12 @@ def _batch_part_left_on_host(name: str, ctx: "FileFacts") -> bool:
             root = root_name(node.func.value)
             if root == name:
                 return False
-            if root in parts and _moves_to_device(node, ctx):
+            if root in parts and moves_to_device(node, ctx):
                 moved = True
     return moved
 
 
-def _moves_to_device(call: ast.Call, ctx: "FileFacts") -> bool:
+def moves_to_device(call: ast.Call, ctx: "FileFacts") -> bool:
     """`x.cuda()`, `x.to(device)`: a move to an accelerator (not `.to("cpu")`, not `.to(dtype)`)."""
     name = method_name(call)
     return name == "cuda" or (name == "to" and bool(call.args) and may_be_device(call.args[0], ctx)

@@ -1,0 +1,261 @@
+"""PTL207 host-round-trip: a device tensor copied to the host, worked on there, and copied back."""
+
+from __future__ import annotations
+
+import ast
+
+from ptlint.engine.rule import CALLED, PER_STEP, Rule
+from ptlint.semantics.nodes import chain_head
+from ptlint.semantics.values import in_host_memory, moves_to_device
+from ptlint.semantics.where import iterable_is_data
+
+HOST_READS = {"cpu", "numpy"}  # bulk copies to the host (`.item()` and `.tolist()` are PTL101's)
+NUMPY_MODULES = ("numpy.", "np.")
+HOPS = 4  # names followed back from the copy to the device
+
+
+class HostRoundTrip(Rule):
+    code = "PTL207"
+    name = "host-round-trip"
+    message = "`{read}` (line {line}) copies a device tensor to the host and this copies what was made from it " \
+              "back: every run waits for the device and pays two copies; do the work on the device"
+    help = ("Keep it on the device: `torch.flip(x, dims=...)` for `np.flip`, `F.one_hot(y, n)` or `scatter_` on a "
+            "device tensor for a one-hot built on the host, tensor indexing for NumPy indexing.")
+    contexts = frozenset({PER_STEP, CALLED})
+    needs_accelerator = True
+    triggers = (".cpu(", ".numpy(")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and moves_to_device(node, self.ctx)):
+            return
+        read = self._read_in(func.value, HOPS)
+        if read is not None:
+            self.report(node, self.message.format(read=_short(read), line=read.lineno))
+
+    def _read_in(self, expression: ast.AST, hops: int) -> ast.Call | None:
+        """The read of a device tensor back to the host that `expression` is computed from: in it,
+        or through the last value each name it uses was given before it (NumPy work, arithmetic,
+        indexing, the value's own methods and functions called by name carry it; other objects'
+        methods do not: `env.step(a.cpu().numpy())` returns what the environment made)."""
+        for node in _carried(expression):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in HOST_READS \
+                    and not node.args and not self._on_host(node.func.value, node):
+                return node
+            if isinstance(node, ast.Name) and hops:
+                value = self._value_before(node, expression)
+                found = self._read_in(value, hops - 1) if value is not None else None
+                if found is not None:
+                    return found
+        return None
+
+    def _value_before(self, name: ast.Name, expression: ast.AST) -> ast.AST | None:
+        """The value `name` holds at `expression`: a comprehension's iterable where one around it
+        binds the name (`tuple(t.to(device) for t in batch)`), else the last value assigned it
+        that ends before `expression` (not the one it is part of; each one looked at stands before
+        the last)."""
+        parent = self.ctx.parent(name)
+        while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            if isinstance(parent, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                for generator in parent.generators:
+                    if any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(generator.target)):
+                        return generator.iter
+            parent = self.ctx.parent(parent)
+        values = [v for v in self.ctx.assignments(name.id) if isinstance(v, ast.expr)
+                  and (v.end_lineno, v.end_col_offset) <= (expression.lineno, expression.col_offset)]
+        return values[-1] if values else None
+
+    def _on_host(self, value: ast.AST, read: ast.Call) -> bool:
+        """What `read` copies is in host memory already, as its name holds it there: a value the
+        host made (a factory without `device=`, NumPy), or a batch a loop over data gave before the
+        loop moves it (`points.data.numpy()`, `lengths.long().numpy()`). A parameter, or a name
+        not bound before, may hold a device tensor."""
+        head = chain_head(value)
+        if head is None:
+            return in_host_memory(value, self.ctx)
+        given = self._value_before(head, read)
+        if given is None:
+            return False
+        loop = self.ctx.parent(given)
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is given:
+            return iterable_is_data(loop)
+        return in_host_memory(given, self.ctx)
+
+
+def _carried(expression: ast.AST):
+    """The nodes of `expression` whose values its value is made from: not the arguments of a call
+    of another object's method (`tokenizer.decode(ids.cpu())`, `env.step(...)`), whose result is
+    that object's."""
+    pending = [expression]
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                pending.append(func.value)  # `x.cpu()`, `arr.copy()`: the value's own method
+                head = chain_head(func.value)  # `np.flip(...)`, `torch.zeros(n).scatter_(1, y.cpu(), 1)`
+                if head is None or head.id not in ("np", "numpy", "torch"):
+                    continue  # another object's method: its arguments do not carry on
+            pending.extend(node.args)
+            pending.extend(k.value for k in node.keywords)
+        elif isinstance(node, (ast.Lambda, ast.comprehension)) or isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            continue
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _short(read: ast.Call) -> str:
+    text = ast.unparse(read)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+HostRoundTrip.docs = """
+## What it does
+Finds a copy to an accelerator (`.cuda()`, `.to(device)`) of a value made on the host from a
+device tensor that the same function copied to the host (`.cpu()`, `.numpy()`): directly, or
+through the local names, NumPy functions, arithmetic and indexing in between. Reported at the
+copy back, naming the read.
+
+## Why is this bad?
+The read makes the host wait until the device has computed the tensor, then copies it over; the
+work done with NumPy runs on one CPU core; and the copy back is a blocking copy from pageable
+memory. A flip test that flips the network's output with NumPy and copies it back, a one-hot
+filled on the host from labels read back from the GPU, a mask computed with NumPy: each is
+one or two lines of torch on the device, with no wait and no copy.
+
+## Where it reports
+- **Reports** in code that runs every step (a training step, an evaluation loop over batches)
+  and in functions whose callers the file does not show.
+- **Silent** in once-code and code that runs once per epoch, test code, programs that never place
+  a tensor on an accelerator, values the host had anyway (a tensor built on the CPU, a batch the
+  loader gave), and what another object returns for the value read (`env.step(action.cpu())`
+  returns the environment's next state; `tokenizer.decode(...)` a string): only the value's own
+  methods, NumPy and torch functions, arithmetic and indexing carry it.
+
+## Example
+```python
+import numpy as np
+import torch
+
+
+def validate(model, loader):
+    model.cuda().eval()
+    with torch.no_grad():
+        for images, _ in loader:
+            images = images.cuda()
+            output = model(images)
+            flipped = np.flip(model(images.flip(3)).cpu().numpy(), 3).copy()
+            output = (output + torch.from_numpy(flipped).cuda()) / 2
+```
+
+## Use instead
+```python
+import torch
+
+
+def validate(model, loader):
+    model.cuda().eval()
+    with torch.no_grad():
+        for images, _ in loader:
+            images = images.cuda()
+            output = model(images)
+            flipped = torch.flip(model(images.flip(3)), dims=(3,))
+            output = (output + flipped) / 2
+```
+
+## Fix safety
+No automatic fix: the host-side work has to be rewritten with torch operations.
+
+## References
+- https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution
+- https://pytorch.org/docs/stable/generated/torch.flip.html
+"""
+
+HostRoundTrip.bad_examples = [
+    # a flip test through NumPy; a one-hot filled on the host from labels read back, per step
+    """
+import numpy as np
+import torch
+from torch.autograd import Variable
+
+
+def validate(model, loader):
+    model.cuda().eval()
+    with torch.no_grad():
+        for images, _ in loader:
+            images = images.cuda()
+            output = model(images)
+            flipped = np.flip(model(images.flip(3)).cpu().numpy(), 3).copy()
+            output = (output + torch.from_numpy(flipped).cuda()) / 2  # expect: PTL207
+
+
+def flip_back(heatmaps, pairs):
+    return heatmaps[:, :, :, ::-1]
+
+
+class FocalLoss(torch.nn.Module):
+    def forward(self, x, y):
+        t = one_hot_embedding(y.data.cpu(), 21)
+        t = t[:, 1:]
+        t = Variable(t).cuda()  # expect: PTL207
+        y = torch.zeros(x.size()).scatter_(1, y.unsqueeze(1).data.cpu(), 1)
+        y = y.cuda()  # expect: PTL207
+        return (x.sigmoid() - t).abs().sum() + y.sum()
+
+
+def test_pass(model, loader, pairs, device):
+    for x in loader:
+        out = model(x.to(device))
+        out_flipped = flip_back(out.cpu().numpy(), pairs)
+        out = out + torch.from_numpy(out_flipped.copy()).to(device)  # expect: PTL207
+""",
+]
+
+HostRoundTrip.good_examples = [
+    # a batch the loader gave, augmented with NumPy before it is moved; a comprehension's own name
+    """
+import torch
+
+
+def train(model, loader, optimizer, augment):
+    model.cuda()
+    for points, target in loader:
+        t = model.summary().cpu().numpy()
+        points = points.data.numpy()
+        points = augment(points)
+        points = torch.Tensor(points).cuda()
+        batch = tuple(t.cuda() for t in (points, target))
+        scale = torch.ones(3)
+        scale = torch.from_numpy(scale.cpu().numpy() * 2).cuda()
+        loss = model(*batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+    # an environment's next state; host data moved; a read for the host only; a decoded string
+    """
+import numpy as np
+import torch
+
+
+def rollout(env, policy, state, steps):
+    policy.cuda()
+    for _ in range(steps):
+        action = policy(torch.from_numpy(state).float().cuda())
+        next_state, reward, done, _ = env.step(action.cpu().numpy())
+        state = torch.from_numpy(next_state).float().cuda()
+
+
+def evaluate(model, loader, tokenizer, metric):
+    model.cuda()
+    for batch, labels in loader:
+        ids = model.generate(batch.cuda())
+        text = tokenizer.decode(ids.cpu())
+        prompt = tokenizer(text, return_tensors="pt")["input_ids"].cuda()
+        labels_np = labels.numpy()
+        weights = torch.from_numpy(np.log(labels_np + 1)).cuda()
+        metric.add(ids.cpu().numpy(), labels_np)
+        model(prompt, weights)
+""",
+]
