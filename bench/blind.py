@@ -192,7 +192,10 @@ def read_verdicts(path: Path | None = None) -> list[dict]:
 
 def command_record(args) -> int:
     sources = load_sources()
-    known = {(v.get("measurement"), v["repo"], v["path"], v["line"], v["code"]) for v in read_verdicts()}
+    # a line reported twice by one rule is two findings (JUDGING.md: duplicates count against
+    # precision): a key is recorded as often as the file holds it, and recording again adds none
+    known = Counter((v.get("measurement"), v["repo"], v["path"], v["line"], v["code"]) for v in read_verdicts())
+    seen: Counter = Counter()
     added = 0
     with open(args.csv, newline="", encoding="utf-8") as handle, open(VERDICTS_FILE, "a", encoding="utf-8") as out:
         for row in csv.DictReader(handle):
@@ -203,9 +206,9 @@ def command_record(args) -> int:
             if repo not in sources:
                 raise BlindError(f"{repo} is not in {SOURCES}")
             key = (args.measurement, repo, row["path"], int(row["line"]), row["code"])
-            if key in known:
+            seen[key] += 1
+            if seen[key] <= known[key]:
                 continue
-            known.add(key)
             record = {"repo": repo, "commit": sources[repo].get("commit") or sources[repo].get("version"),
                       "set": sources[repo]["set"], "path": row["path"], "line": int(row["line"]),
                       "code": row["code"], "verdict": verdict, "reason": row["reason"].strip(),
