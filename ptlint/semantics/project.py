@@ -810,11 +810,16 @@ class ProjectModel:
         # with blanks beside the package it imports)
         # and one that imports a module of the project no lookup finds (`core.function` with two
         # `core/function.py`): the code it runs is unknown
+        # A star import of the project's own module hides nothing: its code is summarised, and the
+        # names the file uses without binding them come from there (pytorch-trpo's `from utils
+        # import *`)
         unfound = {p for p in self.summaries if self._imports_an_unfound_project_module(p)}
         loads = {p for p, s in self.summaries.items() if s["loads"]} | unfound
-        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]} | unfound
+        known_stars = {p for p, s in self.summaries.items() if s["dynamic"] and not s["loads"] and all(
+            self.resolve_module(p, level, module) is not None for level, module, names in s["imports"] if names == ["*"])}
+        dynamic = {p for p, s in self.summaries.items() if s["dynamic"]} - known_stars | unfound
         cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic) \
-            - {p for p, s in self.summaries.items() if s["unbound"]}
+            - {p for p, s in self.summaries.items() if s["unbound"] and p not in known_stars}
         inference_only = self._programs_without({p for p, s in self.summaries.items() if s["trains"]} | loads,
                                                 scripts_only=True)
         compiles = self.compile_setting if self.compile_setting is not None else \

@@ -534,12 +534,15 @@ def _elementwise_sources(value: ast.AST) -> list[str]:
 def is_scalar_tensor(node: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
     """Visibly a one-element tensor: a loss (`loss_names`), a reduction over all elements
     (`x.sum()`, `x.mean()`, `torch.max(x)`, no `dim`), or a shape-keeping method or arithmetic
-    with a plain number of one (`loss.detach()`, `total / n`), also through a local name."""
+    with a plain number of one (`loss.detach()`, `loss.data`, `total / n`), also through a local
+    name."""
     if isinstance(node, ast.Name):
         if node.id in loss_names(ctx.function, ctx):
             return True
         values = [v for v in ctx.assignments(node.id) if isinstance(v, ast.expr)]
         return bool(hops) and bool(values) and all(is_scalar_tensor(v, ctx, hops - 1) for v in values)
+    if isinstance(node, ast.Attribute) and node.attr == "data":  # `loss.data`: the same tensor
+        return is_scalar_tensor(node.value, ctx, hops)
     if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
         sides = (node.left, node.right)
         return any(is_scalar_tensor(side, ctx, hops) for side in sides) and all(

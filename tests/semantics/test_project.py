@@ -248,6 +248,37 @@ def test_a_cpu_only_program_is_silent_for_syncs_and_transfers(tmp_path, monkeypa
     assert check(tmp_path, monkeypatch, capsys, "PTL101,PTL102,PTL201") == []
 
 
+@pytest.mark.parametrize("star, helper, expect", [
+    # the project's own module: its code is known, and the names come from there
+    ("from helpers import *", "def log_metrics(loss):\n    print(loss.item())", ""),
+    # one of them places tensors on a GPU: the program does
+    ("from helpers import *", "def log_metrics(loss):\n    print(loss.cuda().item())", "  # expect: PTL101"),
+    # a module the project does not hold: what it binds is unknown, also beside one it holds
+    ("from trainlib import *", "", "  # expect: PTL101"),
+    ("from helpers import *\n        from trainlib import *", "", "  # expect: PTL101"),
+])
+def test_a_star_import_of_a_project_module_keeps_a_program_cpu_only(tmp_path, monkeypatch, capsys, star, helper,
+                                                                  expect):
+    write(tmp_path, {"train.py": f"""
+        import torch
+        STAR
+
+
+        def main():
+            model = torch.nn.Linear(4, 2).double()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                loss = model(make_batch()).sum()
+                loss.backward()
+                opt.step()
+                print(loss.item()){expect}
+
+
+        main()
+    """.replace("STAR", star), "helpers.py": helper + "\n\n\ndef make_batch():\n    return None\n"})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL101")) == markers(tmp_path, "PTL101")
+
+
 def test_the_same_program_on_a_device_is_reported(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"train.py": """
         import torch
@@ -760,8 +791,8 @@ def test_names_bound_nowhere_leave_the_cpu_only_modules_they_import_silent(tmp_p
 
 
 def test_a_script_that_uses_names_nothing_binds_is_not_assumed_to_stay_on_the_cpu(tmp_path, monkeypatch, capsys):
-    """`for x in xs: net(x).item()` pasted alone: its program is not all there (a star import
-    does the same)."""
+    """`for x in xs: net(x).item()` pasted alone: its program is not all there. Star-imported from
+    a module of the project that builds them on the CPU, they are known: that program stays there."""
     write(tmp_path, {"snippet.py": """
         import torch
         for x in xs:
@@ -770,7 +801,7 @@ def test_a_script_that_uses_names_nothing_binds_is_not_assumed_to_stay_on_the_cp
         import torch
         from setup import *
         for x in xs:
-            t = net(x).item()  # expect: PTL101
+            t = net(x).item()
     """, "setup.py": """
         import torch
         xs = [torch.randn(2)]

@@ -44,6 +44,11 @@ def _straight_line(block: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _assigned_names(statement: ast.stmt) -> set[str]:
+    """The names a statement assigns, also in the branches of an `if` (`if args.loss == "hinge":
+    d_loss = ... else: d_loss = ...`) or a `try`."""
+    if isinstance(statement, (ast.If, ast.Try)):
+        return {name for node in ast.walk(statement) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                for name in _assigned_names(node)}
     targets = statement.targets if isinstance(statement, ast.Assign) else \
         [statement.target] if isinstance(statement, (ast.AugAssign, ast.AnnAssign)) else []
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
@@ -215,6 +220,29 @@ No automatic fix: which call is the discriminator's update is read from names.
 """
 
     bad_examples = [
+        # the loss chosen by a setting, in each branch; five critic updates per step
+        """
+import torch
+from torch import nn
+
+
+def train(loader, generator, discriminator, optim_disc, optim_gen, args):
+    for data, _ in loader:
+        data = data.cuda()
+        for _ in range(5):
+            z = torch.randn(64, 128, device="cuda")
+            optim_disc.zero_grad()
+            if args.loss == "hinge":
+                disc_loss = nn.ReLU()(1.0 - discriminator(data)).mean() + nn.ReLU()(1.0 + discriminator(generator(z))).mean()  # expect: PTL111
+            else:
+                disc_loss = -discriminator(data).mean() + discriminator(generator(z)).mean()  # expect: PTL111
+            disc_loss.backward()
+            optim_disc.step()
+        optim_gen.zero_grad()
+        gen_loss = -discriminator(generator(torch.randn(64, 128, device="cuda"))).mean()
+        gen_loss.backward()
+        optim_gen.step()
+""",
         """
 import torch
 

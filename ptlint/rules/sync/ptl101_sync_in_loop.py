@@ -551,6 +551,24 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a one-element copy of the loss (through `.data`) kept for the epoch's mean
+        """
+import numpy as np
+import torch
+
+def train(network, loss_fn, train_loader, optimizer):
+    network.cuda()
+    batch_losses = []
+    for imgs, label_imgs in train_loader:
+        outputs = network(imgs.cuda())
+        loss = loss_fn(outputs, label_imgs.cuda())
+        loss_value = loss.data.cpu().numpy()  # expect: PTL101
+        batch_losses.append(loss_value)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return np.mean(batch_losses)
+""",
         # a running total the loop reads nowhere else: a device sum read once per epoch would do,
         # whatever the host does with it then (plots it, indexes with it)
         """

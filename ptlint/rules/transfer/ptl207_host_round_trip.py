@@ -25,12 +25,17 @@ class HostRoundTrip(Rule):
     needs_accelerator = True
     triggers = (".cpu(", ".numpy(")
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._lines: set[int] = set()
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and moves_to_device(node, self.ctx)):
             return
         read = self._read_in(func.value, HOPS)
-        if read is not None:
+        if read is not None and node.lineno not in self._lines:  # a line once (`a, b = a.cuda(), b.cuda()`)
+            self._lines.add(node.lineno)
             self.report(node, self.message.format(read=_short(read), line=read.lineno))
 
     def _read_in(self, expression: ast.AST, hops: int) -> ast.Call | None:
@@ -76,8 +81,10 @@ class HostRoundTrip(Rule):
         given = self._value_before(head, read)
         if given is None:
             return False
-        loop = self.ctx.parent(given)
-        if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is given:
+        part, loop = given, self.ctx.parent(given)  # (a loop target maps to the iterable, or a part of it)
+        while isinstance(loop, ast.expr):
+            part, loop = loop, self.ctx.parent(loop)
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is part:
             return iterable_is_data(loop)
         return in_host_memory(given, self.ctx)
 
@@ -190,6 +197,14 @@ def validate(model, loader):
             output = (output + torch.from_numpy(flipped).cuda()) / 2  # expect: PTL207
 
 
+def rotate(net, x, y):
+    bx, by = x.cuda(), y.cuda()
+    bx, by = bx.cpu().numpy(), by.cpu().numpy()
+    bx = np.concatenate((bx, np.rot90(bx, 1, axes=(2, 3))), 0)
+    bx, by = torch.FloatTensor(bx).cuda(), torch.LongTensor(by).cuda()  # expect: PTL207
+    return net(bx), by
+
+
 def flip_back(heatmaps, pairs):
     return heatmaps[:, :, :, ::-1]
 
@@ -220,6 +235,10 @@ import torch
 
 def train(model, loader, optimizer, augment):
     model.cuda()
+    for batch_idx, (data, labels) in enumerate(loader):
+        data, labels = data.numpy(), labels.numpy()
+        gold = data[labels > 3]
+        gold = torch.FloatTensor(gold).cuda()
     for points, target in loader:
         t = model.summary().cpu().numpy()
         points = points.data.numpy()
