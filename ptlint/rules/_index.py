@@ -4,7 +4,7 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "acedbcce-968043"
+FINGERPRINT = "0a70f9a1-973364"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict(', '.data[0]'), False),
     'PTL102': ('sync-call-in-loop', True, 'sync.ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),
@@ -12,7 +12,7 @@ RULES = {
     'PTL104': ('blocking-transfer', True, 'transfer.ptl104_blocking_transfer', ('pin_memory', 'non_blocking'), False),
     'PTL105': ('loop-invariant-transfer', True, 'transfer.ptl105_loop_invariant_transfer', ('.cuda(', '.to('), False),
     'PTL106': ('zero-grad-set-to-none-false', True, 'hygiene.ptl106_zero_grad_set_to_none_false', ('set_to_none', 'zero_grad(False'), False),
-    'PTL107': ('eval-without-no-grad', True, 'hygiene.ptl107_eval_without_no_grad', ('.eval()', '.train(False)', '.train(mode=False)'), False),
+    'PTL107': ('eval-without-no-grad', True, 'hygiene.ptl107_eval_without_no_grad', ('.eval()', '.train(False)', '.train(mode=False)', 'volatile'), False),
     'PTL108': ('unsynchronized-timing', False, 'sync.ptl108_unsynchronized_timing', ('time', 'timer'), False),
     'PTL109': ('elementwise-python-loop', False, 'hygiene.ptl109_elementwise_python_loop', ('range(',), False),
     'PTL110': ('host-buffer-write', True, 'transfer.ptl110_host_buffer_write', ('zeros(', 'ones(', 'empty(', 'full('), False),

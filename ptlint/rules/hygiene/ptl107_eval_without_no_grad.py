@@ -15,6 +15,7 @@ from ptlint.semantics.nodes import (
     name_words,
 )
 from ptlint.semantics.project import imported_sources
+from ptlint.semantics.values import MODEL_WORDS
 from ptlint.semantics.where import iterable_is_data
 
 
@@ -99,7 +100,14 @@ def _freezes(value: ast.AST) -> bool:
 # `Variable(x, volatile=True)`: how PyTorch before 0.4 turned gradients off; ignored since (a warning)
 VOLATILE_MESSAGE = "`volatile=True` disables nothing since PyTorch 0.4: `{model}` is in eval mode and every call in " \
                    "this loop records an autograd graph; wrap the loop in `torch.no_grad()`"
+VOLATILE_LOOP_MESSAGE = "`volatile=True` disables nothing since PyTorch 0.4: this loop never calls `.backward()`, " \
+                        "yet every call of `{model}` in it records an autograd graph; wrap the loop in `torch.no_grad()`"
 VOLATILE_HELP = "Drop `volatile=True` (and `Variable`) and wrap the loop in `with torch.no_grad():`."
+
+
+def _a_model(name: str | None) -> bool:
+    """`self` (a model's own method: `self.predict(...)`), or a name that says it holds one."""
+    return name is not None and (name == "self" or bool(set(re.split(r"[._]", name.lower())) & MODEL_WORDS))
 
 
 def _volatile_variable(loop: ast.AST) -> ast.Call | None:
@@ -155,7 +163,7 @@ class EvalWithoutNoGrad(Rule):
     # pass over data in once-code (a script's test pass) records a graph for every batch of it
     contexts = frozenset({PER_STEP, CALLED, ONCE})
     cold = False
-    triggers = (".eval()", ".train(False)", ".train(mode=False)")
+    triggers = (".eval()", ".train(False)", ".train(mode=False)", "volatile")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -171,26 +179,29 @@ class EvalWithoutNoGrad(Rule):
                 self._switches.setdefault(id(scope), []).append(switch)
         if not self.ctx.loops:
             return
-        model = self._called_model(node)
+        loop = self.ctx.loops[-1]
+        volatile = _volatile_variable(loop)
+        called = self._called_model(node)
+        model = called
         if model is None or self._mode_before(model, node) != "eval":
-            model = self._model_in_helper(node)
+            model = self._model_in_helper(node) or (called if volatile is not None and _a_model(called) else None)
         if model is None:
             return
-        loop = self.ctx.loops[-1]
         key = ("ptl107-loop", id(loop))
         if key in self.ctx.memo:
             return  # one finding per loop, at its first model call
-        if self._mode_before(model, node) != "eval":
-            return
+        in_eval = self._mode_before(model, node) == "eval"
+        if not in_eval and volatile is None:
+            return  # (inputs made volatile say the loop meant gradients off, in eval mode or not)
         if _counts(loop) or _builds(loop, model) or graph_wanted(loop, self.ctx) or self._frozen(model) \
                 or _built_from_a_differentiating_class(model, self.ctx):
             return  # (a model that differentiates in its forward needs the graph to evaluate)
         if GradRegions.of(self.ctx).off(node):
             return
         self.ctx.memo[key] = True
-        volatile = _volatile_variable(loop)
         if volatile is not None:  # the line to change: where gradients were meant to go off
-            self.report(volatile, VOLATILE_MESSAGE.format(model=model), help=VOLATILE_HELP)
+            message = VOLATILE_MESSAGE if in_eval else VOLATILE_LOOP_MESSAGE
+            self.report(volatile, message.format(model=model), help=VOLATILE_HELP)
         else:
             self.report(node, self.message.format(model=model))
 
@@ -314,7 +325,10 @@ class EvalWithoutNoGrad(Rule):
     docs = """
 ## What it does
 Finds a loop that calls a model after `model.eval()` (or `model.train(False)`) in the same
-function, with no `torch.no_grad()` / `torch.inference_mode()` around it and no `.backward()`.
+function, with no `torch.no_grad()` / `torch.inference_mode()` around it and no `.backward()`;
+also, without `.eval()`, such a loop that wraps its inputs in `Variable(x, volatile=True)` and
+calls a model (`net(x)`, `self.predict(x)`): PyTorch 0.3's way to turn gradients off, which 0.4
+made a no-op.
 A model passed in as a parameter counts as in eval mode where every call of the function in the
 file passes one switched to eval mode before the call (`model.eval()` in `main()`, then
 `extract(loader, model)`). Calling the model means `model(x)`, `model.forward(x)`, and the
@@ -400,6 +414,20 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # inputs made volatile (PyTorch 0.3's gradients off) without `.eval()`: the loop meant no graph
+        """
+import torch
+from torch.autograd import Variable
+
+def validate(net, loader):
+    total = 0
+    for images, metas in loader:
+        metas = metas.numpy()
+        images = Variable(images.cuda(), volatile=True)  # expect: PTL107
+        outputs = net(images)
+        total += outputs.sum()
+    return total
+""",
         # a test script's one pass (nothing trained before it in the script), and a pass that
         # runs before the training loop rather than after it
         """
@@ -597,6 +625,22 @@ if __name__ == "__main__":
     ]
 
     good_examples = [
+        # volatile inputs in a loop that trains, and beside calls of no model
+        """
+import torch
+from torch.autograd import Variable
+
+def train(net, loader, optimizer, stats):
+    for images, target in loader:
+        target = Variable(target.cuda(), volatile=True)
+        loss = net(Variable(images.cuda())).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    for values in stats:
+        record = Variable(values, volatile=True)
+        print(record.numpy(), values.mean())
+""",
         # the one test pass a training script runs after its epochs: one pass beside the run
         """
 import torch

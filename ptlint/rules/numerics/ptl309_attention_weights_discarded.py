@@ -9,6 +9,7 @@ from ptlint.rules.numerics._helpers import NumericsRule
 from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES
 
 MULTIHEAD_ATTENTION = {"torch.nn.MultiheadAttention", "torch.nn.modules.activation.MultiheadAttention"}
+MODULE_LISTS = {"torch.nn.ModuleList", "torch.nn.modules.container.ModuleList"}
 MOVES = {"to", "cuda", "float", "half", "bfloat16", "double", "train", "eval"}  # they return the module
 NEED_WEIGHTS_POSITION = 4  # query, key, value, key_padding_mask, need_weights
 
@@ -26,6 +27,8 @@ class AttentionWeightsDiscarded(NumericsRule):  # (the attention family reports 
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Subscript):  # `self.attentions[i](x, x, x)`: one of a ModuleList
+            func = func.value
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in SELF_NAMES:
             owner = self._owner(node)
             if owner is None or func.attr not in self._attributes(owner):
@@ -38,7 +41,7 @@ class AttentionWeightsDiscarded(NumericsRule):  # (the attention family reports 
         if len(node.args) > NEED_WEIGHTS_POSITION or any(k.arg in ("need_weights", None) for k in node.keywords):
             return  # the caller decides (a `**kwargs` may hold it)
         if self._weights_dropped(node):
-            self.report(node, self.message.format(call=f"{ast.unparse(func)}(...)"))
+            self.report(node, self.message.format(call=f"{ast.unparse(node.func)}(...)"))
 
     def _owner(self, node: ast.AST) -> ast.ClassDef | None:
         function = self.ctx.enclosing_function(node)
@@ -73,10 +76,18 @@ class AttentionWeightsDiscarded(NumericsRule):  # (the attention family reports 
         return found
 
     def _built(self, value: ast.AST) -> bool:
-        """`nn.MultiheadAttention(...)`, also moved or cast (`.cuda()`, `.to(device)`, `.half()`)."""
+        """`nn.MultiheadAttention(...)`, also moved or cast (`.cuda()`, `.to(device)`, `.half()`), or
+        a `nn.ModuleList` of nothing else (`[nn.MultiheadAttention(c, 4) for _ in range(n)]`)."""
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
             value = value.func.value
-        return isinstance(value, ast.Call) and self.ctx.qualname(value.func) in MULTIHEAD_ATTENTION
+        if not isinstance(value, ast.Call):
+            return False
+        qual = self.ctx.qualname(value.func)
+        if qual in MODULE_LISTS and len(value.args) == 1:
+            items = value.args[0]
+            items = [items.elt] if isinstance(items, ast.ListComp) else getattr(items, "elts", None) or [None]
+            return all(self._built(item) for item in items)
+        return qual in MULTIHEAD_ATTENTION
 
     def _weights_dropped(self, call: ast.Call) -> bool:
         """`out, _ = mha(q, k, v)`, `out = mha(q, k, v)[0]`, or `out, w = ...` with `w` never read."""
@@ -99,8 +110,8 @@ class AttentionWeightsDiscarded(NumericsRule):  # (the attention family reports 
 
     docs = """
 ## What it does
-Finds a call of an `nn.MultiheadAttention` module (held on `self` or bound to a name in the
-file, any import spelling) whose attention weights, its second result, nobody reads
+Finds a call of an `nn.MultiheadAttention` module (held on `self`, also one of an
+`nn.ModuleList` of them, or bound to a name in the file, any import spelling) whose attention weights, its second result, nobody reads
 (`out, _ = self.mha(x, x, x)`, `self.mha(x, x, x)[0]`, a name never read), with
 `need_weights` left at its default, `True`.
 
@@ -171,8 +182,13 @@ class SelfAttention(nn.Module):
         self.mha = nn.MultiheadAttention(channels, 4, batch_first=True)
         self.cross = MHA(channels, 4)
         self.third = torch.nn.MultiheadAttention(channels, 4)
+        self.blocks = nn.ModuleList([nn.MultiheadAttention(channels, 4, batch_first=True) for _ in range(3)])
+        self.mixed = nn.ModuleList([nn.MultiheadAttention(channels, 4), nn.Linear(channels, channels)])
 
     def forward(self, x, memory):
+        for i in range(3):
+            x, _ = self.blocks[i](x, x, x)  # expect: PTL309
+        y, _ = self.mixed[0](x, x, x)
         attention_value, _ = self.mha(x, x, x)  # expect: PTL309
         y = self.cross(x, memory, memory, key_padding_mask=None)[0]  # expect: PTL309
         z, weights = self.third(y, y, y)  # expect: PTL309

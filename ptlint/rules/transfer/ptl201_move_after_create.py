@@ -380,10 +380,10 @@ class MoveAfterCreate(Rule):
             if self.ctx.qualname(inner.func) == "torch.tensor" and _repeated_list(inner.args[0]):
                 self._report_repeated(move, inner.args[0])
                 return
-            if _python_number(inner.args[0]):
+            if _python_number(inner.args[0]) or self._range_index(inner.args[0]):
                 self._per_step_only.add(id(move))
-                self.report(move, "`torch.tensor(<number>)` makes a tensor on the host and copies it to the device "
-                                  "(a blocking copy) on every call: fill it there",
+                self.report(move, f"`{self.ctx.qualname(inner.func)}(<number>)` makes a tensor on the host and copies "
+                                  "it to the device (a blocking copy) on every call: fill it there",
                             help="Make it on the device: `torch.full(shape, value, device=device)` (or "
                                  "`torch.tensor(value, device=device)`), or pass the Python number itself where the "
                                  "operation takes one.")
@@ -412,6 +412,29 @@ class MoveAfterCreate(Rule):
                         help="Pass `device=` to the factory inside the expression (`torch.arange(n, device=device)`) "
                              "and drop the `.to(device)` / `.cuda()` after it: the whole expression then runs on the "
                              "device.")
+
+    def _range_index(self, node: ast.AST) -> bool:
+        """`i` of a loop around it over a range (`for i in reversed(range(T)):`, also through
+        `tqdm`, `enumerate`'s count): a Python int, one a sampling loop turns into a tensor
+        every step (`torch.as_tensor(i).to(device)`)."""
+        if not isinstance(node, ast.Name):
+            return False
+        for loop in self.ctx.loops:
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            source, target = loop.iter, loop.target
+            while isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.args \
+                    and source.func.id in ("tqdm", "reversed", "enumerate", "list"):
+                if source.func.id == "enumerate":  # the count is the first name of the target
+                    if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) \
+                            and target.elts[0].id == node.id:
+                        return True
+                    target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+                source = source.args[0]
+            if isinstance(target, ast.Name) and target.id == node.id and isinstance(source, ast.Call) \
+                    and isinstance(source.func, ast.Name) and source.func.id == "range":
+                return True
+        return False
 
     def _moved_name(self, move: ast.Call) -> bool:
         """`targets = torch.ones(shape) * -1` ... `targets = targets.cuda()`: a name the function
@@ -782,6 +805,21 @@ gives float32.
 """
 
     bad_examples = [
+        # a sampling loop's timestep made a tensor on the host every step
+        """
+import torch
+from tqdm import tqdm
+
+@torch.no_grad()
+def sample(model, scheduler, xt, steps, device):
+    for i in tqdm(reversed(range(steps))):
+        noise_pred = model(xt, torch.as_tensor(i).to(device))  # expect: PTL201
+        xt = scheduler.step(xt, noise_pred, i)
+    for n, x in enumerate(range(steps)):
+        xt = model(xt, torch.tensor(n).cuda())  # expect: PTL201
+        xt = model(xt, torch.tensor(x).cuda())  # expect: PTL201
+    return xt
+""",
         # the identity a spatial transformer adds every forward, built from NumPy constants (also
         # through the legacy `Variable`, a view and a repeat) and moved when the input is on the GPU
         """
@@ -1055,6 +1093,16 @@ def grid(steps):
     ]
 
     good_examples = [
+        # values a loader or a list gives, not a range's index
+        """
+import torch
+
+def run(model, loader, scales, device):
+    for x in loader:
+        model(torch.tensor(x).to(device))
+    for i, scale in enumerate(scales):
+        model(torch.as_tensor(scale).to(device))
+""",
         # NumPy data (not constants) copied once per call; the identity built once, at set-up
         """
 import numpy as np
