@@ -191,7 +191,7 @@ class UsesDataParallel(Rule):
         if project is not None and project.inference_only:
             return False
         handed = self._handed.get(id(node))
-        if handed is not None and not self._trains_in(handed[0]) and self._handed_to_evaluation(*handed[1:]):
+        if handed is not None and not self._trains_after(handed[0]) and self._handed_to_evaluation(*handed):
             return False
         return where.context != ONCE or not self._inference_only()
 
@@ -224,8 +224,9 @@ class UsesDataParallel(Rule):
         if not names:
             return False
         nodes = list(ast.walk(function))
-        calls = [n for n in nodes if isinstance(n, ast.Call)]
-        if self._starts_training_itself(nodes):
+        after = self._from(assign, function, nodes)
+        calls = [n for n in after if isinstance(n, ast.Call)]
+        if self._starts_training_itself(after):
             return False
         for n in nodes:
             leaves = (isinstance(n, (ast.Return, ast.Yield)) and n.value is not None and n.value) or \
@@ -238,11 +239,25 @@ class UsesDataParallel(Rule):
                 isinstance(m, ast.Name) and m.id in names for m in ast.walk(call.func))) for call in calls) \
             or self._hand_over_later(call, function, calls, names)
 
+    def _from(self, assign: ast.stmt, function: ast.AST, nodes: list[ast.AST]) -> list[ast.AST]:
+        """The nodes of `function` that run after the wrap: those from its line on, and the whole
+        of each loop around it (an iteration after the wrap runs the body again). A wrap after
+        the training (`model.load_state_dict(best)`, `model = nn.DataParallel(model)`, then one
+        final `test(model)`) hands the training no wrapped model."""
+        loops = [n for n in self.ctx.stack if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+                 and any(n is m for m in nodes)]
+        around = {id(m) for loop in loops for m in ast.walk(loop)}
+        return [n for n in nodes if id(n) in around or getattr(n, "lineno", 0) >= assign.lineno]
+
     def _hand_over_later(self, call: ast.Call, function: ast.AST, calls: list[ast.Call], names: set[str]) -> bool:
         """Keep the wrap for `keep`, where the defs of this file its calls run are known (only
         after the traversal): the wrap is still reported for now."""
-        self._handed[id(call)] = (function, [c for c in calls if c is not call], names)  # (not the wrap itself)
+        self._handed[id(call)] = ([c for c in calls if c is not call], names)  # (not the wrap itself)
         return False
+
+    def _trains_after(self, calls: list[ast.Call]) -> bool:  # (asked in `keep`)
+        """A call that runs after the wrap runs a def of this file that trains."""
+        return any(self._trains_in(callee, 1) for call in calls for callee in self.ctx.model.calls.callees(call))
 
     def _starts_training_itself(self, nodes: list[ast.AST]) -> bool:
         """The nodes of a function start training (`loss.backward()`, an optimizer built) or hold a
@@ -414,6 +429,43 @@ No automatic fix: DDP needs a launcher, a process group and a distributed sample
 """
 
     bad_examples = [
+        # wrapped before the training, and in a loop whose next iteration trains the wrap
+        """
+import torch
+from torch import nn
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def test(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return [model(x.cuda()) for x, _ in loader]
+
+
+def main(args, model, train_loader, test_loader):
+    model = model.cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)  # expect: PTL202
+    for epoch in range(args.epochs):
+        train(model, train_loader, optimizer)
+    test(model, test_loader)
+
+
+def stages(args, model, loaders, test_loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for loader in loaders:
+        train(model, loader, optimizer)
+        model = nn.DataParallel(model)  # expect: PTL202
+        test(model, test_loader)
+""",
         # the same wrap, then run, or kept
         """
 import torch
@@ -654,6 +706,37 @@ def evaluator(path):
     ]
 
     good_examples = [
+        # wrapped after the training, for the one final test
+        """
+import torch
+from torch import nn
+
+
+def train(model, loader, optimizer):
+    model.train()
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def test(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum((model(x.cuda()).argmax(1) == y.cuda()).sum().item() for x, y in loader)
+
+
+def main(args, model, train_loader, test_loader):
+    model = model.cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        train(model, train_loader, optimizer)
+    model.load_state_dict(torch.load("best.pt"))
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    print(test(model, test_loader))
+""",
         # a wrap only to load weights saved with `module.` names into the unwrapped model
         """
 import torch
