@@ -816,7 +816,8 @@ class ProjectModel:
         unfound = {p for p in self.summaries if self._imports_an_unfound_project_module(p)}
         loads = {p for p, s in self.summaries.items() if s["loads"]} | unfound
         known_stars = {p for p, s in self.summaries.items() if s["dynamic"] and not s["loads"] and all(
-            self.resolve_module(p, level, module) is not None for level, module, names in s["imports"] if names == ["*"])}
+            self.resolve_module(p, level, module) is not None
+            for level, module, names in s["imports"] if names == ["*"])}
         dynamic = {p for p, s in self.summaries.items() if s["dynamic"]} - known_stars | unfound
         cpu_only = self._programs_without({p for p, s in self.summaries.items() if s["accelerator"]} | dynamic) \
             - {p for p, s in self.summaries.items() if s["unbound"] and p not in known_stars}

@@ -111,9 +111,9 @@ class AttentionWeightsDiscarded(NumericsRule):  # (the attention family reports 
     docs = """
 ## What it does
 Finds a call of an `nn.MultiheadAttention` module (held on `self`, also one of an
-`nn.ModuleList` of them, or bound to a name in the file, any import spelling) whose attention weights, its second result, nobody reads
-(`out, _ = self.mha(x, x, x)`, `self.mha(x, x, x)[0]`, a name never read), with
-`need_weights` left at its default, `True`.
+`nn.ModuleList` of them, or bound to a name in the file, any import spelling) whose attention
+weights, its second result, nobody reads (`out, _ = self.mha(x, x, x)`, `self.mha(x, x, x)[0]`,
+a name never read), with `need_weights` left at its default, `True`.
 
 ## Why is this bad?
 `nn.MultiheadAttention` returns the attention weights only if asked, and `need_weights=True`
@@ -127,8 +127,9 @@ that is gigabytes of activations per layer and batch saved, and the time to writ
 ## Where it reports
 - **Reports** in code that runs every step (a module's `forward`) and in functions whose callers
   the file does not show; in test code too, as the other attention rule (PTL308) does.
-- **Silent** in once-code and code that runs once per epoch, where the weights are read (returned, stored, plotted), where the call passes `need_weights`
-  itself (or `**kwargs` that may hold it), and for a name the file also binds to something else.
+- **Silent** in once-code and code that runs once per epoch, where the weights are read (returned,
+  stored, plotted), where the call passes `need_weights` itself (or `**kwargs` that may hold it),
+  and for a name the file also binds to something else.
 
 ## Example
 ```python
