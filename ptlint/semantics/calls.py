@@ -128,10 +128,7 @@ class CallSites:
             if not methods or callee.attr.startswith("__"):
                 return []
             if isinstance(callee.value, ast.Name) and callee.value.id in SELF_NAMES:
-                function = ctx.enclosing_function(call)
-                while function is not None and ctx.owner_class(function) is None:
-                    function = ctx.enclosing_function(function)
-                owner = ctx.owner_class(function) if function is not None else None
+                owner = ctx.method_owner(call)
                 if owner is None:
                     return []
                 family = self._class_family(owner)

@@ -87,6 +87,14 @@ class FileFacts:
         parent = self.parent(function)
         return parent if isinstance(parent, ast.ClassDef) else None
 
+    def method_owner(self, node: ast.AST) -> ast.ClassDef | None:
+        """The class of the innermost method around `node` (through nested defs: a closure in a
+        method sees `self`), None outside methods."""
+        function = self.enclosing_function(node)
+        while function is not None and self.owner_class(function) is None:
+            function = self.enclosing_function(function)
+        return self.owner_class(function) if function is not None else None
+
     @property
     def function(self) -> ast.AST | None:
         return self.functions[-1] if self.functions else None

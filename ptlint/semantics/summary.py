@@ -510,7 +510,7 @@ def _looks_up_attributes(ctx: "FileFacts") -> bool | list[str]:
         if word != "getattr":
             continue
         if isinstance(call.args[0], ast.Name) and call.args[0].id in SELF_NAMES:
-            owner = _owner_class(call, ctx)
+            owner = ctx.method_owner(call)
             if owner is None:
                 return True
             classes.append(def_key(owner, ctx.parent))
@@ -680,7 +680,7 @@ def _foreign_callees(call: ast.Call, ctx: "FileFacts", bindings: dict) -> list[l
             return []  # torch, numpy, the standard library: not the project's code
         return [["m", bound[1], bound[2], bound[3] + names]]
     if head.id in SELF_NAMES and names:
-        owner = _owner_class(call, ctx)
+        owner = ctx.method_owner(call)
         if owner is None:
             return []
         if len(names) == 1:
@@ -765,13 +765,6 @@ def _defined_here(owner: ast.ClassDef, method: str, ctx: "FileFacts") -> bool:
                 if isinstance(statement, FUNCTION_DEFS):
                     methods[statement.name] = not is_placeholder(statement)
     return methods.get(method, False)
-
-
-def _owner_class(call: ast.AST, ctx: "FileFacts") -> ast.ClassDef | None:
-    function = ctx.enclosing_function(call)
-    while function is not None and ctx.owner_class(function) is None:
-        function = ctx.enclosing_function(function)
-    return ctx.owner_class(function) if function is not None else None
 
 
 def _assignment_tables(ctx: "FileFacts") -> tuple[dict, dict]:

@@ -304,19 +304,12 @@ def is_module_call(call: ast.Call, ctx: "FileFacts") -> bool:
     func = call.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         # the class on the traversal's stack, or after the traversal the one the call's method is in
-        owner = ctx.classes[-1] if ctx.classes else _owner_class(call, ctx)
+        owner = ctx.classes[-1] if ctx.classes else ctx.method_owner(call)
         return owner is not None and func.attr in submodules(owner, ctx)
     if isinstance(func, ast.Name):
         values = ctx.assignments(func.id)
         return bool(values) and all(module_class(v, ctx) for v in values)
     return False
-
-
-def _owner_class(node: ast.AST, ctx: "FileFacts") -> ast.ClassDef | None:
-    function = ctx.enclosing_function(node)
-    while function is not None and ctx.owner_class(function) is None:
-        function = ctx.enclosing_function(function)
-    return ctx.owner_class(function) if function is not None else None
 
 
 def backward_name(call: ast.Call) -> str | None:

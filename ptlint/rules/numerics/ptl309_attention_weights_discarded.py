@@ -30,7 +30,7 @@ class AttentionWeightsDiscarded(NumericsRule):  # (the attention family reports 
         if isinstance(func, ast.Subscript):  # `self.attentions[i](x, x, x)`: one of a ModuleList
             func = func.value
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in SELF_NAMES:
-            owner = self._owner(node)
+            owner = self.ctx.method_owner(node)
             if owner is None or func.attr not in self._attributes(owner):
                 return
         elif isinstance(func, ast.Name):
@@ -42,12 +42,6 @@ class AttentionWeightsDiscarded(NumericsRule):  # (the attention family reports 
             return  # the caller decides (a `**kwargs` may hold it)
         if self._weights_dropped(node):
             self.report(node, self.message.format(call=f"{ast.unparse(node.func)}(...)"))
-
-    def _owner(self, node: ast.AST) -> ast.ClassDef | None:
-        function = self.ctx.enclosing_function(node)
-        while function is not None and self.ctx.owner_class(function) is None:
-            function = self.ctx.enclosing_function(function)
-        return self.ctx.owner_class(function) if function is not None else None
 
     def _attributes(self, owner: ast.ClassDef) -> set[str]:
         """`self.<name> = nn.MultiheadAttention(...)` in the class's methods."""

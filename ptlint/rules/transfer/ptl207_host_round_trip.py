@@ -10,7 +10,6 @@ from ptlint.semantics.values import in_host_memory, moves_to_device
 from ptlint.semantics.where import iterable_is_data
 
 HOST_READS = {"cpu", "numpy"}  # bulk copies to the host (`.item()` and `.tolist()` are PTL101's)
-NUMPY_MODULES = ("numpy.", "np.")
 HOPS = 4  # names followed back from the copy to the device
 
 
