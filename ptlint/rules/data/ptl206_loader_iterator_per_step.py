@@ -139,6 +139,20 @@ epoch of the second loader, or stop), is the training loop's choice.
 """
 
     bad_examples = [
+        # a program that never leaves the CPU: the workers start again all the same
+        """
+from torch.utils.data import DataLoader
+
+
+def fit(model, dataset, optimizer, steps):
+    loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=4)
+    for step in range(steps):
+        x, y = next(iter(loader))  # expect: PTL206
+        loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # a search step that takes one validation batch every training step; the loader is built in
         # `main` under another name spelling of DataLoader and handed to `train`
         """

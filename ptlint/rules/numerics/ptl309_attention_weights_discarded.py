@@ -201,6 +201,15 @@ for x in loader:
     ]
 
     good_examples = [
+        # once: a script that runs the module a single time
+        """
+import torch
+
+attention = torch.nn.MultiheadAttention(64, 8).cuda()
+x = torch.randn(16, 2, 64, device="cuda")
+out, _ = attention(x, x, x)
+print(out.shape)
+""",
         # weights asked for and read, turned off, passed on by the caller; another class's module
         """
 import torch
