@@ -9,7 +9,8 @@ import ast
 from ptlint.engine.finding import Finding, Fix
 from ptlint.engine.source import SourceFile
 from ptlint.semantics.facts import FileFacts
-from ptlint.semantics.nodes import def_key
+from ptlint.semantics.nodes import def_key, is_main_test
+from ptlint.semantics.project import MAIN_BLOCK
 from ptlint.semantics.values import without_an_accelerator
 from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_model
 
@@ -73,8 +74,11 @@ class FileContext(FileFacts):
         return name
 
     def _in_dead_code(self, node: ast.AST, dead) -> bool:
-        """`node` sits in a top-level def or class, or in a method (`Class.method`), that `dead` names."""
+        """`node` sits in a top-level def or class, or in a method (`Class.method`), that `dead` names,
+        or in the module's `if __name__ == "__main__":` block, where `dead` names that (MAIN_BLOCK)."""
         if self._top_level_name(node) in dead:
+            return True
+        if MAIN_BLOCK in dead and self._in_main_block(node):
             return True
         current = self.parent(node)
         while current is not None:
@@ -83,6 +87,12 @@ class FileContext(FileFacts):
                 return True
             current = self.parent(current)
         return False
+
+    def _in_main_block(self, node: ast.AST) -> bool:
+        current, parent = node, self.parent(node)
+        while parent is not None and not isinstance(parent, ast.Module):
+            current, parent = parent, self.parent(parent)
+        return isinstance(current, ast.If) and is_main_test(current.test) and current is not node
 
     def _in_unused_local_def(self, node: ast.AST) -> bool:
         """`node` sits in a def nested in a function that never names it (`def empirical_stat(...)`

@@ -310,3 +310,9 @@ def is_placeholder(function: ast.AST) -> bool:
         exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
         return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
     return False
+
+
+def is_main_test(test: ast.AST) -> bool:
+    """`__name__ == "__main__"` (either way round): the test of a script's start."""
+    return isinstance(test, ast.Compare) and any(
+        isinstance(side, ast.Name) and side.id == "__name__" for side in (test.left, *test.comparators))

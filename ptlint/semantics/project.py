@@ -254,6 +254,30 @@ def builds_extensions_only(folder: str) -> bool:
         return False
 
 
+# ProjectFacts.dead's name for a module's `if __name__ == "__main__":` block that never runs
+MAIN_BLOCK = "__main__"
+PACKAGE_METADATA = {"pyproject.toml": re.compile(rb"^\s*\[(project|tool\.poetry|build-system)\]", re.M),
+                    "setup.cfg": re.compile(rb"^\s*\[(metadata|options)\]", re.M)}
+
+
+@functools.lru_cache(maxsize=256)
+def is_packaged(root: str) -> bool:
+    """The project can be installed (a setup.py that builds more than extensions, a pyproject.toml
+    with `[project]`, `[tool.poetry]` or `[build-system]`, a setup.cfg with `[metadata]` or
+    `[options]`): others may import any of its modules. A tree marked only by `.git` or by a tool's
+    settings (a setup.cfg of flake8 options) is a program's code, run from its own scripts."""
+    if os.path.isfile(os.path.join(root, "setup.py")) and not builds_extensions_only(root):
+        return True
+    for name, pattern in PACKAGE_METADATA.items():
+        try:
+            with open(os.path.join(root, name), "rb") as handle:
+                if pattern.search(handle.read(200_000)):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 class ProjectFacts:
     """What the rest of the project says of one file: the calls of its defs in other files (each
     with the context it runs in and the evidence chain, outermost first), the defs a training
@@ -483,7 +507,7 @@ class ProjectModel:
                 if found is not None:
                     break
             else:
-                found = self._only_module_ending(parts)
+                found = self._only_module_ending(parts) or self._from_outer_folders(parts)
         self._modules[key] = found
         return found
 
@@ -507,18 +531,34 @@ class ProjectModel:
         for `core.function`): what an import finds where a script puts a folder of the project on
         `sys.path` first (`_init_paths.py`, `sys.path.insert(0, "lib")`). None where no module or
         more than one ends so (an installed package of that name, or an ambiguity: unknown)."""
+        found = self._module_endings(parts)
+        return found[0] if len(found) == 1 else None
+
+    def _from_outer_folders(self, parts: list[str]) -> str | None:
+        """`detector.YOLOv5.utils.general` in a project whose root is `.../detector/YOLOv5` (code
+        vendored with its own `setup.cfg`, imported by the path of the repository around it): the
+        module `utils/general.py` under the root, where the name's first parts are the names of the
+        root's own folder and those above it."""
+        folders = os.path.abspath(self.root).split(os.sep)
+        for count in range(1, min(len(parts), len(folders))):
+            if folders[-count:] == parts[:count]:
+                return self._walk_module(self.root, parts[count:])
+        return None
+
+    def _module_endings(self, parts: list[str]) -> list[str]:
+        """The modules of the project (and its folders: namespace packages) whose dotted path from
+        the root ends with `parts`."""
         index = self._memo.get("endings")
         if index is None:
             index = {}
-            for file in self.summaries:
+            for file in [*self.summaries, *(folder + ".py" for folder in self.dirs)]:
                 pieces = os.path.relpath(file, self.root)[:-3].split(os.sep)
                 if pieces[-1] == "__init__":
                     pieces.pop()
-                for start in range(1, len(pieces)):  # a path from the root itself was asked already
+                for start in range(len(pieces)):
                     index.setdefault(tuple(pieces[start:]), []).append(file)
             self._memo["endings"] = index
-        found = index.get(tuple(parts), ())
-        return found[0] if len(found) == 1 else None
+        return index.get(tuple(parts), [])
 
     def _walk_module(self, base: str, parts: list[str]) -> str | None:
         if not parts:
@@ -895,16 +935,23 @@ class ProjectModel:
                 for dotted in (module, *(f"{module}.{name}".strip(".") for name in names)):
                     importers.setdefault(self.resolve_module(path, level, dotted), set()).add(path)
         imported = set(importers)  # the parts of a program
-        out: dict[str, set[str]] = {path: set(self.summaries[path]["names"]["tops"])
-                                    for path in self._unreached_modules(importers)}
+        unreached = set(self._unreached_modules(importers))
+        out: dict[str, set[str]] = {path: set(self.summaries[path]["names"]["tops"]) for path in unreached}
         for path, found in self._unused_methods(imported).items():
             out.setdefault(path, set()).update(found)  # (a method is reached by its name, whatever a module's is)
+        for path in self._self_tests(importers):
+            out.setdefault(path, set()).add(MAIN_BLOCK)
         looked = self._looked_into()
         if looked is None:
             return out
         all_live: set[str] = set(looked)  # modules whose defs are all taken as used
+        # a module nothing imports, no program: a library's (its users import it), in a project
+        # that can be installed or whose docs name the module; else code that nothing runs
+        packaged = is_packaged(self.root)
         for path, summary in self.summaries.items():
-            if path not in imported and not summary["names"]["entry"] or os.path.basename(path) == "__init__.py":
+            if path not in imported and not summary["names"]["entry"] \
+                    and (packaged or os.path.basename(path)[:-3] in self.other_names) \
+                    or os.path.basename(path) == "__init__.py":
                 all_live.add(path)  # a library's module (its users call it), a package's front
         by_name: dict[str, list[tuple]] = {}
         local: dict[str, set[str]] = {}
@@ -919,12 +966,22 @@ class ProjectModel:
                     pending.append((path, name))
         live = live_names(pending, by_name, local)
         for path, summary in self.summaries.items():
-            if path in all_live or path in out:
+            if path in all_live or path in unreached:
                 continue
             found = {name for name in summary["names"]["tops"] if (path, name) not in live and not name.startswith("__")}
             if found:
                 out.setdefault(path, set()).update(found)
         return out
+
+    def _self_tests(self, importers: dict[str, set[str]]) -> list[str]:
+        """The modules whose `if __name__ == "__main__":` block is a self-test that the project's
+        programs never run: a module other files of the project import (a model's or a network's
+        module, `library/unet.py` ending in a benchmark on random inputs), whose name no launch
+        script, config or doc of the project spells (`python train.py` in a README keeps
+        train.py's block a program's start, whoever imports train.py)."""
+        return [path for path, summary in self.summaries.items()
+                if summary["names"].get("main") and importers.get(path, set()) - {path}
+                and os.path.basename(path)[:-3] not in self.other_names]
 
     def _unreached_modules(self, importers: dict[str, set[str]]) -> list[str]:
         """The modules of a program no code reaches, even where names are looked up by computed
@@ -980,12 +1037,17 @@ class ProjectModel:
             for lookup in summary["names"]["lookups"]:
                 if lookup == "*":
                     return None
-                if lookup == "." or lookup[0] != "m":
+                if lookup == "." or lookup[0] not in ("m", "n"):
                     looked.add(path)
                     continue
-                target = self.resolve_module(path, lookup[1], ".".join([lookup[2], *lookup[3]]).strip("."))
+                dotted = ".".join([lookup[2], *lookup[3]]).strip(".")
+                target = self.resolve_module(path, lookup[1], dotted)
+                if target is None and lookup[0] == "n" and self.resolve_module(path, lookup[1], lookup[2]) is not None:
+                    continue  # a def imported from a module of the project: its name is used (summary `_evaluated`)
+                if target is None and not lookup[1] and self._module_endings(dotted.split(".")[:1]):
+                    continue  # the project's package of that name has no such module: an import that fails
                 if target is None:
-                    return None
+                    return None  # a module the lookup cannot pin down (one a script puts on sys.path?)
                 looked.add(target)
                 folder = os.path.dirname(target) if target.endswith("__init__.py") else target
                 looked.update(p for p in self.summaries if p.startswith(folder + os.sep))

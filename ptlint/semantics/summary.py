@@ -28,8 +28,9 @@ does — never a finding:
   space-separated); `tops`, each top-level def and class with whether it is decorated (a
   decorator may register it) and the names its body uses (space-separated); `lookups`, what the
   file looks up by a computed name (`getattr(models, args.arch)`, `globals()[name]`, `eval`):
-  ["m", ...] a module of the project, "." this file, "*" anything; and `entry`, whether the file
-  is a program's entry (`if __name__ == "__main__":`, or a loop at its top level);
+  ["m", ...] a module of the project, ["n", ...] a name imported from one, "." this file, "*"
+  anything; `entry`, whether the file is a program's entry (`if __name__ == "__main__":`, or a
+  loop at its top level); and `main`, whether it has such an `if` at module level;
 - `accelerator`, `compiles`, `dynamic`, `loads`, `trains`: whether the file places tensors on an
   accelerator (or could: a device that arrives from elsewhere), compiles code with
   `torch.compile`, may use code no summary shows (`dynamic`: it imports modules by name, star-
@@ -52,7 +53,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import COMPILE, local_classes
-from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, def_key, is_placeholder, walk
+from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, def_key, is_main_test, is_placeholder, walk
 from ptlint.semantics.where import (
     CALLED,
     LETTER,
@@ -73,7 +74,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 46  # 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 47  # 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -242,7 +243,7 @@ def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: boo
                 if ref is not None:
                     lookups.append(ref)
             elif LOOKUP_BUILTINS[func.id] == "*":
-                lookups.extend(_evaluated(call, imports, ctx))
+                lookups.extend(_evaluated(call, imports, ctx, roots))
             else:
                 lookups.append(LOOKUP_BUILTINS[func.id])
         elif not call.args and (ctx.names.qualname(func, at=call) or "").endswith("fire.Fire"):
@@ -258,8 +259,10 @@ def _names(ctx: "FileFacts", scan: "_Scan", bindings: dict, imports_by_name: boo
             lookups.append(ref)
     # names as one string each (split where the solve follows them): a large project's summaries
     # hold a million of them
+    # a module-level `if __name__ == "__main__":` block (a script's start, or a module's self-test)
+    main = any(isinstance(statement, ast.If) and is_main_test(statement.test) for statement in ctx.tree.body)
     return {"roots": " ".join(sorted(roots)), "tops": tops, "lookups": lookups, "entry": entry,
-            "local": " ".join(sorted(_local_names(ctx, scan, tops)))}
+            "local": " ".join(sorted(_local_names(ctx, scan, tops))), "main": main}
 
 
 STRING_WORD = re.compile(r"""['"]([A-Za-z_][\w.:]*)['"]""")
@@ -277,17 +280,24 @@ def _local_names(ctx: "FileFacts", scan: "_Scan", tops: dict) -> set[str]:
     return bare - scan.attributes - strings
 
 
-def _evaluated(call: ast.Call, imports: list, ctx: "FileFacts") -> list:
+def _evaluated(call: ast.Call, imports: list, ctx: "FileFacts", roots: set[str]) -> list:
     """What `eval(text)` / `exec(text)` may reach (Pyraformer's `eval(opt.model).Model(opt)`): a
     constant text only the names it spells (already names the file uses); any other text any
-    name of the file's globals: its own defs ("."), and the project's modules it imports, whole."""
+    name of the file's globals: its own defs ("."), the project's modules it imports whole
+    (`import models`, `from models.common import *`), and the names it imports from one (`from
+    utils.torch_utils import fuse_conv_and_bn`: that name, added to `roots`; a submodule so
+    imported, `from models import common`, whole: ["n", ...], which the solve tells apart)."""
     if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         return []
     out: list = ["."]
-    for level, module, _ in imports:
-        reference = ["m", level, module, []]
-        if (level or module) and _may_be_project(reference, ctx):
-            out.append(reference)
+    for level, module, names in imports:
+        if not (level or module) or not _may_be_project(["m", level, module, []], ctx):
+            continue
+        if not names or names == ["*"]:
+            out.append(["m", level, module, []])
+            continue
+        roots.update(names)
+        out.extend(["n", level, module, [name]] for name in names)
     return out
 
 
@@ -320,7 +330,7 @@ def module_names(tree: ast.Module, scan: "_Scan") -> tuple[set[str], dict[str, l
             else:  # two defs of one name (`if ...: class A` / `else: class A`): both live or dead together
                 known[:] = [known[0] or decorated, " ".join(sorted(set(known[1].split()) | used))]
         elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While, getattr(ast, "TryStar", ast.Try)):
-            entry = entry or kind in (ast.For, ast.While) or (kind is ast.If and _is_main_test(statement.test))
+            entry = entry or kind in (ast.For, ast.While) or (kind is ast.If and is_main_test(statement.test))
             for field in ("body", "orelse", "finalbody"):
                 pending.extend(getattr(statement, field, ()))
             for handler in getattr(statement, "handlers", ()):
@@ -346,11 +356,6 @@ def _plain_decorator(decorator: ast.AST) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
     return name in PLAIN_WRAPPERS
-
-
-def _is_main_test(test: ast.AST) -> bool:
-    return isinstance(test, ast.Compare) and any(
-        isinstance(side, ast.Name) and side.id == "__name__" for side in (test.left, *test.comparators))
 
 
 def _used_names(nodes: list, dict_reads: list, scan: "_Scan", in_def: bool = False) -> set[str]:
@@ -723,6 +728,11 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
             found = any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
                         for base in bases + _child_folders(ctx))
         ctx.memo[key] = found
+    if not found and top in ctx.memo.get("summary-root", "").split(os.sep):
+        # the root's own folders (`detector.YOLOv5.utils` inside a root `.../detector/YOLOv5`):
+        # ProjectModel `_from_outer_folders` resolves it
+        folders, parts = ctx.memo["summary-root"].split(os.sep), reference[2].split(".")
+        return any(folders[-count:] == parts[:count] for count in range(1, min(len(parts), len(folders))))
     return found
 
 

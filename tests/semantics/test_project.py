@@ -2381,3 +2381,112 @@ def test_an_evaluation_of_a_model_that_differentiates_in_another_module(tmp_path
         """,
     })
     assert found(check(tmp_path, monkeypatch, capsys, "PTL107")) == markers(tmp_path, "PTL107")
+
+
+# -- a module's self-test, modules no program imports, what `eval` reaches ----------------------------
+NET_WITH_SELF_TEST = """
+    import torch
+
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+
+    if __name__ == "__main__":
+        net = Net().cuda()
+        for _ in range(10):
+            x = torch.randn(8, 4).cuda(){expect}
+            net(x).sum().backward()
+"""
+TRAIN_IMPORTS_NET = """
+    import torch
+    from net import Net
+
+
+    def main():
+        model = Net().cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in [torch.randn(8, 4) for _ in range(10)]:
+            model(batch.cuda()).sum().backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+@pytest.mark.parametrize("other, expect", [
+    ({}, ""),  # a model's module that the training script imports: its `__main__` block is a self-test
+    ({"README.md": "Benchmark the network with `python net.py`.\n"}, "  # expect: PTL201"),  # a program the docs run
+    ({"scripts/bench.sh": "python net.py --steps 10\n"}, "  # expect: PTL201"),
+    # nothing imports net.py: a program of its own
+    ({"train.py": TRAIN_IMPORTS_NET.replace("from net import Net\n", "").replace("Net()", "torch.nn.Linear(4, 4)")},
+     "  # expect: PTL201"),
+])
+def test_the_main_block_of_a_module_the_program_imports_is_a_self_test(tmp_path, monkeypatch, capsys, other, expect):
+    """sd-scripts' `library/sdxl_original_unet.py` ends in a ten-step benchmark on random inputs that
+    no training script runs (they import the module): a maintainer does not tune it."""
+    write(tmp_path, {"train.py": TRAIN_IMPORTS_NET, "net.py": NET_WITH_SELF_TEST.format(expect=expect), **other})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")
+
+
+@pytest.mark.parametrize("marker, other, expect", [
+    ("[tool.ptlint]\nselect = ['PTL']\n", {}, ""),  # a program's tree (settings only): nothing runs tools.py
+    ("", {}, ""),  # no marker at all: the folder named
+    ("[project]\nname = 'p'\n", {}, "  # expect: PTL501"),  # installable: users may import any module
+    ("[build-system]\nrequires = ['setuptools']\n", {}, "  # expect: PTL501"),
+    ("", {"setup.py": "from setuptools import setup\n\nsetup(name='p')\n"}, "  # expect: PTL501"),
+    ("", {"setup.cfg": "[metadata]\nname = p\n"}, "  # expect: PTL501"),
+    ("", {"setup.cfg": "[flake8]\nmax-line-length = 120\n"}, ""),  # a tool's settings only
+    ("[tool.ptlint]\n", {"README.md": "Shrink a model with `from tools import shrink_params`.\n"},
+     "  # expect: PTL501"),  # the docs name the module: others import it
+])
+def test_a_module_no_program_imports_in_a_tree_nobody_installs(tmp_path, monkeypatch, capsys, marker, other, expect):
+    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": HELPERS.format(scale="", attention=""),
+                     "tools.py": EXTRA.format(expect=expect), **other})
+    if marker:
+        (tmp_path / "pyproject.toml").write_text(marker)
+    else:
+        (tmp_path / "pyproject.toml").unlink()
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL501")) == markers(tmp_path, "PTL501")
+
+
+@pytest.mark.parametrize("run, expect", [
+    # `eval(text)` sees the file's globals: the names it imports, not the rest of their module
+    ("import sys\nfrom helpers import Net\n\nmodel = eval(sys.argv[1])\n", ""),
+    ("import sys\nfrom helpers import *\n\nmodel = eval(sys.argv[1])\n", "  # expect: PTL501"),
+    ("import sys\nimport helpers\n\nmodel = eval(sys.argv[1])\n", "  # expect: PTL501"),
+    # a module of the project's package that does not exist (a stale import): it reaches nothing
+    ("import sys\nfrom helpers import Net\nfrom models.gone import Old\n\nmodel = eval(sys.argv[1])\n", ""),
+])
+def test_what_eval_reaches_is_what_the_file_imports(tmp_path, monkeypatch, capsys, run, expect):
+    write(tmp_path, {"train.py": USES_HELPERS, "run.py": run, "models/__init__.py": "",
+                     "helpers.py": HELPERS.format(scale=expect, attention="")})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL501")) == markers(tmp_path, "PTL501")
+
+
+@pytest.mark.parametrize("spelling", ["vendor.yolo.helpers", "yolo.helpers", "helpers"])
+def test_vendored_code_imported_by_the_path_of_the_repository_around_it(tmp_path, monkeypatch, capsys, spelling):
+    """A detector vendored with its own setup.cfg (`detector/YOLOv5/`) is a project of its own whose
+    files import each other as `detector.YOLOv5.utils.general`: the root's own folders."""
+    root = tmp_path / "vendor" / "yolo"
+    root.mkdir(parents=True)
+    (root / "setup.cfg").write_text("[flake8]\nmax-line-length = 120\n")
+    for name, text in {"train.py": TRAIN_CALLS_HELPER.replace("from helpers import", f"from {spelling} import"),
+                       "helpers.py": "import torch\n\n\ndef log_metrics(loss):\n    print(loss.item())  # expect: PTL101\n",
+                       }.items():
+        (root / name).write_text(textwrap.dedent(text).lstrip())
+    [finding] = check(root, monkeypatch, capsys, "PTL101")
+    assert (finding["path"], finding["line"]) == ("helpers.py", 5)
+    assert [link["path"] for link in finding["context"]["via"]] == ["train.py", "train.py"]
+
+
+def test_a_module_with_an_unused_method_still_has_its_unused_defs_found(tmp_path, monkeypatch, capsys):
+    """A method nothing names and a function nothing calls, in one imported module: both never run."""
+    helpers = HELPERS.format(scale="", attention="").replace(
+        "    class Net(torch.nn.Module):\n", "    class Net(torch.nn.Module):\n        def spare(self):\n            pass\n\n")
+    write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": helpers})
+    assert "def spare" in (tmp_path / "helpers.py").read_text()
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL501")) == set()

@@ -285,9 +285,13 @@ def test_module_level_assignments_and_loops_are_scanned_once():
 
 
 def test_eval_of_a_text_reaches_the_files_globals_only():
-    """`eval(opt.model)` may name any global of the file: its own defs and the modules it imports;
-    a text spelled out names only what it spells (words the file already uses)."""
+    """`eval(opt.model)` may name any global of the file: its own defs, the modules it imports and
+    the names it imports from them (a def, or a submodule: the solve tells which); a text spelled
+    out names only what it spells (words the file already uses)."""
     assert summary_of("import sys\nimport torch\n\nmodel = eval('torch.nn.Linear')\n")["names"]["lookups"] == []
-    lookups = summary_of("import sys\nimport torch\nfrom . import models\n\nm = eval(sys.argv[1])\n")["names"]["lookups"]
-    assert lookups == [".", ["m", 1, "", []]]  # torch and sys are not the project's
+    names = summary_of("import sys\nimport torch\nfrom . import models\n\nm = eval(sys.argv[1])\n")["names"]
+    assert names["lookups"] == [".", ["n", 1, "", ["models"]]]  # torch and sys are not the project's
+    assert "models" in names["roots"].split()
+    names = summary_of("import sys\nfrom .nets import *\n\nm = eval(sys.argv[1])\n")["names"]
+    assert names["lookups"] == [".", ["m", 1, "nets", []]]  # a star import: the whole module
     assert summary_of("exec(compile(src, 'f', 'exec'))\n")["names"]["lookups"] == ["."]
