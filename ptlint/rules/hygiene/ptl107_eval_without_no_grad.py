@@ -118,30 +118,43 @@ def _volatile_variable(loop: ast.AST) -> ast.Call | None:
     return min(found, key=lambda call: (call.lineno, call.col_offset), default=None)
 
 
-def _built_from_a_differentiating_class(model: str, ctx) -> bool:
+def _built_from_a_class_minding_gradients(model: str, ctx) -> bool:
     """`model` (`self.model`, `net`) is built, somewhere in this file, from a class of this file or
-    of a project module it imports (ptlint.semantics.project) that calls `torch.autograd.grad` in
-    a method (`self.model = MtlLearner(args)`: MAML's fast weights, a meta-learner's inner loop,
-    an SDF's eikonal term): its forward needs the graph in evaluation too."""
-    classes = _differentiating_classes(ctx)
+    of a project module it imports (ptlint.semantics.project) that decides about gradients itself:
+    one that calls `torch.autograd.grad` in a method (`self.model = MtlLearner(args)`: MAML's fast
+    weights, a meta-learner's inner loop, an SDF's eikonal term), whose forward needs the graph in
+    evaluation too; or one whose `forward` turns gradients off (`with torch.no_grad():` for
+    `mode == "inference"`, `@torch.no_grad()` on it), which the loop's calls may rely on."""
+    classes = _classes_minding_gradients(ctx)
     if not classes:
         return False
     built = re.findall(rf"(?<![\w.]){re.escape(model)}\s*=\s*(?:[\w.]+\.)?(\w+)\s*\(", ctx.source.text)
     return bool(set(built) & classes)
 
 
-def _differentiating_classes(ctx) -> set[str]:
+DIFFERENTIATES = re.compile(r"(?:autograd\.grad|torch\.func\.grad)\s*\(")
+GRADIENTS_OFF = re.compile(r"\b(?:no_grad|inference_mode)\s*\(|set_grad_enabled\s*\(\s*False")
+FORWARD = re.compile(r"^(\s+)(?:@[^\n]*\n\1)*def forward\s*\(", re.M)
+
+
+def _classes_minding_gradients(ctx) -> set[str]:
     """The top-level classes, in this file and the project modules it imports, whose body calls
-    `autograd.grad(...)` or `torch.func.grad(...)`."""
-    key = "differentiating-classes"
+    `autograd.grad(...)` or `torch.func.grad(...)`, or whose `forward` (with its decorators) turns
+    gradients off."""
+    key = "classes-minding-gradients"
     if key not in ctx.memo:
         found: set[str] = set()
         for text in (ctx.source.text, *(f.text for f in imported_sources(ctx))):
-            if "grad" not in text or "class " not in text:
+            if "grad" not in text and "inference_mode" not in text or "class " not in text:
                 continue
             for block in re.split(r"\n(?=class )", text)[1:]:  # each top-level class to the next top-level line
                 body = re.split(r"\n(?=\S)", block, maxsplit=1)[0]
-                if re.search(r"(?:autograd\.grad|torch\.func\.grad)\s*\(", body):
+                forward = FORWARD.search(body)
+                if forward is not None:  # the forward method, to the next line as little indented
+                    indent = forward.group(1)
+                    method = re.split(rf"\n(?={indent}\S)(?!{indent}[)\]}}])", body[forward.end():], maxsplit=1)[0]
+                    method = body[forward.start():forward.end()] + method
+                if DIFFERENTIATES.search(body) or forward is not None and GRADIENTS_OFF.search(method):
                     found.add(re.match(r"class\s+(\w+)", block).group(1))
         ctx.memo[key] = found
     return ctx.memo[key]
@@ -180,7 +193,7 @@ class EvalWithoutNoGrad(Rule):
         if not self.ctx.loops:
             return
         loop = self.ctx.loops[-1]
-        volatile = _volatile_variable(loop)
+        volatile = self._volatile_variable(loop)
         called = self._called_model(node)
         model = called
         if model is None or self._mode_before(model, node) != "eval":
@@ -194,7 +207,7 @@ class EvalWithoutNoGrad(Rule):
         if not in_eval and volatile is None:
             return  # (inputs made volatile say the loop meant gradients off, in eval mode or not)
         if _counts(loop) or _builds(loop, model) or graph_wanted(loop, self.ctx) or self._frozen(model) \
-                or _built_from_a_differentiating_class(model, self.ctx):
+                or _built_from_a_class_minding_gradients(model, self.ctx):
             return  # (a model that differentiates in its forward needs the graph to evaluate)
         if GradRegions.of(self.ctx).off(node):
             return
@@ -214,6 +227,16 @@ class EvalWithoutNoGrad(Rule):
             return True
         placement = self.ctx.model.placement(node)
         return placement.data_pass and not placement.final_pass
+
+    def _volatile_variable(self, loop: ast.AST) -> ast.Call | None:
+        """`_volatile_variable(loop)`, once per loop (every call in the loop asks), and only in a
+        file that spells `volatile` at all."""
+        if "volatile" not in self.ctx.source.text:
+            return None
+        key = ("ptl107-volatile", id(loop))
+        if key not in self.ctx.memo:
+            self.ctx.memo[key] = _volatile_variable(loop)
+        return self.ctx.memo[key]
 
     def _called_model(self, call: ast.Call) -> str | None:
         """`model(x)` / `model.forward(x)` / `model.encode(x)` -> "model"; `self(x)` -> "self"."""
@@ -365,7 +388,10 @@ Not reported, because gradients are already off or wanted:
   graph);
 - a model frozen in the file (`model.requires_grad_(False)`, or a loop setting
   `p.requires_grad = False` over its parameters);
-- a model switched back with `model.train()` before the loop.
+- a model switched back with `model.train()` before the loop;
+- a model built from a class (of the file, or of a project module it imports) whose `forward`
+  turns gradients off itself (`with torch.no_grad():` for `mode == "inference"`, or
+  `@torch.no_grad()` on it), or whose methods call `torch.autograd.grad` (a meta-learner).
 
 ## Where it reports
 - **Reports** at an evaluation loop over data wherever it runs: in a function (whose callers
@@ -414,6 +440,24 @@ with `@torch.no_grad()` or add the `with` block by hand.
 """
 
     bad_examples = [
+        # a model class that turns gradients off in another method than forward (its EMA update)
+        """
+import torch
+from torch import nn
+
+class Student(nn.Module):
+    def forward(self, x):
+        return self.net(x)
+
+    def update_teacher(self):
+        with torch.no_grad():
+            self.teacher.copy_(self.net.weight)
+
+model = Student().cuda()
+model.eval()
+for x, y in loader:
+    out = model(x.cuda())  # expect: PTL107
+""",
         # inputs made volatile (PyTorch 0.3's gradients off) without `.eval()`: the loop meant no graph
         """
 import torch
@@ -684,6 +728,34 @@ class Trainer:
         self.model.eval()
         for support, labels, query in loader:
             logits = self.model(support.cuda(), labels.cuda(), query.cuda())
+""",
+        # a model whose forward turns gradients off itself for inference (SPADE's `mode=`), and one
+        # whose forward is decorated so
+        """
+import torch
+from torch import nn
+
+class Pix2Pix(nn.Module):
+    def forward(self, data, mode):
+        if mode == "generator":
+            return self.generator_loss(data)
+        elif mode == "inference":
+            with torch.no_grad():
+                fake = self.generate(data)
+            return fake
+
+class Encoder(nn.Module):
+    @torch.no_grad()
+    def forward(self, x):
+        return self.net(x)
+
+model = Pix2Pix(opt)
+encoder = Encoder()
+model.eval()
+encoder.eval()
+for data in loader:
+    generated = model(data, mode="inference")
+    codes = encoder(data["image"].cuda())
 """,
         # helpers that switch gradients off themselves or want the graph, and a loop over sizes
         """
