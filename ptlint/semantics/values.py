@@ -723,12 +723,27 @@ def visibly_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
     through the local names (and loop targets) it was assigned from. Reading such a tensor
     back costs no device sync."""
     while isinstance(node, (ast.Subscript, ast.Attribute)):
-        if isinstance(node, ast.Attribute) and _host_name(node.attr):
+        if isinstance(node, ast.Attribute) and (_host_name(node.attr) or _own_attribute_set_on_host(node, ctx)):
             return True
         node = node.value
     if isinstance(node, ast.Name):
         return _host_name(node.id) or _host_value(node.id, ctx, 0) or _batch_part_left_on_host(node.id, ctx)
     return _mentions_cpu(node, ctx, 0)
+
+
+def _own_attribute_set_on_host(node: ast.Attribute, ctx: "FileFacts") -> bool:
+    """`self.sigmas[-1].item()` where the same function set `self.sigmas = sigmas.to("cpu")` on
+    the lines above, and every assignment of `self.sigmas` there before the read puts it on the host."""
+    if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+        return False
+    function = ctx.enclosing_function(node)
+    if function is None:
+        return False
+    values = [statement.value for statement in walk(function) if isinstance(statement, ast.Assign)
+              and statement.lineno < node.lineno and any(
+                  isinstance(t, ast.Attribute) and t.attr == node.attr and isinstance(t.value, ast.Name)
+                  and t.value.id == node.value.id for t in statement.targets)]
+    return bool(values) and all(_mentions_cpu(value, ctx, 1) for value in values)
 
 
 def _batch_part_left_on_host(name: str, ctx: "FileFacts") -> bool:

@@ -551,6 +551,17 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # ... and one it moved to the device
+        """
+import torch
+
+class Sampler:
+    def sample(self, model, x, sigmas):
+        self.sigmas = sigmas.to(x.device)
+        for i in range(len(self.sigmas) - 1):
+            x = model(x, self.sigmas[i].item())  # expect: PTL101
+        return x
+""",
         # a one-element copy of the loss (through `.data`) kept for the epoch's mean
         """
 import numpy as np
@@ -1299,6 +1310,17 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # an attribute the method moved to the host on the lines above (a sampler's sigma table)
+        """
+import torch
+
+class Sampler:
+    def sample(self, model, x, sigmas):
+        self.sigmas = sigmas.to("cpu")
+        for i in range(len(self.sigmas) - 1):
+            x = model(x, self.sigmas[i].item())
+        return x
+""",
         # a length the host sizes a generation with, every back-translation step
         """
 import torch
