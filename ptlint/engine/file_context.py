@@ -10,7 +10,7 @@ from ptlint.engine.finding import Finding, Fix
 from ptlint.engine.source import SourceFile
 from ptlint.semantics.facts import FileFacts
 from ptlint.semantics.nodes import def_key, is_main_test
-from ptlint.semantics.project import MAIN_BLOCK
+from ptlint.semantics.project import MAIN_BLOCK, WHOLE_MODULE
 from ptlint.semantics.values import without_an_accelerator
 from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_model
 
@@ -75,8 +75,9 @@ class FileContext(FileFacts):
 
     def _in_dead_code(self, node: ast.AST, dead) -> bool:
         """`node` sits in a top-level def or class, or in a method (`Class.method`), that `dead` names,
-        or in the module's `if __name__ == "__main__":` block, where `dead` names that (MAIN_BLOCK)."""
-        if self._top_level_name(node) in dead:
+        or in the module's `if __name__ == "__main__":` block, where `dead` names that (MAIN_BLOCK),
+        or anywhere in a module none of whose code runs (WHOLE_MODULE)."""
+        if WHOLE_MODULE in dead or self._top_level_name(node) in dead:
             return True
         if MAIN_BLOCK in dead and self._in_main_block(node):
             return True

@@ -254,8 +254,10 @@ def builds_extensions_only(folder: str) -> bool:
         return False
 
 
-# ProjectFacts.dead's name for a module's `if __name__ == "__main__":` block that never runs
+# ProjectFacts.dead's names for a module's `if __name__ == "__main__":` block that never runs, and
+# for a module none of whose code runs (its module-level statements too: a script set aside)
 MAIN_BLOCK = "__main__"
+WHOLE_MODULE = "*"
 PACKAGE_METADATA = {"pyproject.toml": re.compile(rb"^\s*\[(project|tool\.poetry|build-system)\]", re.M),
                     "setup.cfg": re.compile(rb"^\s*\[(metadata|options)\]", re.M)}
 
@@ -936,7 +938,7 @@ class ProjectModel:
                     importers.setdefault(self.resolve_module(path, level, dotted), set()).add(path)
         imported = set(importers)  # the parts of a program
         unreached = set(self._unreached_modules(importers))
-        out: dict[str, set[str]] = {path: set(self.summaries[path]["names"]["tops"]) for path in unreached}
+        out: dict[str, set[str]] = {path: {*self.summaries[path]["names"]["tops"], WHOLE_MODULE} for path in unreached}
         for path, found in self._unused_methods(imported).items():
             out.setdefault(path, set()).update(found)  # (a method is reached by its name, whatever a module's is)
         for path in self._self_tests(importers):

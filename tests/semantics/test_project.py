@@ -1279,6 +1279,11 @@ MAIN_CALL = """
     if __name__ == "__main__":
         print("a program")
 """
+MODULE_LEVEL_LOOP = """
+
+    x = torch.randn(4, 4)
+    probs = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True){expect}
+"""
 LOADS_ANY = "import importlib\nimport sys\n\nm = importlib.import_module(sys.argv[1])\n"
 
 
@@ -1289,8 +1294,10 @@ LOADS_ANY = "import importlib\nimport sys\n\nm = importlib.import_module(sys.arg
     {"wandb/run-1/files/code/extra.py": ""},
     {"_extra.py": ""},  # a private module nothing imports
     {"_extra.py": "", "run.py": LOADS_ANY},
-    # code set aside (backup/, old/): any module nothing outside imports, a script too
+    # code set aside (backup/, old/): any module nothing outside imports, a script too, and its
+    # module-level code as well as its defs
     {"backup/train_v0.py": ("", MAIN_CALL)},
+    {"old/train_v1.py": ("", MODULE_LEVEL_LOOP.format(expect=""))},
     {"old/helpers_v1.py": ""},
     # kept: no file of that name outside the folder, a folder not named for artifacts, an import
     # from outside, a public module (a library's), a private one the program imports
@@ -1303,6 +1310,7 @@ LOADS_ANY = "import importlib\nimport sys\n\nm = importlib.import_module(sys.arg
     {"backup/extra.py": REPORTED_LOOP, "report.py": "from backup import extra\n\n\ndef report():\n    extra.shrink_params(None, 1)\n"},
     # a program of its own (`python log/run1/extra.py`, `python _extra.py`)
     {"log/run1/extra.py": (REPORTED_LOOP, MAIN_CALL)},
+    {"tools/train_v1.py": (REPORTED_LOOP, MODULE_LEVEL_LOOP.format(expect="  # expect: PTL301"))},
     {"_extra.py": (REPORTED_LOOP, MAIN_CALL)},
 ])
 def test_modules_no_code_of_the_program_reaches_are_silent(tmp_path, monkeypatch, capsys, files):
@@ -1315,7 +1323,8 @@ def test_modules_no_code_of_the_program_reaches_are_silent(tmp_path, monkeypatch
         expect, tail = expect if isinstance(expect, tuple) else (expect, "")
         tree[path] = expect if path.endswith(("run.py", "report.py")) else EXTRA.format(expect=expect) + tail
     write(tmp_path, tree)
-    assert found(check(tmp_path, monkeypatch, capsys, "PTL501")) == markers(tmp_path, "PTL501") != set()
+    select = "PTL501,PTL301"
+    assert found(check(tmp_path, monkeypatch, capsys, select)) == markers(tmp_path, select) != set()
 
 
 @pytest.mark.parametrize("decorator, expect", [
