@@ -5,12 +5,17 @@ from __future__ import annotations
 import ast
 
 from ptlint.engine.rule import CALLED, PER_STEP, Rule
-from ptlint.semantics.nodes import chain_head
-from ptlint.semantics.values import in_host_memory, moves_to_device
+from ptlint.semantics.nodes import FUNCTION_DEFS, chain_head, walk
+from ptlint.semantics.values import in_host_memory, is_cpu_device, moves_to_device
 from ptlint.semantics.where import iterable_is_data
 
 HOST_READS = {"cpu", "numpy"}  # bulk copies to the host (`.item()` and `.tolist()` are PTL101's)
 HOPS = 4  # names followed back from the copy to the device
+# libraries whose work on a value read back has no torch counterpart on the device (clustering,
+# graph algorithms, data frames): the host needed the value
+HOST_LIBRARIES = {"scipy", "sklearn", "networkx", "pandas"}
+# factories whose `device=` copies their data to the device
+DEVICE_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.asarray"}
 
 
 class HostRoundTrip(Rule):
@@ -22,7 +27,7 @@ class HostRoundTrip(Rule):
             "device tensor for a one-hot built on the host, tensor indexing for NumPy indexing.")
     contexts = frozenset({PER_STEP, CALLED})
     needs_accelerator = True
-    triggers = (".cpu(", ".numpy(")
+    triggers = (".cpu(", ".numpy(", ".tolist(")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -30,19 +35,59 @@ class HostRoundTrip(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and moves_to_device(node, self.ctx)):
+        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and moves_to_device(node, self.ctx):
+            copied = func.value
+        elif self.ctx.qualname(func) in DEVICE_FACTORIES and node.args and any(
+                k.arg == "device" and not is_cpu_device(k.value, self.ctx) for k in node.keywords):
+            copied = node.args[0]  # `torch.tensor(data, device=device)`: a copy of `data` to the device
+        else:
             return
-        read = self._read_in(func.value, HOPS)
+        read = self._read_in(copied, HOPS) or self._returned_read(copied)
         if read is not None and node.lineno not in self._lines:  # a line once (`a, b = a.cuda(), b.cuda()`)
             self._lines.add(node.lineno)
             self.report(node, self.message.format(read=_short(read), line=read.lineno))
+
+    def _returned_read(self, expression: ast.AST) -> ast.Call | None:
+        """`torch.tensor(self.mask(ids), device=d)` where the method `mask` of this class (or a
+        function `mask` of this module) returns what it made on the host from a read of its
+        parameter (`[[t != pad for t in row] for row in ids.cpu().tolist()]`), and the argument
+        passed for it is not in host memory here (ColBERT's query mask, every forward)."""
+        if not isinstance(expression, ast.Call):
+            return None
+        function = self._local_def(expression.func)
+        if function is None:
+            return None
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        if parameters and isinstance(expression.func, ast.Attribute):
+            parameters = parameters[1:]  # `self`
+        for parameter, read in _host_copies_returned(function).items():
+            given = next((k.value for k in expression.keywords if k.arg == parameter), None)
+            if given is None and parameter in parameters and parameters.index(parameter) < len(expression.args):
+                given = expression.args[parameters.index(parameter)]
+            if given is not None and not isinstance(given, ast.Starred) and not self._on_host(given, expression):
+                return read
+        return None
+
+    def _local_def(self, func: ast.AST) -> ast.AST | None:
+        """The def that `self.name(...)` (a method of the class around the call) or `name(...)` (a
+        function at the module's top level) runs; None where it is not one of this file's."""
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            owner = self.ctx.method_owner(func)
+            body = owner.body if owner is not None else []
+            name = func.attr
+        elif isinstance(func, ast.Name):
+            body, name = self.ctx.tree.body, func.id
+        else:
+            return None
+        found = [d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+        return found[0] if len(found) == 1 else None
 
     def _read_in(self, expression: ast.AST, hops: int) -> ast.Call | None:
         """The read of a device tensor back to the host that `expression` is computed from: in it,
         or through the last value each name it uses was given before it (NumPy work, arithmetic,
         indexing, the value's own methods and functions called by name carry it; other objects'
         methods do not: `env.step(a.cpu().numpy())` returns what the environment made)."""
-        for node in _carried(expression):
+        for node in _carried(expression, self.ctx):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in HOST_READS \
                     and not node.args and not self._on_host(node.func.value, node):
                 return node
@@ -88,10 +133,48 @@ class HostRoundTrip(Rule):
         return in_host_memory(given, self.ctx)
 
 
-def _carried(expression: ast.AST):
+def _host_copies_returned(function: ast.AST) -> dict[str, ast.Call]:
+    """The parameters of `function` whose copy to the host (`x.cpu()`, `.numpy()`, `.tolist()`) its
+    every `return` hands back, or something made from it (through the local names assigned from it,
+    comprehensions over it, NumPy), each with that read."""
+    parameters = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+    local: dict[str, list[ast.AST]] = {}
+    returns: list[ast.AST] = []
+    for node in walk(function, FUNCTION_DEFS + (ast.ClassDef, ast.Lambda)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            local.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, ast.Return):
+            returns.append(node.value)
+    found: dict[str, ast.Call] = {}
+    for value in returns:
+        reads = _reads_of_parameters(value, parameters, local, 2) if value is not None else {}
+        if not reads:
+            return {}  # a return of something else: the caller may get a device tensor
+        for parameter, read in reads.items():
+            found.setdefault(parameter, read)
+    return found
+
+
+def _reads_of_parameters(expression: ast.AST, parameters: set[str], local: dict, hops: int) -> dict[str, ast.Call]:
+    found: dict[str, ast.Call] = {}
+    for node in walk(expression):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in (*HOST_READS, "tolist") and not node.args:
+            head = chain_head(node.func.value)
+            if head is not None and head.id in parameters:
+                found.setdefault(head.id, node)
+        elif isinstance(node, ast.Name) and hops and node.id in local and node.id not in parameters:
+            for value in local[node.id]:
+                for parameter, read in _reads_of_parameters(value, parameters, local, hops - 1).items():
+                    found.setdefault(parameter, read)
+    return found
+
+
+def _carried(expression: ast.AST, ctx):
     """The nodes of `expression` whose values its value is made from: not the arguments of a call
     of another object's method (`tokenizer.decode(ids.cpu())`, `env.step(...)`), whose result is
-    that object's."""
+    that object's, nor of a function of a library whose work has no device counterpart
+    (`fcluster(linkage(d))` of SciPy, HOST_LIBRARIES)."""
     pending = [expression]
     while pending:
         node = pending.pop()
@@ -103,6 +186,9 @@ def _carried(expression: ast.AST):
                 head = chain_head(func.value)  # `np.flip(...)`, `torch.zeros(n).scatter_(1, y.cpu(), 1)`
                 if head is None or head.id not in ("np", "numpy", "torch"):
                     continue  # another object's method: its arguments do not carry on
+            else:
+                if (ctx.qualname(func) or "").split(".")[0] in HOST_LIBRARIES:
+                    continue  # `from scipy.cluster.hierarchy import fcluster`
             pending.extend(node.args)
             pending.extend(k.value for k in node.keywords)
         elif isinstance(node, (ast.Lambda, ast.comprehension)) or isinstance(node, (ast.ListComp, ast.GeneratorExp)):
@@ -118,10 +204,14 @@ def _short(read: ast.Call) -> str:
 
 HostRoundTrip.docs = """
 ## What it does
-Finds a copy to an accelerator (`.cuda()`, `.to(device)`) of a value made on the host from a
-device tensor that the same function copied to the host (`.cpu()`, `.numpy()`): directly, or
-through the local names, NumPy functions, arithmetic and indexing in between. Reported at the
-copy back, naming the read.
+Finds a copy to an accelerator (`.cuda()`, `.to(device)`, `torch.tensor(data, device=device)`)
+of a value made on the host from a device tensor that the same function copied to the host
+(`.cpu()`, `.numpy()`): directly, or through the local names, NumPy functions, arithmetic and
+indexing in between; or of what a method of the same class (or a function of the same module)
+returns when every `return` of it hands back a host copy of its argument (`.cpu()`,
+`.numpy()`, `.tolist()`, or what it made from one), given a tensor not in host memory
+(`torch.tensor(self.mask(input_ids), device=...)` where `mask` walks `input_ids.cpu().tolist()`).
+Reported at the copy back, naming the read.
 
 ## Why is this bad?
 The read makes the host wait until the device has computed the tensor, then copies it over; the
@@ -137,7 +227,9 @@ one or two lines of torch on the device, with no wait and no copy.
   a tensor on an accelerator, values the host had anyway (a tensor built on the CPU, a batch the
   loader gave), and what another object returns for the value read (`env.step(action.cpu())`
   returns the environment's next state; `tokenizer.decode(...)` a string): only the value's own
-  methods, NumPy and torch functions, arithmetic and indexing carry it.
+  methods, NumPy and torch functions, arithmetic and indexing carry it. Nor what SciPy,
+  scikit-learn, NetworkX or pandas make of it (clustering, graph algorithms): that host work has
+  no torch counterpart on the device.
 
 ## Example
 ```python
@@ -179,6 +271,30 @@ No automatic fix: the host-side work has to be rewritten with torch operations.
 """
 
 HostRoundTrip.bad_examples = [
+    # a mask a method builds on the host from its argument's tokens, copied back every forward;
+    # a label map built with NumPy from predictions read back, copied by `torch.tensor(device=)`
+    """
+import numpy as np
+import torch
+from torch import nn
+
+
+class Retriever(nn.Module):
+    def query(self, input_ids):
+        input_ids = input_ids.to(self.device)
+        q = self.linear(self.bert(input_ids)[0])
+        mask = torch.tensor(self.mask(input_ids, skiplist=[]), device=self.device)  # expect: PTL207
+        return q * mask.unsqueeze(2)
+
+    def mask(self, input_ids, skiplist):
+        mask = [[(x not in skiplist) and (x != 0) for x in d] for d in input_ids.cpu().tolist()]
+        return mask
+
+
+def relabel(logits, device):
+    labels = np.where(logits.argmax(1).cpu().numpy() > 3, 1, 0)
+    return torch.tensor(labels, device=device)  # expect: PTL207
+""",
     # a flip test through NumPy; a one-hot filled on the host from labels read back, per step
     """
 import numpy as np
@@ -227,6 +343,35 @@ def test_pass(model, loader, pairs, device):
 ]
 
 HostRoundTrip.good_examples = [
+    # the method gets host ids (a tokenizer's), or returns what it does not make from them; the
+    # clustering is SciPy's, with no device counterpart
+    """
+import torch
+from scipy.cluster.hierarchy import fcluster, linkage
+from torch import nn
+
+
+class Retriever(nn.Module):
+    def query(self, texts):
+        input_ids = self.tokenizer(texts, return_tensors="pt")["input_ids"]
+        mask = torch.tensor(self.mask(input_ids), device=self.device)
+        ids = torch.tensor(self.pad(self.prefix_ids), device=self.device)
+        return self.bert(input_ids.to(self.device))[0] * mask.unsqueeze(2), ids
+
+    def mask(self, input_ids):
+        return [[x != 0 for x in d] for d in input_ids.cpu().tolist()]
+
+    def pad(self, input_ids):
+        if input_ids.size(1) > 4:
+            return input_ids[:, :4].cpu().tolist()
+        return [0] * 4
+
+
+def pool(embeddings, device, k):
+    distances = 1 - (embeddings @ embeddings.t()).cpu().numpy()
+    labels = fcluster(linkage(distances, method="ward"), t=k, criterion="maxclust")
+    return torch.tensor(labels == 1, device=device)
+""",
     # once, at the end of a script: one flip through NumPy costs one wait
     """
 import numpy as np
