@@ -475,8 +475,8 @@ def _shape_number(expr: ast.AST) -> bool:
 # reductions whose result has one element when no dimension is given (`x.sum()`, `x.max()`)
 FULL_REDUCTIONS = REDUCTIONS - {"logsumexp"}
 # methods that keep a tensor's shape: a scalar stays a scalar
-SHAPE_KEEPING = {"detach", "float", "double", "half", "bfloat16", "clone", "contiguous", "to", "type", "cpu",
-                 "cuda", "abs", "sqrt", "exp", "log", "neg", "squeeze"}
+SHAPE_KEEPING = {"detach", "float", "double", "half", "bfloat16", "int", "long", "clone", "contiguous", "to", "type",
+                 "cpu", "cuda", "abs", "sqrt", "exp", "log", "neg", "squeeze"}
 
 
 def loss_names(scope: ast.AST | None, ctx: "FileFacts") -> set[str]:

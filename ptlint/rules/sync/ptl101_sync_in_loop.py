@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.compiled import is_traced
@@ -41,6 +42,13 @@ from ptlint.semantics.where import backpropagates, in_model_loop, is_log_call, m
 # `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
 # `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
 NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
+# factories and methods whose positional arguments are sizes: a tensor there is read back
+SIZED_FACTORIES = {"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
+                   "torch.arange", "torch.eye"}
+SIZED_METHODS = {"new_zeros", "new_ones", "new_empty", "new_full"}
+LENGTH_WORDS = {"len", "lens", "length", "lengths", "seqlen", "seqlens"}
+SIZE_HELP = "Take the size from the host (`len(...)`, a count the data loader gives), or keep the work on the " \
+            "device with a size it can know (`scatter_reduce`/`index_add` into a tensor sized by the batch)."
 ELEMENTWISE_HELP = "Read the whole tensor once with `.tolist()` (one sync) instead of one element at a time."
 MASKED_REDUCTION_HELP = ("Reduce with the mask on the device, at a fixed shape: `(x * m).sum() / m.sum()` for "
                          "`x[m].mean()`, `torch.where(m, x, 0).sum()` for `x[m].sum()`.")
@@ -102,6 +110,12 @@ class SyncInLoop(Rule):
         if masked is not None and self._worth_asking(node) and self._holds_a_tensor(masked.value):
             self._read(node, masked.value, "a reduction over a boolean-mask selection (`x[mask]` counts the mask)",
                        help=MASKED_REDUCTION_HELP)
+        size = self._tensor_size(node)
+        if size is not None and not in_host_memory(size, self.ctx) and may_be_step(self.ctx) \
+                and not already_waited(size, self.ctx) and not adds_no_wait(node, self.ctx) and self._first_use(size):
+            # (whatever the host then does with the size: it needs it only because the size is a tensor)
+            self._report_read(size, f"a tensor as a size of `{ast.unparse(func)}()` (it reads the value back)",
+                              in_model_loop(self.ctx), SIZE_HELP)
         logged = logged_tensor(node, self.ctx)
         if not (isinstance(func, ast.Name) and (func.id in NUMBER_CONVERSIONS or func.id == "print")
                 or isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)
@@ -264,6 +278,44 @@ class SyncInLoop(Rule):
         if value is not None:
             self._read(value, value, "`%` formatting of a tensor")
 
+    def _first_use(self, size: ast.AST) -> bool:
+        """The first size a function reads from this name (`dim_size` used by two factories: the
+        second read waits for nothing new)."""
+        if not isinstance(size, ast.Name):
+            return True
+        key = ("ptl101-size", id(self.ctx.function), size.id)
+        if key in self.ctx.memo:
+            return False
+        self.ctx.memo[key] = True
+        return True
+
+    def _tensor_size(self, node: ast.Call) -> ast.AST | None:
+        """A one-element tensor given as a size (`torch.zeros(batch.max().int() + 1, d)`,
+        `x.new_zeros(n)` where `n = index.max() + 1`, `torch.arange(lengths.max())`): the factory
+        turns it into a Python int, an `.item()` nobody wrote."""
+        func = node.func
+        qualname = self.ctx.qualname(func)
+        if qualname in SIZED_FACTORIES:
+            sizes = node.args[:1] if qualname == "torch.full" else node.args
+        elif isinstance(func, ast.Attribute) and func.attr in SIZED_METHODS and qualname is None:
+            sizes = node.args[:1] if func.attr == "new_full" else node.args
+        else:
+            return None
+        sizes = [e for a in sizes for e in (a.elts if isinstance(a, (ast.Tuple, ast.List)) else [a])]
+        if not sizes or not self._worth_asking(node):
+            return None
+        return next((size for size in sizes if is_scalar_tensor(size, self.ctx) and not self._of_lengths(size)), None)
+
+    def _of_lengths(self, size: ast.AST, hops: int = 2) -> bool:
+        """Computed from sequence lengths (`lengths.max()`, `len2.max()`, `max_len` assigned
+        `seq_lengths.max()`): kept on the host by convention, as `pack_padded_sequence` wants
+        them, where nothing here shows otherwise."""
+        words = {re.sub(r"\d+$", "", word) for word in name_words(size)}
+        if words & LENGTH_WORDS:
+            return True
+        return bool(hops) and isinstance(size, ast.Name) and any(
+            self._of_lengths(value, hops - 1) for value in self.ctx.assignments(size.id) if isinstance(value, ast.expr))
+
     def _worth_asking(self, node: ast.AST) -> bool:
         """Not in traced code (PTL402 / PTL403 report there), and where a read could stall: the
         cheap questions, before any about tensors."""
@@ -367,6 +419,14 @@ The reads it finds:
   (`nonzero`) before it can select; `(d * (d > 0)).sum() / (d > 0).sum()` or `torch.where`
   reduce at a fixed shape. A selection whose size is the result (`boxes = out[keep]`) is not
   reported;
+- a one-element tensor given as a size (`torch.zeros(batch.max().int() + 1, d)`, `x.new_zeros(n)`
+  where `n = index.max() + 1`, `torch.arange(lengths.max())`, also `ones`, `empty`, `full`,
+  `rand`, `randn`, `eye`, `new_ones`, `new_empty`, `new_full`): the factory turns it into a
+  Python int, an `.item()` nobody wrote; reported at its first use as a size in a function.
+  The host needs the size only because it is a tensor: take it from the host (`len(graphs)`),
+  or size the result so the device can. Not a size computed from sequence lengths
+  (`torch.arange(lengths.max())`): lengths are host tensors by convention (`pack_padded_sequence`
+  wants them there);
 - a step counter kept in a tensor (`self.register_buffer("update_count", torch.tensor([0]))`
   only ever increased by a number, `self.update_count += 1`): every test of it (`if
   self.update_count >= warmup:`), `.item()`, `int()` or `float()` of it in a training step waits
@@ -551,6 +611,27 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a tensor used as a size every step (GNN pooling sized by the batch vector), once per name
+        """
+import torch
+
+def pool(H, batch):
+    dim_size = batch.max().int() + 1
+    out = torch.zeros(dim_size, H.shape[1], device=H.device)  # expect: PTL101
+    norm = torch.zeros(dim_size, 1, device=H.device)
+    return out.index_add_(0, batch, H), norm
+
+def segments(x, counts):
+    return x.new_zeros(counts.sum(), x.shape[-1])  # expect: PTL101
+
+def train(model, loader, opt):
+    for H, batch, counts in loader:
+        out, _ = pool(model(H.cuda()), batch.cuda())
+        loss = out.sum() + segments(out, counts.cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
         # ... and one it moved to the device
         """
 import torch
@@ -1310,6 +1391,44 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # sizes the host has: a length, a shape, a host tensor's maximum; and a size read once
+        """
+import torch
+
+def pool(H, batch, graphs):
+    out = torch.zeros(len(graphs), H.shape[1], device=H.device)
+    counts = torch.tensor([g.num_nodes for g in graphs])
+    offsets = torch.zeros(counts.max() + 1, dtype=torch.long)
+    return out.index_add_(0, batch, H), offsets
+
+def train(model, loader, opt, graphs):
+    for H, batch in loader:
+        out, offsets = pool(model(H.cuda()), batch.cuda(), graphs)
+        loss = out.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+def build(index):
+    return torch.zeros(index.max() + 1)
+
+table = build(torch.load("index.pt").cuda())
+""",
+        # sequence lengths: host tensors by convention (`pack_padded_sequence` wants them there)
+        """
+import torch
+
+def masks(model, batches, opt):
+    for batch in batches:
+        x, lengths = batch.round(8)
+        alen = torch.arange(lengths.max(), dtype=torch.long, device=lengths.device)
+        longest = lengths.max()
+        pad = torch.zeros(longest, x.size(1))
+        loss = model(x.cuda(), alen[:, None] < lengths[None] - 1, pad).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
         # an attribute the method moved to the host on the lines above (a sampler's sigma table)
         """
 import torch
