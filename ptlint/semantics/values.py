@@ -556,6 +556,55 @@ def is_scalar_tensor(node: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
     return func.attr in SHAPE_KEEPING and is_scalar_tensor(func.value, ctx, hops)
 
 
+# factories and methods whose positional arguments are sizes: a tensor there is read back
+SIZED_FACTORIES = {"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
+                   "torch.arange", "torch.eye"}
+SIZED_METHODS = {"new_zeros", "new_ones", "new_empty", "new_full"}
+LENGTH_WORDS = {"len", "lens", "length", "lengths", "seqlen", "seqlens"}
+
+
+def size_read(node: ast.Call, ctx: "FileFacts") -> ast.AST | None:
+    """The tensor `node` reads back as a size (`tensor_given_as_size`), unless it is in host memory
+    or already read, or the function read a size from that name before (`dim_size` given to two
+    factories: the second read waits for nothing new)."""
+    size = tensor_given_as_size(node, ctx)
+    if size is None or in_host_memory(size, ctx) or already_waited(size, ctx):
+        return None
+    if isinstance(size, ast.Name):
+        key = ("size-read", id(ctx.function), size.id)
+        if key in ctx.memo:
+            return None
+        ctx.memo[key] = True
+    return size
+
+
+def tensor_given_as_size(node: ast.Call, ctx: "FileFacts") -> ast.AST | None:
+    """A one-element tensor given as a size (`torch.zeros(batch.max().int() + 1, d)`,
+    `x.new_zeros(n)` where `n = index.max() + 1`): the factory turns it into a Python int, an
+    `.item()` nobody wrote. Not one computed from sequence lengths (`_of_lengths`)."""
+    func = node.func
+    qualname = ctx.qualname(func)
+    if qualname in SIZED_FACTORIES:
+        sizes = node.args[:1] if qualname == "torch.full" else node.args
+    elif isinstance(func, ast.Attribute) and func.attr in SIZED_METHODS and qualname is None:
+        sizes = node.args[:1] if func.attr == "new_full" else node.args
+    else:
+        return None
+    sizes = [e for a in sizes for e in (a.elts if isinstance(a, (ast.Tuple, ast.List)) else [a])]
+    return next((size for size in sizes if is_scalar_tensor(size, ctx) and not _of_lengths(size, ctx)), None)
+
+
+def _of_lengths(size: ast.AST, ctx: "FileFacts", hops: int = 2) -> bool:
+    """Computed from sequence lengths (`lengths.max()`, `len2.max()`, `longest` assigned
+    `seq_lengths.max()`): kept on the host by convention, as `pack_padded_sequence` wants them,
+    where nothing here shows otherwise."""
+    words = {re.sub(r"\d+$", "", word) for word in name_words(size)}
+    if words & LENGTH_WORDS:
+        return True
+    return bool(hops) and isinstance(size, ast.Name) and any(
+        _of_lengths(value, ctx, hops - 1) for value in ctx.assignments(size.id) if isinstance(value, ast.expr))
+
+
 # -- reads hidden in other calls ----------------------------------------------------------------
 
 GRAD_SCALERS = {"torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",

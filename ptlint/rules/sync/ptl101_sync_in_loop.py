@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 
 from ptlint.engine.rule import PER_STEP, Rule
 from ptlint.semantics.compiled import is_traced
@@ -33,6 +32,7 @@ from ptlint.semantics.values import (
     masked_reduction,
     reads_module_state,
     step_counter,
+    size_read,
     tensor_kind,
     tested_tensor,
     value_test,
@@ -42,13 +42,7 @@ from ptlint.semantics.where import backpropagates, in_model_loop, is_log_call, m
 # `float(t)`, `int(t)`: a number for logging or bookkeeping, like `.item()`. `bool(t)` (and `not t`,
 # `t and x`) is a decision the host acts on, like the guards this rule leaves alone.
 NUMBER_CONVERSIONS = SCALAR_CONVERSIONS - {"bool"}
-# factories and methods whose positional arguments are sizes: a tensor there is read back
-SIZED_FACTORIES = {"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
-                   "torch.arange", "torch.eye"}
-SIZED_METHODS = {"new_zeros", "new_ones", "new_empty", "new_full"}
-LENGTH_WORDS = {"len", "lens", "length", "lengths", "seqlen", "seqlens"}
-SIZE_HELP = "Take the size from the host (`len(...)`, a count the data loader gives), or keep the work on the " \
-            "device with a size it can know (`scatter_reduce`/`index_add` into a tensor sized by the batch)."
+SIZE_HELP = "Take the size from the host (`len(graphs)`, a count the loader gives), or keep the sizing on the device."
 ELEMENTWISE_HELP = "Read the whole tensor once with `.tolist()` (one sync) instead of one element at a time."
 MASKED_REDUCTION_HELP = ("Reduce with the mask on the device, at a fixed shape: `(x * m).sum() / m.sum()` for "
                          "`x[m].mean()`, `torch.where(m, x, 0).sum()` for `x[m].sum()`.")
@@ -110,10 +104,8 @@ class SyncInLoop(Rule):
         if masked is not None and self._worth_asking(node) and self._holds_a_tensor(masked.value):
             self._read(node, masked.value, "a reduction over a boolean-mask selection (`x[mask]` counts the mask)",
                        help=MASKED_REDUCTION_HELP)
-        size = self._tensor_size(node)
-        if size is not None and not in_host_memory(size, self.ctx) and may_be_step(self.ctx) \
-                and not already_waited(size, self.ctx) and not adds_no_wait(node, self.ctx) and self._first_use(size):
-            # (whatever the host then does with the size: it needs it only because the size is a tensor)
+        size = size_read(node, self.ctx) if self._worth_asking(node) and may_be_step(self.ctx) else None
+        if size is not None and not adds_no_wait(node, self.ctx):  # (what the host does with it next: no matter)
             self._report_read(size, f"a tensor as a size of `{ast.unparse(func)}()` (it reads the value back)",
                               in_model_loop(self.ctx), SIZE_HELP)
         logged = logged_tensor(node, self.ctx)
@@ -277,44 +269,6 @@ class SyncInLoop(Rule):
         value = next((v for v in values if self._strong(v)), None)
         if value is not None:
             self._read(value, value, "`%` formatting of a tensor")
-
-    def _first_use(self, size: ast.AST) -> bool:
-        """The first size a function reads from this name (`dim_size` used by two factories: the
-        second read waits for nothing new)."""
-        if not isinstance(size, ast.Name):
-            return True
-        key = ("ptl101-size", id(self.ctx.function), size.id)
-        if key in self.ctx.memo:
-            return False
-        self.ctx.memo[key] = True
-        return True
-
-    def _tensor_size(self, node: ast.Call) -> ast.AST | None:
-        """A one-element tensor given as a size (`torch.zeros(batch.max().int() + 1, d)`,
-        `x.new_zeros(n)` where `n = index.max() + 1`, `torch.arange(lengths.max())`): the factory
-        turns it into a Python int, an `.item()` nobody wrote."""
-        func = node.func
-        qualname = self.ctx.qualname(func)
-        if qualname in SIZED_FACTORIES:
-            sizes = node.args[:1] if qualname == "torch.full" else node.args
-        elif isinstance(func, ast.Attribute) and func.attr in SIZED_METHODS and qualname is None:
-            sizes = node.args[:1] if func.attr == "new_full" else node.args
-        else:
-            return None
-        sizes = [e for a in sizes for e in (a.elts if isinstance(a, (ast.Tuple, ast.List)) else [a])]
-        if not sizes or not self._worth_asking(node):
-            return None
-        return next((size for size in sizes if is_scalar_tensor(size, self.ctx) and not self._of_lengths(size)), None)
-
-    def _of_lengths(self, size: ast.AST, hops: int = 2) -> bool:
-        """Computed from sequence lengths (`lengths.max()`, `len2.max()`, `max_len` assigned
-        `seq_lengths.max()`): kept on the host by convention, as `pack_padded_sequence` wants
-        them, where nothing here shows otherwise."""
-        words = {re.sub(r"\d+$", "", word) for word in name_words(size)}
-        if words & LENGTH_WORDS:
-            return True
-        return bool(hops) and isinstance(size, ast.Name) and any(
-            self._of_lengths(value, hops - 1) for value in self.ctx.assignments(size.id) if isinstance(value, ast.expr))
 
     def _worth_asking(self, node: ast.AST) -> bool:
         """Not in traced code (PTL402 / PTL403 report there), and where a read could stall: the

@@ -97,7 +97,7 @@ class SyncCallInLoop(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         qualname = self._sync_function(node.func)
-        if qualname is None:
+        if qualname is None or self._twin_of_cuda(qualname):
             return
         if qualname.endswith("synchronize") and (before_read(node, self.ctx) or waits_anyway(node, self.ctx)):
             return  # `.item()` right after, or a read the host needs in every iteration, waits for
@@ -149,6 +149,17 @@ class SyncCallInLoop(Rule):
         aliases = {self.ctx.qualname(v) if isinstance(v, (ast.Name, ast.Attribute)) else None for v in values}
         alias = aliases.pop() if len(aliases) == 1 else None
         return alias if alias in SYNC_FUNCTIONS else None
+
+    def _twin_of_cuda(self, qualname: str) -> bool:
+        """`torch.xpu.synchronize()` or `torch.mps.empty_cache()` in a function (or module) that
+        also calls the CUDA one: branches of a dispatch on the device's type (`if device.type ==
+        "cuda": ... elif device.type == "xpu": ...`), one decision, reported once, at the CUDA call."""
+        backend, _, function = qualname.removeprefix("torch.").partition(".")
+        if backend not in ("xpu", "mps"):
+            return False
+        cuda = f"torch.cuda.{function}"
+        return any(isinstance(n, ast.Call) and self.ctx.qualname(n.func) == cuda
+                   for n in ast.walk(self.ctx.function or self.ctx.tree))
 
     def _beside_timer(self, node: ast.Call) -> bool:
         """A timer read within three lines of the call, at any depth of its function: a clock
@@ -274,6 +285,9 @@ followed): they stall every step of training for a figure read now and then, whe
   itself, nor one that collects only now and then), a function
   whose callers the file does not show, error paths (an `except` body, a branch that raises,
   or only warns or logs), and test code.
+- **Once per dispatch**: a function that syncs whichever device it is given (`if device.type ==
+  "cuda": torch.cuda.synchronize() elif device.type == "xpu": torch.xpu.synchronize() ...`) is
+  reported at the CUDA call only.
 
 ## Example
 ```python
@@ -310,6 +324,36 @@ No automatic fix: benchmark code may need the sync where it is.
 """
 
     bad_examples = [
+        # a helper syncing whichever device it is given, every step: one finding, at the CUDA call
+        """
+import torch
+
+def synchronize_device(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()  # expect: PTL102
+    elif device.type == "xpu":
+        torch.xpu.synchronize()
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+def train(model, loader, optimizer, device):
+    for x, y in loader:
+        loss = model(x.to(device), y.to(device))
+        loss.backward()
+        optimizer.step()
+        synchronize_device(device)
+""",
+        # ... and a helper for one other device only
+        """
+import torch
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        loss = model(x.to("mps"), y.to("mps"))
+        loss.backward()
+        optimizer.step()
+        torch.mps.empty_cache()  # expect: PTL102
+""",
         # the loop of environment steps: an evaluation rollout every N steps, or a planning
         # rollout before each real step, leaves it the step loop
         """
