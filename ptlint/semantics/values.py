@@ -631,9 +631,19 @@ def is_grad_scaler(node: ast.AST, ctx: "FileFacts") -> bool:
 
 def hidden_read(call: ast.AST, ctx: "FileFacts") -> bool:
     """A call that reads a tensor back to the host inside: `scaler.get_scale()` and
-    `scaler.state_dict()` of a GradScaler (`is_grad_scaler`) call `.item()`."""
+    `scaler.state_dict()` of a GradScaler (`is_grad_scaler`) call `.item()`. Not the scale a
+    function compares before and after `scaler.update()` to tell whether the optimizer step was
+    skipped (`skip_scheduler = scaler.get_scale() != scale_before_step`): the host acts on it."""
     return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in SCALER_READS \
-        and not call.args and not call.keywords and is_grad_scaler(call.func.value, ctx)
+        and not call.args and not call.keywords and is_grad_scaler(call.func.value, ctx) \
+        and not (call.func.attr == "get_scale" and _scales_compared(ctx.enclosing_function(call) or ctx.tree))
+
+
+def _scales_compared(scope: ast.AST) -> bool:
+    """`scope` compares a `get_scale()` with something: the skipped-step test of mixed precision."""
+    return any(isinstance(node, ast.Compare) and any(
+        isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.func.attr == "get_scale"
+        for side in (node.left, *node.comparators) for part in walk(side)) for node in walk(scope))
 
 
 # -- host memory ------------------------------------------------------------------------------

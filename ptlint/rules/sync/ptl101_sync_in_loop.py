@@ -353,7 +353,8 @@ The reads it finds:
   attribute (`int(self.queue_ptr)` where `__init__` calls `self.register_buffer("queue_ptr",
   ...)`; `nn.Parameter` and `self.x = torch.zeros(...)` too) and of a gradient
   (`float(p.grad.norm())` per parameter in a gradient-norm logger: hundreds of syncs a step);
-- reads hidden in a call: `scaler.get_scale()` and `scaler.state_dict()` of a
+- reads hidden in a call (not the scale compared across `scaler.update()` to tell a skipped
+  step, which decides whether the scheduler steps): `scaler.get_scale()` and `scaler.state_dict()` of a
   `torch.amp.GradScaler` (assigned one, or named `scaler`, `grad_scaler`, `loss_scaler`) call
   `.item()` on the scale and the growth tracker;
 - `.item()`, `float()` or `int()` on each element of one tensor (`[x.item() for x in t]`,
@@ -1345,6 +1346,23 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # the scale compared across `scaler.update()`: whether the optimizer step was skipped decides
+        # whether the scheduler steps (the host acts on it)
+        """
+import torch
+
+def fit(model, loader, optimizer, scheduler, scaler):
+    for x, y in loader:
+        with torch.autocast("cuda"):
+            loss = model(x.cuda(), y.cuda())
+        scale_before_step = scaler.get_scale()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        skip_scheduler = scaler.get_scale() != scale_before_step
+        if not skip_scheduler:
+            scheduler.step()
+""",
         # sizes the host has: a length, a shape, a host tensor's maximum; and a size read once
         """
 import torch
