@@ -724,6 +724,9 @@ class ProjectModel:
             outgoing.setdefault(edge.caller, []).append(edge)
         base: dict[tuple, str] = {}
         fixed: set[tuple] = set()
+        # names of defs some file takes from a module it loads by name, to call where no call site
+        # shows (`criterion = MODEL.get_loss`): their callers are not all known
+        taken = {name for summary in self.summaries.values() for name, _ in summary.get("taken", ())}
         for path in files:
             for key, entry in self.summaries[path]["defs"].items():
                 node = (path, key)
@@ -732,6 +735,8 @@ class ProjectModel:
                     fixed.add(node)
                 else:
                     base[node] = "o" if node in incoming else entry[3]
+                    if key in taken and _RANK[base[node]] < _RANK["c"]:
+                        base[node] = "c"
             base[(path, "")] = "o"
             fixed.add((path, ""))
         pending = list(base)
@@ -905,6 +910,10 @@ class ProjectModel:
                     if training[node] and not local_training[node] and (node in drivers or any(
                             self._training_edge(edge, base, training) for edge in external[node])):
                         trains.append(key)
+            for key, via in self._taken_by_name().items():
+                if key in self.summaries[path]["defs"]:
+                    callers.setdefault(key, []).append(("called", via))
+                    depends.add(via[0][0])
             outgoing = outgoing_external.get(path, ())
             outer = {edge.loop_line for edge in outgoing if self._epoch_call(edge)}
             steps = {edge.loop_line for edge in outgoing if edge.loop_line and self._calls_a_step(edge)}
@@ -916,6 +925,17 @@ class ProjectModel:
             out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
                                      dead.get(path, ()), path in inference_only, host, fixed.get(path), epochs)
         return out
+
+    def _taken_by_name(self) -> dict[str, tuple]:
+        """Def name -> the evidence of a file that takes it from a module it loads by name
+        (`criterion = MODEL.get_loss`, summary `taken`): called where no call site shows it."""
+        if "taken" not in self._memo:
+            found: dict[str, tuple] = {}
+            for path, summary in self.summaries.items():
+                for name, line in summary.get("taken", ()):
+                    found.setdefault(name, ((path, line, f"takes `{name}` from a module it loads by name"),))
+            self._memo["taken"] = found
+        return self._memo["taken"]
 
     # -- code that never runs ----------------------------------------------------------------------
     def dead(self) -> dict[str, set[str]]:

@@ -74,7 +74,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 47  # 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 48  # 48: `taken`, the attributes of a module loaded by name, not called; 47: self-tests, `eval`'s reach, names imported (see git log); 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -171,6 +171,7 @@ def summarize(ctx: "FileFacts") -> dict:
         "attributes": " ".join(sorted(scan.attributes)),
         "attribute_lookup": _looks_up_attributes(ctx),
         "passed": _passed(ctx, scan),
+        "taken": _taken_from_loaded_modules(ctx, scan),
     }
 
 
@@ -220,6 +221,29 @@ def _passed(ctx: "FileFacts", scan: "_Scan") -> list[str]:
     out = {n.id for n in scan.name_refs if id(n) not in called}
     out.update(a.attr for a in scan.attribute_refs if id(a) not in called and a.value.id in modules)
     return sorted(out)
+
+
+def _taken_from_loaded_modules(ctx: "FileFacts", scan: "_Scan") -> list[list]:
+    """[name, line] of the attributes, not called there, of a module the file imports by a computed name
+    (`criterion = MODEL.get_loss` where `MODEL = importlib.import_module(FLAGS.model)`): a def of
+    some module of the project, called where no call site of the project shows it."""
+    loaded: set[str] = set()
+    for call in ctx.calls():
+        func = call.func
+        if not (isinstance(func, ast.Name) and func.id == "__import__"
+                or ctx.names.qualname(func, at=call) == "importlib.import_module"):
+            continue
+        parent = ctx.parent(call)
+        if isinstance(parent, ast.Assign):
+            loaded.update(t.id for t in parent.targets if isinstance(t, ast.Name))
+    if not loaded:
+        return []
+    called = {id(call.func) for call in ctx.calls()}
+    first: dict[str, int] = {}
+    for a in scan.attribute_refs:
+        if id(a) not in called and a.value.id in loaded:
+            first[a.attr] = min(first.get(a.attr, a.lineno), a.lineno)
+    return sorted([name, line] for name, line in first.items())
 
 
 # -- what uses a def (ptlint.semantics.project finds the defs nothing uses) --------------------------

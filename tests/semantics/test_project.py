@@ -2499,3 +2499,66 @@ def test_a_module_with_an_unused_method_still_has_its_unused_defs_found(tmp_path
     write(tmp_path, {"train.py": USES_HELPERS, "helpers.py": helpers})
     assert "def spare" in (tmp_path / "helpers.py").read_text()
     assert found(check(tmp_path, monkeypatch, capsys, "PTL501")) == set()
+
+
+LOADS_MODEL = """
+    import importlib
+    import sys
+
+    import torch
+
+    MODEL = importlib.import_module(sys.argv[1])
+    net = MODEL.Net().cuda()
+    criterion = MODEL.LOSS
+    for batch in [torch.randn(8, 4) for _ in range(10)]:
+        loss = criterion(net(batch.cuda()))
+        loss.backward()
+"""
+LOSS_MODULE = """
+    import torch
+
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+
+    def get_loss(out):
+        weights = torch.ones(out.shape[0]).cuda(){expect}
+        return (out.sum(1) * weights).mean()
+
+
+    def other_loss(out):
+        weights = torch.ones(out.shape[0]).cuda()
+        return (out.sum(1) * weights).mean()
+
+
+    if __name__ == "__main__":
+        print(get_loss(torch.randn(2, 4).cuda()), other_loss(torch.randn(2, 4).cuda()))
+"""
+
+
+@pytest.mark.parametrize("taken, expect", [
+    ("get_loss", "  # expect: PTL201"),  # `criterion = MODEL.get_loss`: called where no call site shows it
+    ("Net", ""),  # only the module's self-test calls `get_loss`: once
+])
+def test_a_def_taken_from_a_module_loaded_by_name_has_callers_nobody_sees(tmp_path, monkeypatch, capsys, taken,
+                                                                           expect):
+    write(tmp_path, {"train.py": LOADS_MODEL.replace("LOSS", taken), "votenet.py": LOSS_MODULE.format(expect=expect)})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")
+
+
+def test_what_a_def_taken_by_name_calls_in_another_file_runs_as_often(tmp_path, monkeypatch, capsys):
+    module = LOSS_MODULE.format(expect="").replace(
+        "        weights = torch.ones(out.shape[0]).cuda()\n        return (out.sum(1) * weights).mean()\n\n\n    def other",
+        "        return (out.sum(1) * weights.make(out.shape[0])).mean()\n\n\n    def other", 1)
+    module = module.replace("    import torch\n", "    import torch\n\n    import weights\n", 1)
+    write(tmp_path, {"train.py": LOADS_MODEL.replace("LOSS", "get_loss"), "votenet.py": module, "weights.py": """
+        import torch
+
+
+        def make(n):
+            return torch.ones(n).cuda()  # expect: PTL201
+    """})
+    assert "weights.make(" in (tmp_path / "votenet.py").read_text()
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")
