@@ -84,6 +84,7 @@ from ptlint.semantics.nodes import (
     calls_in,
     chain_head,
     name_words,
+    walk,
 )
 from ptlint.semantics.values import (
     DEVICE_STEP_METHODS,
@@ -506,8 +507,23 @@ def needed_on_host(node: ast.AST, ctx: "FileFacts") -> bool:
 
 def _returns_an_action(ctx: "FileFacts") -> bool:
     """The read is returned by an agent's action-selection function (`def act(self, state): return
-    q(state).argmax(1).item()`): its caller hands the action to the environment, on the host."""
-    return _picks_an_action(ctx.function) and any(isinstance(ancestor, ast.Return) for ancestor in reversed(ctx.stack))
+    q(state).argmax(1).item()`), directly or through the name it is assigned and returned
+    (`actions = qs.argmax().item()` ... `return actions`, also in a `predict` method when the
+    name says it holds actions): its caller hands the action to the environment, on the host."""
+    function = ctx.function
+    if not isinstance(function, FUNCTION_DEFS):
+        return False
+    for ancestor in reversed(ctx.stack):
+        if isinstance(ancestor, ast.Return):
+            return _picks_an_action(function)
+        if isinstance(ancestor, ast.Assign):
+            names = {t.id for t in ancestor.targets if isinstance(t, ast.Name)}
+            returned = {n.value.id for n in walk(function, FUNCTION_DEFS + (ast.Lambda, ast.ClassDef))
+                        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
+            return bool(names & returned) and (_picks_an_action(function) or any(_names_an_action(n) for n in names))
+        if isinstance(ancestor, ast.stmt):
+            return False
+    return False
 
 
 def amortised(node: ast.AST, ctx: "FileFacts") -> bool:

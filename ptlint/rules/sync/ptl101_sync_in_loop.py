@@ -472,7 +472,9 @@ Not reported, wherever the code runs:
   (`names[int(scores.argmax().item())]`), an `assert`, and a value handed to an environment's
   `step` (`actions = policy(obs).cpu().numpy()` ... `env.step(actions)`: the simulator runs on
   the host), also one an agent's action-selection function returns (`def act(self, state):
-  return q.argmax(1).item()`, `select_action`): the host needs it;
+  return q.argmax(1).item()`, `select_action`), directly or through the name it assigns and
+  returns (`actions = qs.argmax().item()` ... `return actions`, also in a `predict` when the
+  name says it holds actions): the host needs it;
 - one read per batch of an evaluation loop (no backward, no optimizer step) over a DataLoader
   of a thousand examples a batch or more, its `batch_size` a constant or an option's default
   (`--test-batch-size 1000`, ten batches of MNIST's test set): negligible beside each batch;
@@ -566,6 +568,24 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # ... but a greedy action kept for statistics, not returned, is read for nothing
+        """
+import torch
+
+class Agent:
+    def predict(self, states):
+        qs = self.network(states)
+        actions_seen = qs.argmax().item()  # expect: PTL101
+        self.history.append(actions_seen)
+        return qs
+
+    def learn(self, loader, optimizer):
+        for states, targets in loader:
+            loss = (self.predict(states.cuda()) - targets.cuda()).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""",
         # a tensor used as a size every step (GNN pooling sized by the batch vector), once per name
         """
 import torch
@@ -1346,6 +1366,37 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # an agent's `predict` returns the greedy action through a name: `act` hands it on, and the
+        # environment steps with it
+        """
+import random
+
+import torch
+
+class Agent:
+    @torch.no_grad()
+    def predict(self, states):
+        qs = self.network(states)
+        actions = qs.argmax().item()
+        return actions
+
+    def act(self, state):
+        if random.random() > self.epsilon:
+            action = self.predict(state)
+        else:
+            action = random.randrange(self.n_actions)
+        return action
+
+    def learn(self, env, steps, optimizer):
+        state = env.reset()
+        for _ in range(steps):
+            action = self.act(torch.as_tensor(state).cuda())
+            self.memory.push(state, action)
+            loss = self.loss(self.memory.sample())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""",
         # the scale compared across `scaler.update()`: whether the optimizer step was skipped decides
         # whether the scheduler steps (the host acts on it)
         """
