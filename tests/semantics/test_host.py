@@ -248,6 +248,9 @@ class Agent:
     def act(self, state):
         value = probe(state)
         return value
+    def get_action(self, state):
+        value = probe(state)
+        return state
     def actor_loss(self, state):
         return probe(state)
 
@@ -266,7 +269,8 @@ for x in xs:
 """
     assert probe(source, lambda node, ctx: needed_on_host(node, ctx)) == [
         True,  # returned by an action selection
-        False,  # assigned, not returned there
+        True,  # assigned, and the name returned there
+        False,  # assigned, and something else returned
         False,  # `actor_loss` is not an action selection
         True,  # asserted through its name
         False,  # only its type is asserted
