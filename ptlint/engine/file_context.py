@@ -18,6 +18,23 @@ from ptlint.semantics.where import CALLED, ExecutionModel, Where, execution_mode
 LOCALS_BY_NAME = {"locals", "vars", "eval", "exec"}
 
 
+def _joined(kept: Fix | None, other: Fix | None) -> Fix | None:
+    """`kept` with `other`'s edits too, where both are fixes of the same safety whose edits touch
+    different text; else `kept` (the fixer's next pass fixes the rest)."""
+    if kept is None or other is None or kept.applicability != other.applicability:
+        return kept
+    spans = [((e.line, e.column), (e.end_line, e.end_column)) for e in kept.edits]
+    added = []
+    for edit in other.edits:
+        if edit in kept.edits:
+            continue  # the same edit (an `import torch` both need)
+        start, end = (edit.line, edit.column), (edit.end_line, edit.end_column)
+        if any(start < b and a < end or start == a or end == b for a, b in spans):
+            return kept
+        added.append(edit)
+    return Fix(kept.applicability, kept.message, (*kept.edits, *added))
+
+
 class FileContext(FileFacts):
     """The file being checked, for rules: `FileFacts` (names, assignments, traversal state) and
     the decoded source, fix building (`edits`), where code runs (`model`, `where`) and reporting."""
@@ -114,9 +131,16 @@ class FileContext(FileFacts):
         return False
 
     def finish(self) -> list[Finding]:
-        """The reported findings whose code runs where their rule looks, each with its context."""
+        """The reported findings whose code runs where their rule looks, each with its context; a
+        line once per rule (`a, b = torch.zeros(n).cuda(), torch.ones(n).cuda()`: one finding, the
+        first, whose fix takes the others' edits where they are as safe and touch other text)."""
         project = self.project
+        lines = {(finding.code, finding.line): finding for finding in self.findings}
         for finding, rule, node in self._reported:
+            kept = lines.get((finding.code, finding.line))
+            if kept is not None:
+                kept.fix = _joined(kept.fix, finding.fix)
+                continue
             if project is not None and rule.needs_compile and not project.compiles:
                 continue  # nothing in the project compiles code: no graph to break
             if project is not None and project.dead and self._in_dead_code(node, project.dead):
@@ -134,5 +158,6 @@ class FileContext(FileFacts):
                 finding.context = where.context
                 finding.via = where.via
                 self.findings.append(finding)
+                lines[(finding.code, finding.line)] = finding
         self._reported = []
         return self.findings

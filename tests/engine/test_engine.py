@@ -331,3 +331,35 @@ def fit(loader, opt):
     together = [(f.code, f.line) for f in lint(text, rule_classes_for(["PTL101", "PTL108"]))]
     assert alone == [("PTL101", 14)]
     assert [f for f in together if f[0] == "PTL101"] == alone
+
+
+# -- a line once per rule -------------------------------------------------------------------------
+ONE_LINE = """
+import torch
+
+
+def step(model, x, device):
+    for _ in range(10):
+        a, b = torch.zeros(4).to(device), torch.ones(4).to(device)
+        model(x.to(device) + a + b).sum().backward()
+"""
+
+
+def test_a_line_is_reported_once_per_rule_with_the_fixes_of_all_its_findings():
+    """Duplicate findings on one line count against precision (JUDGING.md): one finding, whose fix
+    takes the other's edits, so that the quick fix of the line does what `fix` does."""
+    from ptlint.front.api import fix_text
+
+    [finding] = check_text(ONE_LINE, ["PTL201"])
+    assert finding.line == 7 and len(finding.fix.edits) == 2
+    fixed = fix_text(ONE_LINE, ["PTL201"])
+    assert "torch.zeros(4, device=device), torch.ones(4, device=device)" in fixed
+    from ptlint.engine.edits import apply_edits
+
+    assert apply_edits(SourceFile("<string>", ONE_LINE), list(finding.fix.edits)) == fixed
+
+
+def test_fixes_of_one_line_of_different_safety_stay_apart():
+    source = ONE_LINE.replace("torch.ones(4)", "torch.randn(4)")
+    [finding] = check_text(source, ["PTL201"])
+    assert finding.fix.applicability == "safe" and len(finding.fix.edits) == 1
