@@ -280,6 +280,14 @@ def is_packaged(root: str) -> bool:
     return False
 
 
+def outer_folders_named(root: str, parts: list[str]) -> int:
+    """How many of a dotted name's first parts spell the root's own folder and those above it
+    (`detector.YOLOv5.utils.general` under a root `.../detector/YOLOv5`: 2); 0 where none do."""
+    folders = os.path.abspath(root).split(os.sep)
+    return next((count for count in range(1, min(len(parts), len(folders)))
+                 if folders[-count:] == parts[:count]), 0)
+
+
 class ProjectFacts:
     """What the rest of the project says of one file: the calls of its defs in other files (each
     with the context it runs in and the evidence chain, outermost first), the defs a training
@@ -541,11 +549,8 @@ class ProjectModel:
         vendored with its own `setup.cfg`, imported by the path of the repository around it): the
         module `utils/general.py` under the root, where the name's first parts are the names of the
         root's own folder and those above it."""
-        folders = os.path.abspath(self.root).split(os.sep)
-        for count in range(1, min(len(parts), len(folders))):
-            if folders[-count:] == parts[:count]:
-                return self._walk_module(self.root, parts[count:])
-        return None
+        count = outer_folders_named(self.root, parts)
+        return self._walk_module(self.root, parts[count:]) if count else None
 
     def _module_endings(self, parts: list[str]) -> list[str]:
         """The modules of the project (and its folders: namespace packages) whose dotted path from
@@ -724,9 +729,9 @@ class ProjectModel:
             outgoing.setdefault(edge.caller, []).append(edge)
         base: dict[tuple, str] = {}
         fixed: set[tuple] = set()
-        # names of defs some file takes from a module it loads by name, to call where no call site
-        # shows (`criterion = MODEL.get_loss`): their callers are not all known
-        taken = {name for summary in self.summaries.values() for name, _ in summary.get("taken", ())}
+        # defs some file takes from a module it loads by name, to call where no call site shows
+        # (`criterion = MODEL.get_loss`): their callers are not all known
+        taken = self._taken_by_name()
         for path in files:
             for key, entry in self.summaries[path]["defs"].items():
                 node = (path, key)
@@ -971,8 +976,7 @@ class ProjectModel:
         # that can be installed or whose docs name the module; else code that nothing runs
         packaged = is_packaged(self.root)
         for path, summary in self.summaries.items():
-            if path not in imported and not summary["names"]["entry"] \
-                    and (packaged or os.path.basename(path)[:-3] in self.other_names) \
+            if path not in imported and not summary["names"]["entry"] and (packaged or self._named_in_text(path)) \
                     or os.path.basename(path) == "__init__.py":
                 all_live.add(path)  # a library's module (its users call it), a package's front
         by_name: dict[str, list[tuple]] = {}
@@ -1003,7 +1007,11 @@ class ProjectModel:
         train.py's block a program's start, whoever imports train.py)."""
         return [path for path, summary in self.summaries.items()
                 if summary["names"].get("main") and importers.get(path, set()) - {path}
-                and os.path.basename(path)[:-3] not in self.other_names]
+                and not self._named_in_text(path)]
+
+    def _named_in_text(self, path: str) -> bool:
+        """A script, config or doc of the project spells the module's name (`python net.py`)."""
+        return os.path.basename(path)[:-3] in self.other_names
 
     def _unreached_modules(self, importers: dict[str, set[str]]) -> list[str]:
         """The modules of a program no code reaches, even where names are looked up by computed

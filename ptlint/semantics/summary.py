@@ -171,7 +171,7 @@ def summarize(ctx: "FileFacts") -> dict:
         "attributes": " ".join(sorted(scan.attributes)),
         "attribute_lookup": _looks_up_attributes(ctx),
         "passed": _passed(ctx, scan),
-        "taken": _taken_from_loaded_modules(ctx, scan),
+        "taken": _taken_from_loaded_modules(ctx, scan) if by_name else [],
     }
 
 
@@ -229,9 +229,7 @@ def _taken_from_loaded_modules(ctx: "FileFacts", scan: "_Scan") -> list[list]:
     some module of the project, called where no call site of the project shows it."""
     loaded: set[str] = set()
     for call in ctx.calls():
-        func = call.func
-        if not (isinstance(func, ast.Name) and func.id == "__import__"
-                or ctx.names.qualname(func, at=call) == "importlib.import_module"):
+        if not _loads_a_module(call, ctx):
             continue
         parent = ctx.parent(call)
         if isinstance(parent, ast.Assign):
@@ -755,8 +753,9 @@ def _may_be_project(reference: list, ctx: "FileFacts") -> bool:
     if not found and top in ctx.memo.get("summary-root", "").split(os.sep):
         # the root's own folders (`detector.YOLOv5.utils` inside a root `.../detector/YOLOv5`):
         # ProjectModel `_from_outer_folders` resolves it
-        folders, parts = ctx.memo["summary-root"].split(os.sep), reference[2].split(".")
-        return any(folders[-count:] == parts[:count] for count in range(1, min(len(parts), len(folders))))
+        from ptlint.semantics.project import outer_folders_named
+
+        return bool(outer_folders_named(ctx.memo["summary-root"], reference[2].split(".")))
     return found
 
 
@@ -917,15 +916,22 @@ def _imports_by_name(ctx: "FileFacts") -> bool:
     return False
 
 
+def _loads_a_module(call: ast.Call, ctx: "FileFacts", qualname: str | None = None) -> bool:
+    """`__import__(name)` or `importlib.import_module(name)`: a module imported by a computed name."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "__import__":
+        return True
+    return (qualname if qualname is not None else ctx.names.qualname(func, at=call)) == "importlib.import_module"
+
+
 def _dynamic_lookups(ctx: "FileFacts") -> list:
     """What the file's imports by name may load: a package's modules where the name is built on a
     constant package prefix (`__import__("networks." + specs["arch"])`, `importlib.import_module(
     f"models.{name}_model")`: ["m", 0, "networks", []]); anything ("*") otherwise."""
     out: list = []
     for call in ctx.calls():
-        func = call.func
-        qual = ctx.names.qualname(func, at=call) or ""
-        if isinstance(func, ast.Name) and func.id == "__import__" or qual == "importlib.import_module":
+        qual = ctx.names.qualname(call.func, at=call) or ""
+        if _loads_a_module(call, ctx, qual):
             prefix = _constant_prefix(call.args[0]) if call.args else None
             package = prefix.rpartition(".")[0] if prefix else ""
             if not package or package.startswith("."):
