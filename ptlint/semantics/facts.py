@@ -87,6 +87,19 @@ class FileFacts:
         parent = self.parent(function)
         return parent if isinstance(parent, ast.ClassDef) else None
 
+    def defs_called(self, func: ast.AST) -> list[ast.AST]:
+        """The defs of this file that a call of `func` runs, as the file shows them: `self.name(...)`
+        a method `name` of the class around the call, `name(...)` a function at the module's top
+        level (every def of that name there, in source order); [] for anything else."""
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            owner = self.method_owner(func)
+            body, name = (owner.body if owner is not None else []), func.attr
+        elif isinstance(func, ast.Name):
+            body, name = self.tree.body, func.id
+        else:
+            return []
+        return [d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+
     def method_owner(self, node: ast.AST) -> ast.ClassDef | None:
         """The class of the innermost method around `node` (through nested defs: a closure in a
         method sees `self`), None outside methods."""

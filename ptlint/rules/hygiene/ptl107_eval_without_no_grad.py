@@ -253,16 +253,7 @@ class EvalWithoutNoGrad(Rule):
         of the file, called by name) runs a model this scope switched to eval mode
         (`self.model(...)`) and wants no graph itself: the model the loop runs through it."""
         func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            owner = self.ctx.classes[-1] if self.ctx.classes else None
-            body = owner.body if owner is not None else []
-        elif isinstance(func, ast.Name):
-            body = self.ctx.tree.body
-        else:
-            return None
-        name = func.attr if isinstance(func, ast.Attribute) else func.id
-        helper = next((d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name),
-                      None)
+        helper = next(iter(self.ctx.defs_called(func)), None)
         if helper is None or helper is self.ctx.function or gradient_users(helper, self.ctx):
             return None
         params = _positional(helper)[1 if isinstance(func, ast.Attribute) else 0:]  # (a method's `self`)

@@ -67,14 +67,12 @@ def _defined_here(ctx, func: ast.AST) -> ast.AST | None:
     """The def a call runs, where the file shows it: `self.pi(...)` in a method of the class that
     defines `pi`, `model.pi(...)` where `model = ActorCritic()` (a class of the module), `pi(...)`
     for a function of the module."""
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        owner = ctx.classes[-1] if func.value.id == "self" and ctx.classes else _instance_class(ctx, func.value.id)
-        body, name = (owner.body if owner is not None else []), func.attr
-    elif isinstance(func, ast.Name):
-        body, name = ctx.tree.body, func.id
-    else:
-        return None
-    return next((d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name), None)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id != "self":
+        owner = _instance_class(ctx, func.value.id)
+        body = owner.body if owner is not None else []
+        return next((d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr),
+                    None)
+    return next(iter(ctx.defs_called(func)), None)
 
 
 def _instance_class(ctx, name: str) -> ast.ClassDef | None:

@@ -55,9 +55,10 @@ class HostRoundTrip(Rule):
         passed for it is not in host memory here (ColBERT's query mask, every forward)."""
         if not isinstance(expression, ast.Call):
             return None
-        function = self._local_def(expression.func)
-        if function is None:
-            return None
+        found = self.ctx.defs_called(expression.func)
+        if len(found) != 1:
+            return None  # not a def of this file, or one of several by that name
+        function = found[0]
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         if parameters and isinstance(expression.func, ast.Attribute):
             parameters = parameters[1:]  # `self`
@@ -68,20 +69,6 @@ class HostRoundTrip(Rule):
             if given is not None and not isinstance(given, ast.Starred) and not self._on_host(given, expression):
                 return read
         return None
-
-    def _local_def(self, func: ast.AST) -> ast.AST | None:
-        """The def that `self.name(...)` (a method of the class around the call) or `name(...)` (a
-        function at the module's top level) runs; None where it is not one of this file's."""
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            owner = self.ctx.method_owner(func)
-            body = owner.body if owner is not None else []
-            name = func.attr
-        elif isinstance(func, ast.Name):
-            body, name = self.ctx.tree.body, func.id
-        else:
-            return None
-        found = [d for d in body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
-        return found[0] if len(found) == 1 else None
 
     def _read_in(self, expression: ast.AST, hops: int) -> ast.Call | None:
         """The read of a device tensor back to the host that `expression` is computed from: in it,
