@@ -434,6 +434,37 @@ def _over_one_batch(loop: ast.AST) -> bool:
         name_words(source.args[-1] if len(source.args) < 3 else source.args[1]) & BATCH_SIZE_WORDS)
 
 
+def _stops_after_few(loop: ast.AST) -> bool:
+    """`for bib in range(len(d_en)): ... if bib >= 5: break`: a `for` whose own statements leave
+    it once its counter (the target, or `enumerate`'s index) reaches a small constant. Its body
+    runs a few times per run of the code around it, however long the iterable."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    target, source = loop.target, loop.iter
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "enumerate" \
+            and isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[0]
+    if not isinstance(target, ast.Name):
+        return False
+    pending = list(loop.body)
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, ast.If):
+            test = statement.test
+            if statement.body and isinstance(statement.body[-1], ast.Break) and isinstance(test, ast.Compare) \
+                    and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.Eq)) \
+                    and isinstance(test.left, ast.Name) and test.left.id == target.id \
+                    and isinstance(test.comparators[0], ast.Constant) and type(test.comparators[0].value) is int \
+                    and test.comparators[0].value <= FEW_ITERATIONS:
+                return True
+            pending.extend(statement.body + statement.orelse)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            pending.extend(statement.body)
+        elif isinstance(statement, ast.Try):
+            pending.extend(statement.body + statement.orelse + statement.finalbody)
+    return False
+
+
 # Words of a count or a list of a task's classes: `range(n_classes)`, `enumerate(class_names)`.
 CLASS_WORDS = {"classes", "class", "categories", "category"}
 
@@ -846,12 +877,25 @@ def _quiet(statement: ast.stmt) -> bool:
     return False
 
 
+def _aborts(body: list[ast.stmt], returns: bool = False) -> bool:
+    """`body` ends in `raise`, or in an `if` whose every arm aborts, one of them by raising
+    (`returns`: an arm may give up with a bare `return` instead; one that returns a value is
+    the function's result, not an abort)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise) or returns and isinstance(last, ast.Return) and (
+            last.value is None or isinstance(last.value, ast.Constant) and last.value.value is None):
+        return True
+    return isinstance(last, ast.If) and bool(last.orelse) and _aborts(last.body, True) \
+        and _aborts(last.orelse, True) and (_aborts(last.body) or _aborts(last.orelse))
+
+
 def is_cold_branch(body: list[ast.stmt]) -> bool:
-    """A branch that ends in `raise`, or whose business is a warning: it warns or logs, and
-    otherwise only resets a setting, picks a fallback or returns."""
+    """A branch that ends in `raise` (or in an `if` that raises or gives up: `if raise_on_error:
+    raise ... else: return`), or whose business is a warning: it warns or logs, and otherwise
+    only resets a setting, picks a fallback or returns."""
     if not body:
         return False
-    if isinstance(body[-1], ast.Raise):
+    if _aborts(body):
         return True
     logs = [s for s in body if isinstance(s, ast.Expr) and is_log_call(s.value)]
     return bool(logs) and all(s in logs or _quiet(s) for s in body)
@@ -1176,7 +1220,8 @@ class ExecutionModel:
                                                           or isinstance(parent, ast.While) and child is parent.test):
                 leaves = _leaving(parent.body, leaves) if child is not getattr(parent, "test", None) else leaves
                 if leaves is None:
-                    loops.append(parent)
+                    if not _stops_after_few(parent):  # (a few runs per run of the code around it)
+                        loops.append(parent)
                 elif leaves is ast.Break:
                     leaves = None  # the `break` leaves this loop only
             elif isinstance(parent, ast.comprehension):
@@ -1418,11 +1463,21 @@ class ExecutionModel:
         if key in visiting:
             return False
         visiting.add(key)
-        hook = is_training_hook(function, self.ctx)
+        hook = is_training_hook(function, self.ctx) or self._delegates_backward(function)
         result = hook or any(self.in_training_step_site(call, visiting) for call in self.callers(function)) \
             or (self.project is not None and self.project.trains(self.key(function)))
         self._training[key] = result
         return result
+
+    def _delegates_backward(self, function: ast.AST) -> bool:
+        """A step that hands its loss to a helper of this file which backpropagates
+        (`self.optimizer_backward(self.cri_optimizer, obj_critic)`, outside any loop of its own):
+        the caller is the training step, and what it reads per call waits every step."""
+        if "backward" not in self.ctx.text or self.ctx.owner_class(function) is not None and function.name == "forward":
+            return False
+        return any(callee is not function and is_step_function(callee)
+                   for node in body_nodes(function.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS))
+                   if isinstance(node, ast.Call) for callee in self.calls.callees(node))
 
     def in_training_step_site(self, call: ast.Call, visiting: set[int]) -> bool:
         where = self.where(call)

@@ -776,6 +776,63 @@ class Net:
         for i, block in enumerate(self.blocks):
             print(i, block)  # ctx: once
 """,
+    "a loop left once its counter reaches a small constant runs a few times per run around it": """
+def fit(model, loader, writer, epochs):
+    for epoch in range(epochs):
+        for x in loader:
+            model(x).sum().backward()  # ctx: per-step
+        for i in range(len(samples)):
+            writer.add_audio(model(samples[i]))  # ctx: per-outer-iteration
+            if i >= 5:
+                break
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-outer-iteration
+            if i == 3:
+                break
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-step
+            if i >= limit:
+                break
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-step
+            if i >= 100000:
+                break
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-step
+            if epoch >= 5:
+                break
+""",
+    "a branch that logs the error, then raises or gives up the step, is cold": """
+import math
+
+def step(model, batch, raise_on_error):
+    loss = model(batch)
+    if not math.isfinite(loss.item()):
+        message = f"Loss is {loss.item()}"  # ctx: called, cold
+        if raise_on_error:
+            raise FloatingPointError(message)
+        else:
+            return
+    if loss.item() > 10:
+        message = f"Loss is {loss.item()}"  # ctx: called
+        if raise_on_error:
+            print(message)
+        else:
+            return
+    if loss.item() > 20:
+        message = f"Loss is {loss.item()}"  # ctx: called
+        if raise_on_error:
+            return None
+        else:
+            return
+    if loss.item() > 30:
+        message = f"Loss is {loss.item()}"  # ctx: called
+        if raise_on_error:
+            return loss
+        else:
+            raise ValueError(message)
+    return loss
+""",
 }
 
 
@@ -847,6 +904,28 @@ def log_metrics(loss):
 class Lit:
     def on_train_batch_end(self, outputs, batch, idx):
         log_metrics(outputs["loss"])  # training-step: yes
+
+class Agent:
+    def optimizer_backward(self, optimizer, objective):
+        optimizer.zero_grad()
+        objective.backward()
+        optimizer.step()
+
+    def update_net(self, buffer, n):
+        for _ in range(n):
+            critic, actor = self.update_objectives(buffer)
+
+    def update_objectives(self, buffer):
+        loss = self.cri(buffer.sample()).mean()
+        self.optimizer_backward(self.cri_optimizer, loss)
+        return loss.item()  # training-step: yes
+
+    def evaluate(self, buffer, n):
+        for _ in range(n):
+            value = self.score(buffer)
+
+    def score(self, buffer):
+        return self.cri(buffer.sample()).mean().item()  # training-step: no
 """
 
 
