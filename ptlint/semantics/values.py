@@ -28,6 +28,7 @@ from ptlint.semantics.nodes import (
     FUNCTION_DEFS,
     FUNCTIONS,
     SELF_NAMES,
+    body_nodes,
     chain_head,
     class_family,
     def_key,
@@ -331,13 +332,16 @@ def backward_name(call: ast.Call) -> str | None:
 
 
 def backward_names(scope: ast.AST | None, ctx: "FileFacts") -> set[str]:
-    """Names `.backward()` is called on anywhere in a function (or the module)."""
+    """Names `.backward()` is called on anywhere in a function (or the module's own code): not in
+    the defs nested in it, whose names are their own (a script's `loss` is not its
+    `train_step`'s)."""
     scope = scope or ctx.tree
     key = ("backward-names", id(scope))
     if key not in ctx.memo:
         names = set()
         if "backward" in ctx.text:
-            for node in walk(scope):
+            body = scope.body
+            for node in body_nodes(body if isinstance(body, list) else [body]):  # (a lambda's is one expression)
                 if type(node) is ast.Call:
                     name = backward_name(node)
                     if name:

@@ -568,6 +568,24 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a script's loop logs the Python number its step function returned: the step's own
+        # `loss` (reported there) is not the script's
+        """
+import torch
+
+def train_step(model, batch, optimizer):
+    optimizer.zero_grad()
+    loss = model(batch.cuda()).mean()
+    loss.backward()
+    optimizer.step()
+    return loss.item()  # expect: PTL101
+
+model = torch.nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step, batch in enumerate(loader):
+    loss = train_step(model, batch, optimizer)
+    print(f"step {step} loss {loss:.4f}")
+""",
         # ... but a greedy action kept for statistics, not returned, is read for nothing
         """
 import torch
@@ -1366,6 +1384,18 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # a lambda that formats its own parameter: not the loop's loss
+        """
+import torch
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for batch in loader:
+        loss = model(batch.cuda()).mean()
+        loss.backward()
+        optimizer.step()
+        show = lambda t: print(f"{t:.3f}")
+""",
         # an agent's `predict` returns the greedy action through a name: `act` hands it on, and the
         # environment steps with it
         """
