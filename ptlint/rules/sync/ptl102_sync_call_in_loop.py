@@ -13,6 +13,11 @@ from ptlint.semantics.where import MAIN_PROCESS_WORDS
 TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
           "time.monotonic_ns", "timeit.default_timer"}
 
+# CUDA's memory statistics: a sync beside one makes a memory measurement (peak memory per run)
+MEMORY_STATS = {f"torch.cuda.{function}" for function in (
+    "max_memory_allocated", "memory_allocated", "max_memory_reserved", "memory_reserved", "memory_stats",
+    "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info")}
+
 SYNC_FUNCTIONS = {
     f"torch.{backend}.{function}"
     for backend in ("cuda", "mps", "xpu", "accelerator")
@@ -163,10 +168,12 @@ class SyncCallInLoop(Rule):
 
     def _beside_timer(self, node: ast.Call) -> bool:
         """A timer read within three lines of the call, at any depth of its function: a clock
-        (`time.perf_counter()`) or a timer object's (`timer.toc()`, `fw_timer.tic()`)."""
+        (`time.perf_counter()`), a timer object's (`timer.toc()`, `fw_timer.tic()`), or a read or
+        reset of CUDA's memory statistics (`torch.cuda.max_memory_allocated()`)."""
         scope = self.ctx.function or self.ctx.tree
         return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
-                   and (self.ctx.qualname(n.func) in TIMERS or _timer_method(n)) for n in ast.walk(scope))
+                   and (self.ctx.qualname(n.func) in TIMERS | MEMORY_STATS or _timer_method(n))
+                   for n in ast.walk(scope))
 
     def _timing_shown_each_step(self, node: ast.Call) -> bool:
         """The time the sync measures (a clock read, or a CUDA event's `elapsed_time`, within three
@@ -254,7 +261,9 @@ nor one in a loop whose every iteration reads back a value the host needs (`s =
 out.cpu().numpy()` for a NumPy metric, in the loop body or in each branch of an `if`/`else`):
 the iteration waits there anyway.
 Nor calls placed on purpose: `synchronize()` next to a timer read (a clock, or a timer object's
-`tic()` / `toc()`: how GPU work is timed, see PTL108) in a loop that does not train, or in a file
+`tic()` / `toc()`: how GPU work is timed, see PTL108) or to a read or reset of CUDA's memory
+statistics (`torch.cuda.max_memory_allocated()`, `reset_peak_memory_stats()`: a peak-memory
+measurement) in a loop that does not train, or in a file
 or function named for measuring speed (`benchmark.py`, `speed_test.py`, `compute_time_train`:
 its backward pass is timed, not trained), or whose measured time every step prints, logs or
 puts on a GUI's label (`t1 = time.time()` after it, then `print(f"... {(t1 - t0) * 1000:.1f}
@@ -324,6 +333,19 @@ No automatic fix: benchmark code may need the sync where it is.
 """
 
     bad_examples = [
+        # peak memory measured in every training step: the sync stalls each step to measure it
+        """
+import torch
+
+def train(model, loader, optimizer, log):
+    model.cuda()
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()  # expect: PTL102
+        log.append(torch.cuda.max_memory_allocated())
+""",
         # a helper syncing whichever device it is given, every step: one finding, at the CUDA call
         """
 import torch
@@ -596,6 +618,29 @@ def train(model, loader, opt, batch_time, print_freq):
     ]
 
     good_examples = [
+        # a benchmark's peak memory per run: the sync makes the measurement (behind an option in
+        # a generation loop, or beside the reset of the statistics)
+        """
+import torch
+
+def benchmark_memory(model, batch, num_runs, device):
+    peaks = []
+    for _ in range(num_runs):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats(device)
+        model(batch.to(device))
+        torch.cuda.synchronize()
+        peaks.append(torch.cuda.max_memory_allocated(device))
+    return peaks
+
+def main(model, tokens, args):
+    model.cuda()
+    for i in range(args.generations):
+        out = model.generate(tokens.cuda())
+        if args.measure_vram:
+            torch.cuda.synchronize()
+            print(torch.cuda.max_memory_allocated() / 2 ** 20)
+""",
         # each iteration collects a rollout of many environment steps, then updates once: the
         # cache is emptied once per rollout
         """
