@@ -105,16 +105,22 @@ def _aliases(body: list[ast.stmt], names: set[str]) -> dict[str, tuple[str, str]
     return found
 
 
-def _of_a_loss_module(iterable: ast.AST) -> bool:
-    """`criterion_cent.parameters()`, `self.center_loss.parameters()`: a loss module holds a
-    parameter or two (a center loss's centers, a learned temperature), so its loop is a launch or
-    two per step, nothing a fused update would save."""
+# Words of a single layer's name (`duration_proj`, `lstm`, `fc`): it holds a few tensors.
+LAYER_WORDS = {"lstm", "gru", "rnn", "proj", "projection", "linear", "fc", "conv", "norm", "bn", "ln",
+               "embedding", "embeddings", "emb"}
+
+
+def _of_a_small_module(iterable: ast.AST) -> bool:
+    """`criterion_cent.parameters()`, `self.center_loss.parameters()`,
+    `model.predictor.duration_proj.parameters()`: a loss module holds a parameter or two (a center
+    loss's centers, a learned temperature), one layer a weight and a bias (an LSTM eight), so the
+    loop is a few launches per step, nothing a fused update would save."""
     if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute)
             and iterable.func.attr in ("parameters", "named_parameters")):
         return False
     owner = iterable.func.value
     name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
-    return bool(set(name.lower().split("_")) & LOSS_WORDS)
+    return bool(set(name.lower().split("_")) & (LOSS_WORDS | LAYER_WORDS))
 
 
 class PerParameterUpdate(Rule):
@@ -148,7 +154,7 @@ class PerParameterUpdate(Rule):
         self._aliases: dict[str, tuple[str, str]] = {}  # the loop's names for its parameters (`_aliases`)
 
     def visit_For(self, node: ast.For) -> None:
-        if _of_a_loss_module(node.iter):
+        if _of_a_small_module(node.iter):
             return
         names = param_names(node.iter, node.target, self.ctx)
         keys = mapping_keys(node.iter, node.target, self.ctx)
@@ -364,7 +370,8 @@ parameters by name (`model.state_dict().items()`, `dict(model.named_parameters()
 (`e.copy_(e * d + p * (1 - d))`) count as in-place updates.
 
 Not reported: loops over a loss module's parameters (`criterion_cent.parameters()`: a center
-loss holds one tensor, so the loop is one launch), loops that only read parameters (counting `numel()`), set flags
+loss holds one tensor, so the loop is one launch) or one layer's, named so
+(`model.predictor.duration_proj.parameters()`, `self.lstm.parameters()`: a few tensors), loops that only read parameters (counting `numel()`), set flags
 (`requires_grad_(False)`), copy or initialise weights (`copy_`, `normal_`,
 `torch.add(a, b, out=p)`: usually done once), reset gradients with `p.grad = None`, or add into
 gradients (`p.grad += g`: autograd accumulates per parameter too); names that hold something
@@ -695,6 +702,23 @@ def train(model, loader, optimizer, quantizer, scales):
         loss.backward()
         optimizer.step()
         quantizer.quantize_model(model, scales)
+""",
+        # one layer's weight and bias (an LSTM's eight tensors) rescaled every step: a few launches
+        """
+import torch
+
+def train(model, loader, optimizer, scale):
+    model.cuda()
+    for batch in loader:
+        loss = model(batch.cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        for p in model.predictor.duration_proj.parameters():
+            if p.grad is not None:
+                p.grad *= scale
+        for p in model.predictor.lstm.parameters():
+            p.grad.mul_(scale)
+        optimizer.step()
 """,
         # a center loss's one parameter (its centers) rescaled every step: one launch
         """
