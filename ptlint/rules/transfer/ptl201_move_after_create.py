@@ -6,11 +6,13 @@ import ast
 
 from ptlint.engine.finding import SAFE, UNSAFE, Fix
 from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
-from ptlint.semantics.nodes import STATEMENT_LOOPS, body_nodes, keyword
+from ptlint.semantics.nodes import STATEMENT_LOOPS, block_of, body_nodes, keyword
 from ptlint.semantics.values import (
     DEVICE_STRING,
     HOST_DATA_CONSTRUCTORS,
     NONE,
+    STRONG,
+    in_host_memory,
     is_cpu_device,
     is_device,
     tensor_kind,
@@ -456,14 +458,64 @@ class MoveAfterCreate(Rule):
         if not factories or factories[0] == "Tensor" or factory is not None and any(
                 k.arg is None or k.arg in FACTORY_BLOCKERS for k in value.keywords):
             return False
-        if not self._moved_before_read(name, value, move):
+        filled = self._filled(name, value, move)
+        if filled is None:
             return False
         self._random[id(move)] = any(f in RANDOM for f in factories)
-        self.report(move, f"`torch.{factories[0]}(...)` is built on the CPU (line {value.lineno}) and copied here: "
+        built = f"built on the CPU (line {value.lineno}), filled there," if filled else \
+            f"built on the CPU (line {value.lineno}) and"
+        self.report(move, f"`torch.{factories[0]}(...)` is {built} copied here: "
                           "create it on the device with `device=` and drop the move",
                     help="Pass `device=` to the factory where the tensor is built and drop the `.to(device)` / "
                          "`.cuda()` here: it is then made where it is used.")
         return True
+
+    def _filled(self, name: ast.Name, value: ast.AST, move: ast.Call) -> bool | None:
+        """False: `value`, bound to `name`, is moved before anything reads it; True: only filled
+        first, by statements beside its own that store a number or a device tensor into it
+        (`x_pad[:, :, :n] = x` of a model's output: a copy to the host and back; `attr[:, 0] = 4`),
+        which the device does as well; None otherwise (host data written into it, element by
+        element in a loop: built on the host on purpose, then copied once)."""
+        if self._moved_before_read(name, value, move):
+            return False
+        loop = self.ctx.loops[-1] if self.ctx.loops else None
+        if loop is not None and not any(n is value for n in ast.walk(loop)):
+            return None  # built once before the loop, moved each iteration: PTL105's
+        statement, holder = value, self.ctx.parent(value)
+        while holder is not None and not isinstance(statement, ast.stmt):
+            statement, holder = holder, self.ctx.parent(holder)
+        found = block_of(statement, holder)
+        if found is None:
+            return None
+        block, index = found
+        fills = 0
+        for later in block[index + 1:]:
+            if any(n is move for n in ast.walk(later)):
+                return True if fills and self._moved_before_read(name, later, move) else None
+            if not (isinstance(later, ast.Assign) and len(later.targets) == 1
+                    and isinstance(later.targets[0], ast.Subscript) and isinstance(later.targets[0].value, ast.Name)
+                    and later.targets[0].value.id == name.id and self._fill_value(later.value)):
+                return None
+            if any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(later.value)) \
+                    or any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(later.targets[0].slice)):
+                return None
+            fills += 1
+        return None
+
+    def _fill_value(self, value: ast.AST) -> bool:
+        """A number, or visibly a tensor not in host memory (a model's output), also a name
+        rebound from itself by tensor ops (`x = x.transpose(-1, -2)` just above)."""
+        if isinstance(value, ast.UnaryOp):
+            value = value.operand
+        if isinstance(value, ast.Constant):
+            return type(value.value) in (int, float, bool)
+        if in_host_memory(value, self.ctx):
+            return False
+        if tensor_kind(value, self.ctx) == STRONG:
+            return True
+        bound = [v for v in self.ctx.assignments(value.id) if v.lineno < value.lineno] \
+            if isinstance(value, ast.Name) else []
+        return bool(bound) and tensor_kind(bound[-1], self.ctx, {value.id: STRONG}) == STRONG
 
     def _moved_before_read(self, name: ast.Name, value: ast.AST, move: ast.Call) -> bool:
         """`value`, bound to `name`, is moved by `move` in the same loop iteration before anything
@@ -696,9 +748,13 @@ call:
   `torch.full(shape, value, device=device)` makes on the device; per step only;
 - a factory (or an expression of factories) bound to a name and moved in a later statement
   before anything reads it, in the same loop iteration: `zeros = torch.zeros(mean.size())`
-  ... `zeros = zeros.cuda()`, `noise = torch.randn(shape) * 0.1` ... `noise.to(device)`; not a
-  tensor filled or read in between (`ids[i] = vocab[tok]`: built on the host on purpose), a
-  name bound more than once, or one built before the loop that moves it (PTL105);
+  ... `zeros = zeros.cuda()`, `noise = torch.randn(shape) * 0.1` ... `noise.to(device)`; also
+  one only filled in between, by the statements right after it, with numbers or with device
+  tensors (`attr = torch.zeros(n, 2); attr[:, 0] = 4; attr = attr.to(dev)`; `pad =
+  torch.zeros(b, c, t); pad[:, :, :x.shape[-1]] = x` of a model's output, a copy to the host
+  and back, then `pad.to(x.device)`); not a tensor filled from host data or element by element
+  in a loop (`ids[i] = vocab[tok]`: built on the host on purpose), read in between, a name bound
+  more than once, or one built before the loop that moves it (PTL105);
 - the same constants copied from the host on every call, `torch.tensor([0.0448, 0.2856]).to(device)`
   or a legacy type (`torch.FloatTensor([...]).cuda()`): `.to(device)` of host memory without
   `non_blocking=True` waits for the device's queue before it copies, so each call is a sync as
@@ -805,6 +861,34 @@ gives float32.
 """
 
     bad_examples = [
+        # built on the CPU, filled with a constant or a model's output, then copied, every forward
+        """
+import torch
+import torch.nn as nn
+
+class GINConv(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.mlp = nn.Linear(dim, dim)
+        self.lstm = nn.LSTM(dim, dim, batch_first=True)
+
+    def forward(self, x, edge_attr, width):
+        self_loop_attr = torch.zeros(x.size(0), 2)
+        self_loop_attr[:, 0] = 4
+        self_loop_attr = self_loop_attr.to(edge_attr.device)  # expect: PTL201
+        h = self.mlp(x)
+        padded = torch.zeros([h.shape[0], width])
+        padded[:, :h.shape[1]] = h
+        h = padded.to(h.device)  # expect: PTL201
+        return torch.cat([edge_attr, self_loop_attr]), h
+
+class Encoder(nn.Module):
+    def forward(self, z, width):
+        z = z.transpose(-1, -2)
+        z_pad = torch.zeros([z.shape[0], z.shape[1], width])
+        z_pad[:, :, :z.shape[-1]] = z
+        return z_pad.to(z.device)  # expect: PTL201
+""",
         # a sampling loop's timestep made a tensor on the host every step
         """
 import torch
@@ -1093,6 +1177,42 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a mask built on the host from host data (lengths, NumPy, element by element), then copied
+        # once: the device would do the same writes as many small kernels
+        """
+import numpy as np
+import torch
+import torch.nn as nn
+
+class Tagger(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, lengths, weights):
+        mask = torch.zeros(len(lengths), x.shape[1])
+        for i, n in enumerate(lengths):
+            mask[i, :n] = 1
+        mask = mask.to(x.device)
+        table = torch.zeros(3, 4)
+        table[0] = torch.from_numpy(np.asarray(weights))
+        table = table.to(x.device)
+        scale = torch.ones(2)
+        scale[0] = weights[0]
+        scale = scale.to(x.device)
+        return self.proj(x) * mask, table, scale
+
+def run(model, steps, device):
+    start = torch.zeros(1, 16)
+    start[0, 0] = 1
+    for step in range(steps):
+        out = model(start.to(device))
+    if steps:
+        first = torch.zeros(4)
+        first[0] = 1
+    first = first.to(device)
+    return out, first
+""",
         # values a loader or a list gives, not a range's index
         """
 import torch
