@@ -26,8 +26,9 @@ PARAM_LIST_NAMES = {"params", "parameters", "param_list", "params_list", "parame
 # A name whose last word is `params` / `parameters` (`target_params`, `ema_parameters`), optionally
 # numbered (`params_a`, `params2`), for lists a function receives. Not `hparams`, `param_groups`,
 # `params_before` or `parameter_names`: in the corpus those hold settings, groups, copies or names.
-# Not attributes beyond PARAM_LIST_NAMES: the corpus' `self.ema_params` / `self.shadow_params`
-# held host copies updated every few hundred steps, or an EMA with its own foreach path.
+# Not other attributes, unless their class binds them only to device copies of parameters
+# (`_held_parameter_copies`): the corpus' `self.ema_params` / `self.shadow_params` held host copies
+# updated every few hundred steps, or an EMA with its own foreach path.
 PARAM_LIST_NAME = re.compile(r"_*(?:[a-z0-9]+_)*(?:params|parameters)(?:_?[a-z0-9])?", re.IGNORECASE)
 # Calls that pass an iterable of parameters through unchanged (element for element).
 PASS_THROUGH = {"list", "tuple", "filter", "reversed", "sorted"}
@@ -71,7 +72,8 @@ def param_names(iterable: ast.AST, target: ast.AST, ctx, depth: int = 0) -> set[
         return set()
     if isinstance(iterable, ast.Subscript) and _is_params_key(iterable.slice):  # group["params"]
         return {target.id} if isinstance(target, ast.Name) else set()
-    if isinstance(iterable, ast.Attribute) and iterable.attr in PARAM_LIST_NAMES:  # self.params
+    if isinstance(iterable, ast.Attribute) and (iterable.attr in PARAM_LIST_NAMES  # self.params
+                                                or _held_parameter_copies(iterable, ctx, depth)):
         return {target.id} if isinstance(target, ast.Name) else set()
     if isinstance(iterable, ast.Name):
         if iterable.id in PARAM_LIST_NAMES:
@@ -157,6 +159,55 @@ def may_repeat(iterable: ast.AST, ctx, depth: int = 0) -> bool:
         values = ctx.assignments(iterable.id)
         return not values or any(may_repeat(v, ctx, depth + 1) for v in values)
     return True
+
+
+# What an element of a copy of parameters may go through on the device: `p.clone().detach()`,
+# `p.data.clone()`, `s.to(device)`, `p.detach().float()`.
+COPY_STEPS = {"clone", "detach", "to", "float", "contiguous", "data"}
+
+
+def _held_parameter_copies(attribute: ast.Attribute, ctx, depth: int) -> bool:
+    """`self.shadow_params` where every binding of it in its class is a list of device copies of
+    parameters: `[p.clone().detach() for p in parameters if p.requires_grad]`, also `[s.to(device)
+    for s in self.shadow_params]` (an EMA's shadow copies, updated after each optimizer step), or
+    restored from its own entry of a state dict. Not a copy moved to the host (`.cpu()`,
+    `.to("cpu")`)."""
+    if not (isinstance(attribute.value, ast.Name) and attribute.value.id == "self"):
+        return False
+    owner = ctx.method_owner(attribute)
+    if owner is None:
+        return False
+    values = [n.value for n in ast.walk(owner) if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+        and t.attr == attribute.attr for t in n.targets)]
+    return bool(values) and all(_parameter_copies(v, attribute.attr, ctx, depth) for v in values)
+
+
+def _parameter_copies(value: ast.AST, attribute: str, ctx, depth: int) -> bool:
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == attribute:
+        return True  # restored from its own state dict (`state_dict["shadow_params"]`)
+    if not (isinstance(value, ast.ListComp) and len(value.generators) == 1
+            and isinstance(value.generators[0].target, ast.Name)):
+        return False
+    generator = value.generators[0]
+    element = value.elt
+    while not isinstance(element, ast.Name):
+        if isinstance(element, ast.Call) and isinstance(element.func, ast.Attribute) \
+                and element.func.attr in COPY_STEPS and not any(
+                    isinstance(n, ast.Constant) and n.value == "cpu" for n in ast.walk(element)
+                    if n not in ast.walk(element.func.value)):
+            element = element.func.value
+        elif isinstance(element, ast.Attribute) and element.attr == "data":
+            element = element.value
+        else:
+            return False
+    if element.id != generator.target.id:
+        return False
+    source = generator.iter
+    if isinstance(source, ast.Attribute) and isinstance(source.value, ast.Name) and source.value.id == "self" \
+            and source.attr == attribute:
+        return True
+    return bool(param_names(source, generator.target, ctx, depth + 1))
 
 
 def _is_param_list(value: ast.AST, ctx, depth: int) -> bool:

@@ -487,6 +487,36 @@ holding both devices. A tensor listed twice is updated twice by the loop and onc
 """
 
     bad_examples = [
+        # an EMA whose shadow copies are cloned from the parameters, updated after each step
+        """
+import torch
+
+class ExponentialMovingAverage:
+    def __init__(self, parameters, decay):
+        self.decay = decay
+        self.shadow_params = [p.clone().detach() for p in parameters if p.requires_grad]
+
+    def move_shadow_params_to_device(self, device):
+        self.shadow_params = [s.to(device) for s in self.shadow_params]
+
+    def load_state_dict(self, state_dict):
+        self.shadow_params = state_dict["shadow_params"]
+
+    def update(self, parameters):
+        with torch.no_grad():
+            parameters = [p for p in parameters if p.requires_grad]
+            for s_param, param in zip(self.shadow_params, parameters):  # expect: PTL501
+                s_param.sub_((1.0 - self.decay) * (s_param - param))
+
+def train(model, loader, optimizer, ema):
+    model.cuda()
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        ema.update(model.parameters())
+""",
         # an EMA whose blend is a method of its own class, through names for the two tensors
         """
 class EMA:
@@ -676,6 +706,42 @@ def soft_update(source_parameters, target_parameters, tau):
     ]
 
     good_examples = [
+        # host copies of the parameters (kept off the device), or a list the class also fills
+        # with something else
+        """
+import torch
+
+class HostAverage:
+    def __init__(self, model):
+        self.shadow_params = [p.detach().clone().cpu() for p in model.parameters()]
+        self.history = [p.clone() for p in model.parameters()]
+        self.saved_params = [p.detach().to("cpu") for p in model.parameters()]
+        init = torch.zeros(())
+        self.start_params = [init.clone() for p in model.parameters()]
+
+    def reset(self, values):
+        self.history = values
+
+    def update(self, model, decay):
+        with torch.no_grad():
+            for s, p in zip(self.shadow_params, model.parameters()):
+                s.mul_(decay).add_(p.cpu(), alpha=1 - decay)
+            for h, p in zip(self.history, model.parameters()):
+                h.mul_(decay).add_(p, alpha=1 - decay)
+            for s, p in zip(self.saved_params, model.parameters()):
+                s.mul_(decay).add_(p.cpu(), alpha=1 - decay)
+            for s in self.start_params:
+                s.mul_(decay)
+
+def train(model, loader, optimizer, average):
+    model.cuda()
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        average.update(model, 0.99)
+""",
         # a method that returns no blend of its arguments; a name for something else than the
         # parameter the loop writes
         """
