@@ -20,6 +20,7 @@ inside the traced function, the expression of a `raise` (the error path), and th
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, walk
@@ -35,7 +36,8 @@ WHERE_TRACED_DOC = """\
   function or method passed to `torch.compile(...)` anywhere in the same file, and, in a project
   that compiles code (some file calls `torch.compile` or `torch._dynamo`, or `compile = true` in
   `[tool.ptlint]` says its users will, as for a library), the `forward` of an `nn.Module`
-  subclass; also functions nested in those. A `forward` in a module that imports PIL, OpenCV or
+  subclass, not a loss module's (`class PixLoss(nn.Module)`: the training loop calls it on the
+  compiled model's output); also functions nested in those. A `forward` in a module that imports PIL, OpenCV or
   `torchvision.transforms`, or that sits in an `augment*/` or `transforms/` folder, is
   data-pipeline code and does not count (an explicit `torch.compile` there still does).
 - **Silent** in a project where nothing compiles code (the rule reports nothing there), and in
@@ -118,10 +120,22 @@ def _compute_root(function: ast.AST, ctx: "FileFacts") -> bool:
     owner = ctx.stack[index - 1] if index else None
     in_class = isinstance(owner, ast.ClassDef)
     if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx) \
-            and project_compiles(ctx):
+            and not _loss_class(owner) and project_compiles(ctx):
         return True
     names, methods = compile_targets(ctx)
     return function.name in (methods if in_class else names)
+
+
+# Words of a loss module's class name (`PixLoss`, `MultiStepMultiMasksAndIous` is not one).
+LOSS_CLASS_WORDS = {"loss", "losses", "criterion"}
+
+
+def _loss_class(cls: ast.ClassDef) -> bool:
+    """`class PixLoss(nn.Module)`, `class ContrastiveCriterion(nn.Module)`: a loss module, which a
+    training loop calls on the compiled model's output; `torch.compile(model)` does not trace it
+    (an explicit `torch.compile` of it still counts)."""
+    words = {word.lower() for word in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", cls.name)}
+    return bool(words & LOSS_CLASS_WORDS)
 
 
 def project_compiles(ctx: "FileFacts") -> bool:

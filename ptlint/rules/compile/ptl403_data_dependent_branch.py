@@ -138,6 +138,12 @@ No automatic fix: the branch-free form computes both sides.
 import torch
 from torch import nn
 
+class Glossary(nn.Module):  # (not a loss module: `Gloss` is one word)
+    def forward(self, x):
+        if x.abs().max() > 1:  # expect: PTL403
+            x = x / 2
+        return x
+
 class Gate(nn.Module):
     def forward(self, x, mask=None):
         if x.abs().max() > 1:  # expect: PTL403
@@ -169,6 +175,30 @@ def safe_log(t):
     ]
 
     good_examples = [
+        # a loss module in a project that compiles its model: the loop calls it on the compiled
+        # model's output, in eager mode
+        """
+import torch
+import torch.nn as nn
+
+class PixLoss(nn.Module):
+    def forward(self, pred, gt):
+        loss = (pred - gt).abs().mean()
+        if loss > 10:
+            loss = loss.clamp(max=10)
+        return loss
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+model = torch.compile(Net())
+criterion = PixLoss()
+""",
         # a name beside a size is a size: compared as Python ints
         """
 import torch
