@@ -949,6 +949,16 @@ def elementwise_read(value: ast.AST, ctx: "FileFacts") -> bool:
     return False
 
 
+def slice_bound_reads(node: ast.Subscript, ctx: "FileFacts") -> list[ast.Subscript]:
+    """The bounds of `node`'s slices that are elements of a tensor (`x[p, :lengths[p]]`): a 0-d
+    tensor there is turned into an int, a read back to the host (in a loop over samples, one per
+    sample). Not sizes (`x.shape[-1]`)."""
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return [bound for part in parts if isinstance(part, ast.Slice)
+            for bound in (part.lower, part.upper, part.step) if isinstance(bound, ast.Subscript)
+            and tensor_kind(bound.value, ctx) == STRONG]
+
+
 MASKED_WRITE_METHODS = {"masked_fill_", "masked_scatter_", "index_put_", "index_add_", "index_copy_", "index_fill_"}
 
 

@@ -13,6 +13,7 @@ from ptlint.semantics.uses import (
     amortised,
     avoidable,
     elementwise_read,
+    slice_bound_reads,
     is_read_call,
     legacy_read,
     logged_tensor,
@@ -156,6 +157,8 @@ class SyncInLoop(Rule):
                                   and "loss" in name_words(owner)) \
                 and self._worth_asking(node) and self._holds_a_tensor(owner):
             self._read(node, owner, "`.data[0]` (the `.item()` of PyTorch before 0.4)", each=True)
+        for bound in slice_bound_reads(node, self.ctx) if self._worth_asking(node) else ():  # `x[p, :n[p]]`
+            self._read(bound, bound, "a tensor's element as a slice bound")
 
     # -- a step counter kept in a tensor -----------------------------------------------------------
     def _counter_read(self, node: ast.AST, value: ast.AST, what: str) -> bool:
@@ -298,8 +301,6 @@ class SyncInLoop(Rule):
         self._stalls[id(node)] = stalls
         self.report(node, (self.message if self.ctx.loops else self.step_message).format(what=what), help=help)
 
-    def _statement(self) -> ast.stmt | None:
-        return next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
 
     def keep(self, node: ast.AST, where) -> bool:
         """A sync stalls the device every time only where work is queued every time: in a loop
@@ -319,11 +320,9 @@ class SyncInLoop(Rule):
         """Another read in a statement that already has a finding (`t, h, w = g[0].item(),
         g[1].item(), g[2].item()`, `f"{loss:.3f} {acc:.3f}"`): the first read waited, and one
         `.tolist()` (or one stacked tensor) fixes them all, so the statement is reported once."""
-        statement = statement or self._statement()
-        if statement is None:
-            return False
-        if id(statement) in self._read_in_statement:
-            return True
+        statement = statement or next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
+        if statement is None or id(statement) in self._read_in_statement:
+            return statement is not None
         self._read_in_statement.add(id(statement))
         return False
 
@@ -382,6 +381,10 @@ The reads it finds:
   or size the result so the device can. Not a size computed from sequence lengths
   (`torch.arange(lengths.max())`): lengths are host tensors by convention (`pack_padded_sequence`
   wants them there);
+- an element of a tensor visibly on the device as a slice bound (`target[p, :durations[p]] = 1`
+  in a loop over the samples of a batch): Python turns each into an int, one read per sample;
+  read the bounds once with `.tolist()`, or build the result with a comparison against an
+  `arange` on the device;
 - a step counter kept in a tensor (`self.register_buffer("update_count", torch.tensor([0]))`
   only ever increased by a number, `self.update_count += 1`): every test of it (`if
   self.update_count >= warmup:`), `.item()`, `int()` or `float()` of it in a training step waits
@@ -568,6 +571,24 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a duration target built phoneme by phoneme, each slice bound an element of a device tensor
+        """
+import torch
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for texts, durations in loader:
+        texts, durations = texts.cuda(), durations.cuda()
+        pred = model(texts)
+        target = torch.zeros_like(pred)
+        lengths = durations.long()
+        for p in range(target.shape[0]):
+            target[p, :lengths[p]] = 1  # expect: PTL101
+        loss = (pred - target).abs().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # a script's loop logs the Python number its step function returned: the step's own
         # `loss` (reported there) is not the script's
         """
@@ -1384,6 +1405,28 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # slice bounds from host values: a list of lengths, one `.tolist()` first, a size
+        """
+import torch
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for texts, durations, sizes in loader:
+        texts, durations = texts.cuda(), durations.cuda()
+        pred = model(texts)
+        target = torch.zeros_like(pred)
+        lengths = durations.long().tolist()
+        host_lengths = torch.tensor(sizes)
+        for p in range(target.shape[0]):
+            target[p, :lengths[p]] = 1
+            target[p, :host_lengths[p]] -= 1
+            target[p, :sizes[p]] *= 2
+            target[p, :pred.shape[1]] += 1
+        loss = (pred - target).abs().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
         # a lambda that formats its own parameter: not the loop's loss
         """
 import torch
