@@ -119,10 +119,10 @@ def _compute_root(function: ast.AST, ctx: "FileFacts") -> bool:
     index = _stack_index(ctx, function)
     owner = ctx.stack[index - 1] if index else None
     in_class = isinstance(owner, ast.ClassDef)
-    if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx) \
-            and not _loss_class(owner) and project_compiles(ctx):
-        return True
     names, methods = compile_targets(ctx)
+    if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx) \
+            and (not _loss_class(owner) or owner.name in names) and project_compiles(ctx):
+        return True
     return function.name in (methods if in_class else names)
 
 
@@ -173,7 +173,9 @@ def _image_pipeline(ctx: "FileFacts") -> bool:
 
 def compile_targets(ctx: "FileFacts") -> tuple[set[str], set[str]]:
     """Names of functions (`torch.compile(fn)`) and methods (`torch.compile(self.fn)`) compiled
-    anywhere in the module: the call may come after the definition, so look at the whole tree."""
+    anywhere in the module, and of the classes whose instances are (`torch.compile(PixLoss())`,
+    `criterion = PixLoss()` then `torch.compile(criterion)`): the call may come after the
+    definition, so look at the whole tree."""
     key = "compile-targets"
     if key not in ctx.memo:
         names: set[str] = set()
@@ -184,13 +186,23 @@ def compile_targets(ctx: "FileFacts") -> tuple[set[str], set[str]]:
                         and ctx.qualname(node.func) == "torch.compile":
                     target = node.args[0] if node.args else next(
                         (k.value for k in node.keywords if k.arg == "model"), None)
-                    if isinstance(target, ast.Name):
+                    if isinstance(target, ast.Call) and isinstance(target.func, ast.Name):
+                        names.add(target.func.id)  # `torch.compile(PixLoss())`: the class
+                    elif isinstance(target, ast.Name):
                         names.add(target.id)
+                        names.update(v.func.id for v in _bound_anywhere(target.id, ctx)
+                                     if isinstance(v, ast.Call) and isinstance(v.func, ast.Name))
                     elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                             and target.value.id in SELF_NAMES:
                         methods.add(target.attr)
         ctx.memo[key] = (names, methods)
     return ctx.memo[key]
+
+
+def _bound_anywhere(name: str, ctx: "FileFacts") -> list[ast.AST]:
+    """The values `name = ...` binds anywhere in the module (any function's local of that name)."""
+    return [node.value for node in walk(ctx.tree) if type(node) is ast.Assign
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
 
 
 def is_module_class(cls: ast.ClassDef, ctx: "FileFacts", seen: frozenset = frozenset()) -> bool:

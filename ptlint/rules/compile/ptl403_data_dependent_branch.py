@@ -138,6 +138,24 @@ No automatic fix: the branch-free form computes both sides.
 import torch
 from torch import nn
 
+class FocalLoss(nn.Module):  # a loss module the file compiles itself
+    def forward(self, logits, target):
+        if logits.abs().max() > 50:  # expect: PTL403
+            logits = logits.clamp(-50, 50)
+        return (logits - target).pow(2).mean()
+
+def build():
+    criterion = FocalLoss()
+    return torch.compile(criterion)
+
+class DiceLoss(nn.Module):
+    def forward(self, probs, target):
+        if probs.sum() == 0:  # expect: PTL403
+            return probs.sum()
+        return 1 - (probs * target).sum() / probs.sum()
+
+dice = torch.compile(DiceLoss())
+
 class Glossary(nn.Module):  # (not a loss module: `Gloss` is one word)
     def forward(self, x):
         if x.abs().max() > 1:  # expect: PTL403
