@@ -164,6 +164,8 @@ HOST_FUNCTIONS = {"json.dump", "pickle.dump", "numpy.save", "numpy.savez", "nump
                   "torchvision.utils.save_image", "torchaudio.save", "torchvision.io.write_video"}
 DECODE_METHODS = {"decode", "batch_decode", "convert_ids_to_tokens", "detokenize", "decode_ids", "id_to_piece",
                   "IdToPiece", "DecodeIds", "convert_tokens_to_string"}
+# Functions whose result is a string of their argument: where the string goes, the value goes.
+STRING_FUNCTIONS = {"json.dumps", "pprint.pformat", "yaml.dump", "yaml.safe_dump"}
 WRITE_METHODS = {"write", "writelines", "writerow", "writerows", "dump", "tofile", "savefig"}
 EVALUATOR_WORDS = {"evaluator", "evaluators", "coco", "cocoeval", "coco_eval", "scorer", "confusion", "confmat",
                    "validator", "lvis", "bleu", "rouge", "wer", "cer", "voc"}
@@ -370,7 +372,7 @@ def _call_destination(call: ast.Call, ctx: "FileFacts", scope: ast.AST, hops: in
             return LOG
         if qual.startswith("torch.") and qual.rpartition(".")[2] in SIZED_FACTORIES:
             return HOST  # a size or a range: the host allocates with it (`torch.empty((n,))`)
-        if qual.startswith(("numpy.", "math.", "statistics.", "torch.")):
+        if qual.startswith(("numpy.", "math.", "statistics.", "torch.")) or qual in STRING_FUNCTIONS:
             return None
         return KEPT
     if isinstance(func, ast.Name):

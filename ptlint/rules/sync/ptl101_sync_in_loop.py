@@ -430,7 +430,7 @@ Not reported, wherever the code runs:
 - a read whose value the host needs every iteration, followed through the names it is assigned
   to (three hops): decoded (`tokenizer.decode(ids.tolist())`, a sampled token kept and decoded
   later), returned from a function that picks an agent's action (`return q.argmax().item()` in
-  `select_action` or `act`: the environment steps with it), written to a file or stream in the same iteration (`f.write(...)`, `json.dump`,
+  `select_action` or `act`: the environment steps with it), written to a file or stream in the same iteration (`f.write(...)`, also of `json.dumps(row)`, `json.dump`,
   `torch.save`; not a history written once the loop ends, `losses.append(loss.item())` then
   `np.savetxt(path, losses)` after it, which is reported), handed to a
   host-side evaluator (`coco_evaluator.update(...)`, `metric.add_batch(...)`, `evaluator.process`)
@@ -1405,6 +1405,20 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # each file's score written to a JSON-lines file as it is computed: the host needs it
+        """
+import json
+import torch
+
+def score_files(predictor, paths, load, out_path):
+    predictor.cuda()
+    with open(out_path, "w") as f:
+        for path in paths:
+            score = predictor(torch.from_numpy(load(path)).cuda())
+            line = {}
+            line["wav"], line["score"] = str(path), score.item()
+            f.write(json.dumps(line) + "\\n")
+""",
         # slice bounds from host values: a list of lengths, one `.tolist()` first, a size
         """
 import torch
