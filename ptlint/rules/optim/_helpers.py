@@ -177,10 +177,23 @@ def _held_parameter_copies(attribute: ast.Attribute, ctx, depth: int) -> bool:
     owner = ctx.method_owner(attribute)
     if owner is None:
         return False
-    values = [n.value for n in ast.walk(owner) if isinstance(n, ast.Assign) and any(
-        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-        and t.attr == attribute.attr for t in n.targets)]
+    values = _self_bindings(owner, ctx).get(attribute.attr, [])
     return bool(values) and all(_parameter_copies(v, attribute.attr, ctx, depth) for v in values)
+
+
+def _self_bindings(cls: ast.ClassDef, ctx) -> dict[str, list[ast.AST]]:
+    """attribute -> the values `self.attribute = ...` binds anywhere in the class (once per class)."""
+    key = ("self-bindings", id(cls))
+    if key not in ctx.memo:
+        found: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id == "self":
+                        found.setdefault(target.attr, []).append(node.value)
+        ctx.memo[key] = found
+    return ctx.memo[key]
 
 
 def _parameter_copies(value: ast.AST, attribute: str, ctx, depth: int) -> bool:
@@ -194,8 +207,8 @@ def _parameter_copies(value: ast.AST, attribute: str, ctx, depth: int) -> bool:
     while not isinstance(element, ast.Name):
         if isinstance(element, ast.Call) and isinstance(element.func, ast.Attribute) \
                 and element.func.attr in COPY_STEPS and not any(
-                    isinstance(n, ast.Constant) and n.value == "cpu" for n in ast.walk(element)
-                    if n not in ast.walk(element.func.value)):
+                    isinstance(a, ast.Constant) and a.value == "cpu" for a in (*element.args, *(
+                        k.value for k in element.keywords))):
             element = element.func.value
         elif isinstance(element, ast.Attribute) and element.attr == "data":
             element = element.value
