@@ -20,6 +20,7 @@ inside the traced function, the expression of a `raise` (the error path), and th
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -36,8 +37,9 @@ WHERE_TRACED_DOC = """\
   function or method passed to `torch.compile(...)` anywhere in the same file, and, in a project
   that compiles code (some file calls `torch.compile` or `torch._dynamo`, or `compile = true` in
   `[tool.ptlint]` says its users will, as for a library), the `forward` of an `nn.Module`
-  subclass, not a loss module's (`class PixLoss(nn.Module)`: the training loop calls it on the
-  compiled model's output); also functions nested in those. A `forward` in a module that imports PIL, OpenCV or
+  subclass, not a loss module's (`class PixLoss(nn.Module)`, or any module class of a
+  `losses.py` / `loss_fns.py`: the training loop calls it on the compiled model's output) unless
+  the file compiles it itself; also functions nested in those. A `forward` in a module that imports PIL, OpenCV or
   `torchvision.transforms`, or that sits in an `augment*/` or `transforms/` folder, is
   data-pipeline code and does not count (an explicit `torch.compile` there still does).
 - **Silent** in a project where nothing compiles code (the rule reports nothing there), and in
@@ -121,7 +123,7 @@ def _compute_root(function: ast.AST, ctx: "FileFacts") -> bool:
     in_class = isinstance(owner, ast.ClassDef)
     names, methods = compile_targets(ctx)
     if in_class and function.name == "forward" and is_module_class(owner, ctx) and not _image_pipeline(ctx) \
-            and (not _loss_class(owner) or owner.name in names) and project_compiles(ctx):
+            and (not _loss_class(owner, ctx) or owner.name in names) and project_compiles(ctx):
         return True
     return function.name in (methods if in_class else names)
 
@@ -130,11 +132,13 @@ def _compute_root(function: ast.AST, ctx: "FileFacts") -> bool:
 LOSS_CLASS_WORDS = {"loss", "losses", "criterion"}
 
 
-def _loss_class(cls: ast.ClassDef) -> bool:
-    """`class PixLoss(nn.Module)`, `class ContrastiveCriterion(nn.Module)`: a loss module, which a
-    training loop calls on the compiled model's output; `torch.compile(model)` does not trace it
-    (an explicit `torch.compile` of it still counts)."""
+def _loss_class(cls: ast.ClassDef, ctx: "FileFacts") -> bool:
+    """`class PixLoss(nn.Module)`, `class ContrastiveCriterion(nn.Module)`, any module class of
+    `losses.py` or `loss_fns.py`: a loss module, which a training loop calls on the compiled
+    model's output; `torch.compile(model)` does not trace it (an explicit `torch.compile` of it
+    still counts)."""
     words = {word.lower() for word in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", cls.name)}
+    words.update(os.path.basename(ctx.path).lower().removesuffix(".py").split("_"))
     return bool(words & LOSS_CLASS_WORDS)
 
 
