@@ -390,35 +390,71 @@ class ProjectFacts:
         return f"ProjectFacts({self.to_data()!r})"
 
 
-def _received(parameters: list, calls: list) -> dict[str, list]:
+def _received(parameters: list, calls: list, optional: list = ()) -> dict[str, list]:
     """Parameter -> the constants it receives at `calls`, for the parameters that receive only
     constants (a missing one its constant default); {} where a call cannot be matched to the
     parameters. A call is `[positional, {keyword: ...}]`, the number of its positional arguments
-    where none is a constant, or None where arguments are spread."""
+    where none is a constant, or None where arguments are spread; an argument is a constant
+    (["c", value]), the values a parameter of the caller received (["v", [values]]), or
+    unknown. `optional`: calls that may run the def or something else (a method called on an
+    object of no known class): those that cannot be matched to its parameters are left out."""
     positional, defaults, variadic = parameters
     if variadic:
         return {}
     seen: dict[str, dict] = {name: {} for name in defaults}
-    for arguments in calls:
-        if isinstance(arguments, int):  # that many positional arguments, none a constant
-            arguments = [[0] * arguments, {}]
-        if arguments is None or len(arguments[0]) > len(positional):
-            return {}
-        given = dict(zip(positional, arguments[0]))
-        for name, value in arguments[1].items():
-            if name not in defaults or name in given:
+    for arguments, required in [*((c, True) for c in calls), *((c, False) for c in optional)]:
+        if arguments is None:
+            return {}  # spread: anything
+        given = _matched(positional, defaults, arguments)
+        if given is None:
+            if required:
                 return {}
-            given[name] = value
+            continue
         for name, default in defaults.items():
             value = given.get(name, default)
-            if value == "r":
-                return {}  # a required parameter left out: not a call this def accepts
-            if seen[name] is not None:
-                if value == 0:
-                    seen[name] = None
-                else:
-                    seen[name][(type(value[1]).__name__, repr(value[1]))] = value[1]
+            if seen[name] is None:
+                continue
+            if value == 0 or value[0] == "p":
+                seen[name] = None
+            else:
+                for one in value[1] if value[0] == "v" else [value[1]]:
+                    seen[name][(type(one).__name__, repr(one))] = one
     return {name: list(values.values()) for name, values in seen.items() if values}
+
+
+def _matched(positional: list, defaults: dict, arguments: list | int) -> dict | None:
+    """Parameter -> the argument a call gives it (a parameter it leaves out: its default), or None
+    where the call cannot run the def: too many positional arguments, a keyword it does not take,
+    a required parameter left out."""
+    if isinstance(arguments, int):  # that many positional arguments, none a constant
+        arguments = [[0] * arguments, {}]
+    if len(arguments[0]) > len(positional):
+        return None
+    given = dict(zip(positional, arguments[0]))
+    for name, value in arguments[1].items():
+        if name not in defaults or name in given:
+            return None
+        given[name] = value
+    if any(given.get(name, default) == "r" for name, default in defaults.items()):
+        return None
+    return given
+
+
+def _handed_values(edge: "_Edge", fixed: dict) -> list | int | None:
+    """The edge's arguments, each parameter its caller hands on (["p", name]) replaced by the values
+    that parameter receives (["v", values]) where those are known."""
+    arguments = edge.arguments
+    if not isinstance(arguments, list) or not any(
+            isinstance(a, list) and a[0] == "p" for a in (*arguments[0], *arguments[1].values())):
+        return arguments
+    received = fixed.get(edge.caller[0], {}).get(edge.caller[1], {})
+
+    def resolve(argument):
+        if isinstance(argument, list) and argument[0] == "p":
+            return ["v", received[argument[1]]] if argument[1] in received else 0
+        return argument
+
+    return [[resolve(a) for a in arguments[0]], {k: resolve(v) for k, v in arguments[1].items()}]
 
 
 _RANK = {"o": 0, "e": 1, "c": 2, "s": 3}  # once, per outer iteration, called, per step
@@ -1085,7 +1121,7 @@ class ProjectModel:
 
     # -- arguments every call passes -----------------------------------------------------------------
     def fixed_arguments(self) -> tuple[dict[str, dict[str, dict[str, list]]], dict[str, set[str]]]:
-        """Per file, its top-level functions whose every call in the project passes a known constant
+        """Per file, its top-level functions (and methods of its top-level classes) whose every call in the project passes a known constant
         for some parameters (or leaves them at a constant default): def -> parameter -> the values
         (`compute_top_k(logits, labels, k=5, reduction="none")` at both calls: a `reduction ==
         "mean"` branch there never runs); and per file, the files of those calls. Asked only where
@@ -1101,23 +1137,49 @@ class ProjectModel:
         passed: set[str] = set(self.caller_names)
         for summary in self.summaries.values():
             passed.update(summary.get("passed", ()))
+        methods_known = not any(summary.get("attribute_lookup", True) is True for summary in self.summaries.values())
+        looked_up = self._classes_looking_themselves_up() if methods_known else None
+        unresolved: dict[str, list] = {}  # method name -> argument lists of calls on unknown objects
+        for summary in self.summaries.values():
+            for name, entry in summary.get("method_calls", {}).items():
+                unresolved.setdefault(name, []).extend(entry)
         incoming: dict[tuple, list[_Edge]] = {}
         for edge in self.edges:
             incoming.setdefault(edge.callee, []).append(edge)
-        fixed: dict[str, dict[str, dict[str, list]]] = {}
-        callers: dict[str, set[str]] = {}
+        candidates = []
         for (path, key), edges in incoming.items():
             summary = self.summaries.get(path)
             entry = summary["defs"].get(key) if summary is not None else None
-            top = summary["names"]["tops"].get(key) if summary is not None else None
+            owner, _, method = key.rpartition(".")
+            top = summary["names"]["tops"].get(key.split(".")[0]) if summary is not None else None
             if entry is None or len(entry) < 8 or entry[7] is None or top is None or top[0] or key in passed \
-                    or path in looked:
+                    or path in looked or owner and not self._method_callers_known(path, owner, method, looked_up):
                 continue
-            values = _received(entry[7], [edge.arguments for edge in edges])
-            if values:
-                fixed.setdefault(path, {})[key] = values
+            candidates.append((path, key, entry[7], edges, unresolved.get(method, []) if owner else []))
+        fixed: dict[str, dict[str, dict[str, list]]] = {}
+        for _ in range(4):  # values handed on from caller to callee (`sample` -> `get_time_steps`): a few hops
+            found: dict[str, dict[str, dict[str, list]]] = {}
+            for path, key, parameters, edges, optional in candidates:
+                calls = [_handed_values(edge, fixed) for edge in edges]
+                values = _received(parameters, calls, optional)
+                if values:
+                    found.setdefault(path, {})[key] = values
+            if found == fixed:
+                break
+            fixed = found
+        callers: dict[str, set[str]] = {}
+        for path, key, _, edges, _ in candidates:
+            if key in fixed.get(path, {}):
                 callers.setdefault(path, set()).update(edge.path for edge in edges)
         return fixed, callers
+
+    def _method_callers_known(self, path: str, cls: str, method: str, looked_up: set | None) -> bool:
+        """Every call of `cls.method` is one a summary shows: no file reaches methods by computed
+        names (`looked_up` None) or the class's own by `getattr(self, name)`; the class derives from
+        `object` or `nn.Module` only, through the project's classes (no framework calls its
+        hooks); not `forward` or a dunder method, which `model(x)`, `len(x)` and such run."""
+        return looked_up is not None and (path, cls) not in looked_up and method != "forward" \
+            and not method.startswith("__") and self._plain_class(path, cls, frozenset())
 
     def _unused_methods(self, imported: set[str]) -> dict[str, set[str]]:
         """Per file of a program (a module another file `imported`, or a program's entry), the

@@ -74,7 +74,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 48  # 48: `taken`, the attributes of a module loaded by name, not called; 47: self-tests, `eval`'s reach, names imported (see git log); 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 49  # 49: methods' parameters, parameters handed on in calls, unresolved method calls (`method_calls`); 48: `taken`, the attributes of a module loaded by name, not called; 47: self-tests, `eval`'s reach, names imported (see git log); 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -123,20 +123,24 @@ def summarize(ctx: "FileFacts") -> dict:
                      model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
                      is_placeholder(function),
                      2 if model.holds_rollout(function) else int(model.holds_step_loop(function)),
-                     _parameters(function) if parent(function) is ctx.tree else None]
+                     _parameters(function) if parent(function) is ctx.tree else
+                     _parameters(function, method=True) if _top_method(function, parent, ctx) else None]
     classes: dict[str, list] = {}
     for node in scan.classes:
         key = def_key(node, parent)
         if key not in classes:
             classes[key] = [node.lineno, [_reference(base, node, ctx, bindings) for base in node.bases]]
     edges: list[list] = []
+    resolved: set[int] = set()
     for function in ctx.function_defs():
         key = model.key(function)
         for call in model.callers(function):
             edges.append(_edge(model, call, ["l", key], function.name))
+            resolved.add(id(call))
     for call in ctx.calls():
         for target in _foreign_callees(call, ctx, bindings):
             edges.append(_edge(model, call, target, target[-1] if target[0] != "m" else target[3][-1]))
+            resolved.add(id(call))
     stars = [[level, module] for level, module, names in imports if names == ["*"]]
     if stars:  # `from utils import *` ... `calculate_map(...)`: the solve looks the name up in each
         for call in ctx.calls():
@@ -171,6 +175,7 @@ def summarize(ctx: "FileFacts") -> dict:
         "attributes": " ".join(sorted(scan.attributes)),
         "attribute_lookup": _looks_up_attributes(ctx),
         "passed": _passed(ctx, scan),
+        "method_calls": _unresolved_method_calls(ctx, resolved),
         "taken": _taken_from_loaded_modules(ctx, scan) if by_name else [],
     }
 
@@ -185,11 +190,21 @@ def _constant(node: ast.AST | None) -> list | int:
     return 0
 
 
-def _parameters(function: ast.AST) -> list:
+def _top_method(function: ast.AST, parent, ctx: "FileFacts") -> bool:
+    """A method of a class at the module's top level."""
+    owner = parent(function)
+    return isinstance(owner, ast.ClassDef) and parent(owner) is ctx.tree
+
+
+def _parameters(function: ast.AST, method: bool = False) -> list:
     """[positional names, {name: default}, takes *args or **kwargs]; a default is `_constant`'s,
-    or "r" where the parameter has none."""
+    or "r" where the parameter has none. `method`: the instance or class a call binds first is
+    left out (not of a `@staticmethod`)."""
     args = function.args
     positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if method and positional and not any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                                         for d in function.decorator_list):
+        positional = positional[1:]
     pad = len(positional) - len(args.defaults)
     defaults = {name: _constant(args.defaults[i - pad]) if i >= pad else "r" for i, name in enumerate(positional)}
     for arg, default in zip(args.kwonlyargs, args.kw_defaults):
@@ -197,16 +212,55 @@ def _parameters(function: ast.AST) -> list:
     return [positional, defaults, bool(args.vararg or args.kwarg)]
 
 
-def _arguments(call: ast.Call) -> list | int | None:
-    """[positional arguments, {keyword: argument}] as `_constant`s; only their number where they
-    are positional and none is a constant (most calls: kept small); None where some are spread
-    (`*args`, `**kwargs`)."""
+def _arguments(call: ast.Call, passed_on: set[str] = frozenset()) -> list | int | None:
+    """[positional arguments, {keyword: argument}] as `_constant`s, or ["p", name] for a parameter
+    of the calling def that it hands on unchanged (`passed_on`: `self.get_time_steps(skip_type=
+    skip_type)`, whose values are the caller's); only their number where they are positional and
+    none is either (most calls: kept small); None where some are spread (`*args`, `**kwargs`)."""
     if any(type(a) is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    positional = [_constant(a) for a in call.args]
+    positional = [_argument(a, passed_on) for a in call.args]
     if not call.keywords and not any(positional):
         return len(positional)
-    return [positional, {k.arg: _constant(k.value) for k in call.keywords}]
+    return [positional, {k.arg: _argument(k.value, passed_on) for k in call.keywords}]
+
+
+def _argument(node: ast.AST, passed_on: set[str]) -> list | int:
+    if type(node) is ast.Name and node.id in passed_on:
+        return ["p", node.id]
+    return _constant(node)
+
+
+def _handed_on(function: ast.AST | None, ctx: "FileFacts") -> set[str]:
+    """The parameters of `function` that it never rebinds: a call that passes one passes what
+    the function received."""
+    if function is None or isinstance(function, ast.Lambda):
+        return set()
+    key = ("handed-on", id(function))
+    if key not in ctx.memo:
+        args = function.args
+        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        ctx.memo[key] = {name for name in names if not ctx.assignments(name, function)}
+    return ctx.memo[key]
+
+
+def _unresolved_method_calls(ctx: "FileFacts", resolved: set[int]) -> dict[str, list]:
+    """Method name -> the arguments of the calls `x.name(...)` that no edge resolves (the receiver's
+    class is not known) and that call no module's function: a method of the project's of that
+    name may be what they run. Calls giving only that many non-constant positional arguments are
+    kept as the largest such number, the first entry; distinct other argument lists after it."""
+    found: dict[str, list] = {}
+    for call in ctx.calls():
+        func = call.func
+        if type(func) is not ast.Attribute or id(call) in resolved or ctx.qualname(func) is not None:
+            continue
+        arguments = _arguments(call)
+        entry = found.setdefault(func.attr, [0])
+        if isinstance(arguments, int):
+            entry[0] = max(entry[0], arguments)
+        elif arguments not in entry[1:]:
+            entry.append(arguments)
+    return found
 
 
 def _passed(ctx: "FileFacts", scan: "_Scan") -> list[str]:
@@ -442,7 +496,8 @@ def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     host = bool(arguments) and all(_host_argument(a, model.ctx, function) for a in arguments)
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
-            loop_why(loop) if loop is not None else "", name, data, host, _arguments(call),
+            loop_why(loop) if loop is not None else "", name, data, host,
+            _arguments(call, _handed_on(function, model.ctx)),
             bool(placement.loops) and steps_environment_itself(placement.loops[0]),
             bool(placement.loops) and counts_epochs(placement.loops[0])]
 

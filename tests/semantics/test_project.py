@@ -1807,6 +1807,98 @@ def test_received_arguments_per_parameter():
     assert _received([["x"], {"x": "r"}, True], [[[c(1)], {}]]) == {}  # *args or **kwargs: unknown calls
 
 
+def test_received_arguments_of_optional_calls_and_handed_on_values():
+    from ptlint.semantics.project import _received
+
+    parameters = [["x", "mode"], {"x": "r", "mode": ["c", "fast"]}, False]
+    c = lambda value: ["c", value]  # noqa: E731
+    # a call on an object of no known class that cannot run the def is left out; one that can counts
+    assert _received(parameters, [[[0], {}]], [[[0, 0, 0], {}], [[], {"shape": 0}]]) == {"mode": ["fast"]}
+    assert _received(parameters, [[[0], {}]], [[[0], {"mode": c("slow")}]]) == {"mode": ["fast", "slow"]}
+    assert _received(parameters, [[[0], {}]], [None]) == {}  # spread: anything
+    # the values a caller's parameter received, handed on; unknown where they are not known
+    assert _received(parameters, [[[0], {"mode": ["v", ["a", "b"]]}]]) == {"mode": ["a", "b"]}
+    assert _received(parameters, [[[0], {"mode": ["p", "mode"]}]]) == {}
+
+
+SOLVER_TRAIN = """
+    import torch
+    from solver import Solver
+
+
+    def main():
+        model = torch.nn.Linear(4, 4).cuda()
+        solver = Solver(model)
+        for x in [torch.randn(8, 4) for _ in range(10)]:
+            y = solver.sample(x.cuda()CALL)
+        OTHER
+
+    if __name__ == "__main__":
+        main()
+"""
+SOLVER = """
+    import torch
+
+
+    class Solver:
+        def __init__(self, model):
+            self.model = model
+
+        def steps(self, skip_type, n, device):
+            if skip_type == "logSNR":
+                return torch.linspace(0, 1, n).to(device)EXPECT
+            return torch.linspace(0, 1, n, device=device)
+
+        def sample(self, x, steps=10, skip_type="time_uniform", method="fast"):
+            t = self.steps(skip_type, steps, x.device)
+            for step in t:
+                x = self.model(x)
+                if method == "singlestep":
+                    x = x + torch.ones(x.shape).to(x.device)EXPECT
+            return x
+"""
+
+
+MOVED = "  # expect: PTL201"
+
+
+@pytest.mark.parametrize("call, other, expect", [
+    ("", "", ""),  # the defaults: neither branch runs (the second through `steps`, handed on)
+    (', skip_type="logSNR", method="singlestep"', "", MOVED),  # a call that takes the branches
+    ("", "z = make().sample(torch.zeros(2), skip_type='logSNR', method='singlestep')", MOVED),  # of no known class
+    ("", "z = make().sample(torch.zeros(2), 3, 4, 5, 6)", ""),  # one that cannot run `Solver.sample`
+    ("", "f = getattr(solver, name)(x, 3, 'logSNR', 'singlestep')", MOVED),  # a method reached by a computed name
+])
+def test_a_branch_of_a_method_no_call_takes_never_runs(tmp_path, monkeypatch, capsys, call, other, expect):
+    """A sampler's `method` and `skip_type` keep their defaults at every call in the project
+    (efficientvit's and coqui-TTS's vendored DPM-Solver): the branches of the other values never
+    run, also in the method the value is handed on to."""
+    train = SOLVER_TRAIN.replace("CALL", call).replace("    OTHER\n", f"    {other}\n" if other else "")
+    write(tmp_path, {"train.py": train, "solver.py": SOLVER.replace("EXPECT", expect)})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")
+
+
+def test_a_parameter_rebound_before_it_is_handed_on_is_not_its_callers_value(tmp_path, monkeypatch, capsys):
+    solver = SOLVER.replace("EXPECT", "", 1).replace("EXPECT", "").replace(
+        "            return torch.linspace(0, 1, n).to(device)", "            return torch.linspace(0, 1, n).to(device)" + MOVED) \
+        .replace("            t = self.steps(", "            skip_type = skip_type or \"logSNR\"\n            t = self.steps(")
+    write(tmp_path, {"train.py": SOLVER_TRAIN.replace("CALL", "").replace("    OTHER\n", ""), "solver.py": solver})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201") != set()
+
+
+def test_a_forward_or_a_framework_classs_method_keeps_its_branches(tmp_path, monkeypatch, capsys):
+    """`forward` runs through `model(x)` with arguments no call shows, and a class with a base of
+    another library may have its methods called by that library."""
+    forward = SOLVER.replace("EXPECT", MOVED).replace("def sample(", "def forward(")
+    train = SOLVER_TRAIN.replace("solver.sample(", "solver.forward(").replace("CALL", "").replace("    OTHER\n", "")
+    write(tmp_path, {"train.py": train, "solver.py": forward})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201") != set()
+    framework = SOLVER.replace("EXPECT", MOVED).replace("    import torch\n", "    import torch\n    import lightning\n", 1) \
+        .replace("class Solver:", "class Solver(lightning.LightningModule):")
+    write(tmp_path, {"train.py": SOLVER_TRAIN.replace("CALL", "").replace("    OTHER\n", ""), "solver.py": framework})
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201") != set()
+
+
 def test_an_evaluation_pass_run_once_after_training_is_once_and_an_inference_programs_is_not(
         tmp_path, monkeypatch, capsys):
     """`evaluate_standard(test_loader, model)` once after the training loop (fast_adversarial's
