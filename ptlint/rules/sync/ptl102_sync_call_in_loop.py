@@ -168,11 +168,12 @@ class SyncCallInLoop(Rule):
 
     def _beside_timer(self, node: ast.Call) -> bool:
         """A timer read within three lines of the call, at any depth of its function: a clock
-        (`time.perf_counter()`), a timer object's (`timer.toc()`, `fw_timer.tic()`), or a read or
-        reset of CUDA's memory statistics (`torch.cuda.max_memory_allocated()`)."""
+        (`time.perf_counter()`), a timer object's (`timer.toc()`, `fw_timer.tic()`), two CUDA
+        events' `start.elapsed_time(end)`, or a read or reset of CUDA's memory statistics
+        (`torch.cuda.max_memory_allocated()`)."""
         scope = self.ctx.function or self.ctx.tree
         return any(isinstance(n, ast.Call) and abs(n.lineno - node.lineno) <= 3
-                   and (self.ctx.qualname(n.func) in TIMERS | MEMORY_STATS or _timer_method(n))
+                   and (self.ctx.qualname(n.func) in TIMERS | MEMORY_STATS or _timer_method(n) or self._reads_a_clock(n))
                    for n in ast.walk(scope))
 
     def _timing_shown_each_step(self, node: ast.Call) -> bool:
@@ -618,6 +619,22 @@ def train(model, loader, opt, batch_time, print_freq):
     ]
 
     good_examples = [
+        # a function that times another with CUDA events: the sync before `elapsed_time` is needed
+        """
+import torch
+
+def time_function(func, *inputs, num_repeats=1000):
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(num_repeats):
+        start.record()
+        func(*inputs)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sum(times) / len(times)
+""",
         # a benchmark's peak memory per run: the sync makes the measurement (behind an option in
         # a generation loop, or beside the reset of the statistics)
         """
