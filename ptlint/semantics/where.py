@@ -882,16 +882,27 @@ def _aborts(body: list[ast.stmt], returns: bool = False) -> bool:
     (`returns`: an arm may give up with a bare `return` instead; one that returns a value is
     the function's result, not an abort)."""
     last = body[-1] if body else None
-    if isinstance(last, ast.Raise) or returns and isinstance(last, ast.Return) and (
+    if isinstance(last, ast.Raise) or _exits(last) or returns and isinstance(last, ast.Return) and (
             last.value is None or isinstance(last.value, ast.Constant) and last.value.value is None):
         return True
     return isinstance(last, ast.If) and bool(last.orelse) and _aborts(last.body, True) \
         and _aborts(last.orelse, True) and (_aborts(last.body) or _aborts(last.orelse))
 
 
+# Calls that end the program: a branch ending in one is an error path, like one that raises.
+EXIT_CALLS = {"sys.exit", "exit", "quit", "os._exit"}
+
+
+def _exits(statement: ast.stmt | None) -> bool:
+    """`sys.exit(1)`, `exit()`, `os._exit(1)` as a statement (by their spelling: the model reads no
+    imports here)."""
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+        and dotted(statement.value.func) in EXIT_CALLS
+
+
 def is_cold_branch(body: list[ast.stmt]) -> bool:
-    """A branch that ends in `raise` (or in an `if` that raises or gives up: `if raise_on_error:
-    raise ... else: return`), or whose business is a warning: it warns or logs, and otherwise
+    """A branch that ends in `raise` or `sys.exit(...)` (or in an `if` that raises or gives up:
+    `if raise_on_error: raise ... else: return`), or whose business is a warning: it warns or logs, and otherwise
     only resets a setting, picks a fallback or returns."""
     if not body:
         return False

@@ -831,6 +831,16 @@ def step(model, batch, raise_on_error):
             return loss
         else:
             raise ValueError(message)
+    if not math.isfinite(loss.item()):
+        print(f"Loss is {loss}, stopping training!")  # ctx: called, cold
+        sys.exit(-1)
+    if loss.item() > 40:
+        print(f"Loss is {loss}, stopping training!")  # ctx: called, cold
+        exit(1)
+    if loss.item() > 50:
+        print(f"Loss is {loss}")  # ctx: called
+        loss = loss.clamp(max=50)
+        sys.stdout.flush()
     return loss
 """,
 }
