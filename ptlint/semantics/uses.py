@@ -111,6 +111,7 @@ from ptlint.semantics.where import (
     calls_every_iteration,
     innermost_loop,
     is_log_call,
+    iterable_is_data,
     runs_training_step,
 )
 
@@ -228,10 +229,25 @@ def adds_no_wait(node: ast.AST, ctx: "FileFacts") -> bool:
 def waits_anyway(node: ast.AST, ctx: "FileFacts") -> bool:
     """In the body of the statement loop around the read, on the path every iteration takes
     (not inside an `if`, a loop or a def; `with` and `try` bodies count), a guard on a tensor's
-    value that leaves the iteration, or another read the host needs: the iteration waits for the
-    device there by design, so reading this value later or keeping it on the device saves none."""
+    value that leaves the iteration, another read the host needs, or a barrier across processes:
+    the iteration waits for the device there by design, so reading this value later or keeping
+    it on the device saves none."""
     loop = _statement_loop(ctx)
-    return loop is not None and _waits_in(loop.body, node, {id(n) for n in ast.walk(node)}, ctx)
+    if loop is not None and _waits_in(loop.body, node, {id(n) for n in ast.walk(node)}, ctx):
+        return True
+    # a barrier in the body of a loop around the read, up to the step loop (the step loop around
+    # a loop over a dict of losses; not an epoch loop's barrier), drains the queue every step
+    function = _scope(ctx)
+    inside = (function.lineno, function.end_lineno) if function is not ctx.tree else (0, float("inf"))
+    for outer in reversed(ctx.loops):
+        if not isinstance(outer, STATEMENT_LOOPS) or not inside[0] <= outer.lineno <= inside[1]:
+            continue
+        if any(_barrier(call) for statement in _every_iteration(outer.body) for call in calls_in(
+                [statement.test] if isinstance(statement, (ast.If, ast.While)) else [statement])):
+            return True
+        if runs_training_step(outer) or iterable_is_data(outer):
+            break  # the step loop: a barrier further out runs once per epoch
+    return False
 
 
 def _waits_in(block: list[ast.stmt], node: ast.AST, own: set[int], ctx: "FileFacts") -> bool:
@@ -251,10 +267,21 @@ def _waits_in(block: list[ast.stmt], node: ast.AST, own: set[int], ctx: "FileFac
             parts = [statement.test]
         else:
             parts = [statement]
-        if any(id(call) not in own and node not in ast.walk(call) and _needed_read(call, ctx)
+        if any(id(call) not in own and node not in ast.walk(call) and (_needed_read(call, ctx) or _barrier(call))
                for call in calls_in(parts)):
             return True
     return False
+
+
+# Methods that block every process until all arrive (`dist.barrier()`, Fabric's and Lite's
+# `self.barrier()`, `accelerator.wait_for_everyone()`): with NCCL the host waits for the device.
+BARRIER_METHODS = {"barrier", "wait_for_everyone"}
+
+
+def _barrier(call: ast.Call) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr in BARRIER_METHODS
+            or isinstance(func, ast.Name) and func.id == "barrier") and not call.args
 
 
 def _every_iteration(block: list[ast.stmt]):

@@ -445,8 +445,10 @@ Not reported, wherever the code runs:
   test of a tensor's value that skips or ends the iteration (`if loss == 0 or not
   torch.isfinite(loss): continue`), or another read the host needs (decoded, evaluated, a
   whole tensor a meter or a function computes with: `accuracy(out.cpu().numpy(),
-  y.cpu().numpy())`), also one in each branch of an `if`/`else`. Reading this value every N
-  steps would save no wait;
+  y.cpu().numpy())`), also one in each branch of an `if`/`else`; or a barrier across processes
+  (`dist.barrier()`, `self.barrier()`, `accelerator.wait_for_everyone()`), also one in the body
+  of a loop around the read's loop (the step loop around a loop over a dict of losses). Reading
+  this value every N steps would save no wait;
   a running total (`correct += (p == y).cpu().sum()`) is not such a read, since it could be
   summed on the device;
 - a read right after a full drain, which adds no new wait: earlier in the same loop body (or
@@ -571,6 +573,33 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # a barrier only on some steps (or only in a branch) drains nothing the other steps
+        """
+import torch
+import torch.distributed as dist
+
+def train(model, loader, optimizer, writer, step):
+    model.cuda()
+    for i, batch in enumerate(loader):
+        output = model(batch.cuda())
+        losses = {k: v.mean() for k, v in output.items()}
+        for name, value in losses.items():
+            writer.add_scalar(name, value.item(), step)  # expect: PTL101
+        if i % 100 == 0:
+            dist.barrier()
+        sum(losses.values()).backward()
+        optimizer.step()
+
+def fit(model, loader, optimizer, writer, epochs):
+    model.cuda()
+    for epoch in range(epochs):
+        for batch in loader:
+            loss = model(batch.cuda()).mean()
+            loss.backward()
+            optimizer.step()
+            writer.add_scalar("loss", loss.item(), epoch)  # expect: PTL101
+        dist.barrier()
+""",
         # a duration target built phoneme by phoneme, each slice bound an element of a device tensor
         """
 import torch
@@ -1405,6 +1434,23 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # a barrier across processes every step drains the queue: the reads before it wait for
+        # nothing the barrier would not
+        """
+import torch
+import torch.distributed as dist
+
+def train(model, loader, optimizer, writer, step):
+    model.cuda()
+    for batch in loader:
+        output = model(batch.cuda())
+        losses = {k: v.mean() for k, v in output.items()}
+        for name, value in losses.items():
+            writer.add_scalar(name, value.item(), step)
+        dist.barrier()
+        sum(losses.values()).backward()
+        optimizer.step()
+""",
         # each file's score written to a JSON-lines file as it is computed: the host needs it
         """
 import json
