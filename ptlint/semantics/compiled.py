@@ -37,6 +37,9 @@ WHERE_TRACED_DOC = """\
   function or method passed to `torch.compile(...)` anywhere in the same file, and, in a project
   that compiles code (some file calls `torch.compile` or `torch._dynamo`, or `compile = true` in
   `[tool.ptlint]` says its users will, as for a library), the `forward` of an `nn.Module`
+  in a file some program of which compiles (not a script whose own program compiles nothing,
+  nor a module only such scripts import, unless the project can be installed: then its users'
+  programs may compile it)
   subclass, not a loss module's (`class PixLoss(nn.Module)`, or any module class of a
   `losses.py` / `loss_fns.py`: the training loop calls it on the compiled model's output) unless
   the file compiles it itself; also functions nested in those. A `forward` in a module that imports PIL, OpenCV or

@@ -913,6 +913,15 @@ class ProjectModel:
                                                 scripts_only=True)
         compiles = self.compile_setting if self.compile_setting is not None else \
             any(summary["compiles"] for summary in self.summaries.values())
+        # a file no program of which compiles anything (the project's other programs may): none
+        # of its code is traced (LLMs-from-scratch's chapters, ElegantRL's solvers); but in a
+        # project that can be installed, a module that is no script (or one other files import,
+        # with a self-test) is a library's, which its users' programs may compile
+        never_compiled = self._programs_without({p for p, s in self.summaries.items() if s["compiles"]} | loads,
+                                                scripts_only=True) if compiles and self.compile_setting is None else set()
+        if never_compiled and is_packaged(self.root):
+            imported = {target for targets in self._import_graph().values() for target in targets}
+            never_compiled = {p for p in never_compiled if self.summaries[p]["names"]["entry"] and p not in imported}
         self._via: dict[tuple, tuple] = {}
         incoming: dict[tuple, list[_Edge]] = {}
         for edge in self.edges:
@@ -963,7 +972,8 @@ class ProjectModel:
             depends.update(fixed_callers.get(path, ()))
             epochs = [key for key in self.summaries[path]["defs"] if (path, key) in epoch_steps]
             depends.update(edge.path for key in epochs for edge in external[(path, key)])
-            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles, outer, steps, trains_anywhere,
+            out[path] = ProjectFacts(callers, trains, path in cpu_only, compiles and path not in never_compiled,
+                                     outer, steps, trains_anywhere,
                                      dead.get(path, ()), path in inference_only, host, fixed.get(path), epochs)
         return out
 

@@ -666,6 +666,32 @@ def test_a_forward_in_a_project_that_compiles_is_reported(tmp_path, monkeypatch,
     assert found(check(tmp_path, monkeypatch, capsys, "PTL403")) == markers(tmp_path, "PTL403")
 
 
+@pytest.mark.parametrize("packaged", [False, True])
+def test_a_forward_only_programs_that_never_compile_run_is_silent(tmp_path, monkeypatch, capsys, packaged):
+    """One script compiles its model; another, with a model of its own, compiles nothing: only the
+    first model's forward is traced. In a project that can be installed, a module the second
+    imports (with a self-test of its own) is a library's, which its users may compile."""
+    write(tmp_path, {"model.py": COMPILED_FORWARD.format(expect="  # expect: PTL403"), "train.py": """
+        import torch
+        from model import Gate
+
+        if __name__ == "__main__":
+            gate = torch.compile(Gate())
+    """, "bench.py": COMPILED_FORWARD.format(expect="") + """
+
+    if __name__ == "__main__":
+        import layers
+        gate = Gate()
+    """, "layers.py": COMPILED_FORWARD.format(expect="  # expect: PTL403" if packaged else "") + """
+
+    if __name__ == "__main__":
+        print(Gate()(torch.ones(2)))
+    """})
+    if not packaged:  # (`write` makes a package)
+        (tmp_path / "pyproject.toml").write_text("[tool.black]\n")
+    assert found(check(tmp_path, monkeypatch, capsys, "PTL403")) == markers(tmp_path, "PTL403")
+
+
 def test_compile_true_in_the_configuration_says_users_compile_a_library(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"model.py": COMPILED_FORWARD.format(expect="  # expect: PTL403")})
     (tmp_path / "pyproject.toml").write_text("[tool.ptlint]\ncompile = true\n")
