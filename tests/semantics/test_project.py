@@ -1777,7 +1777,8 @@ REPORTED = "  # expect: PTL101"
     ('"none"', "", "", "", "", ""),  # every call passes "none": the "mean" branch never runs
     ('reduction="none"', "", "", "", "", ""),
     ('"mean"', "", "", "", REPORTED, ""),  # one call passes "mean"; none passes `scale` still
-    ("mode", "", "", "", REPORTED, REPORTED),  # a value the call site does not show
+    ("mode", "", "", "", "", ""),  # `main`'s parameter, handed on: `main()` leaves it at "none"
+    ("mode.lower()", "", "", "", REPORTED, REPORTED),  # a value the call site does not show
     ('*("none",)', "", "", "", REPORTED, REPORTED),  # spread arguments
     ('"none"', "    stats = list(map(top_k, [logits], [1]))\n", "", "", REPORTED, REPORTED),  # handed on
     ('"none"', "", "@register", "", REPORTED, REPORTED),  # a decorator may call it with anything
