@@ -279,7 +279,7 @@ def _walks_a_dataset(loop: ast.AST) -> bool:
         for node in ast.walk(loop.iter))
 
 
-def _set_up_name(name: str) -> bool:
+def is_set_up_name(name: str) -> bool:
     return name in ONCE_NAMES and name != "main" or bool(ONCE_NAME.search(name))
 
 
@@ -1249,7 +1249,7 @@ class ExecutionModel:
         return Placement(
             cold=cold, loops=tuple(loops), gated=gated, periodic=periodic, function=function,
             per_outer=bool(loops) and self._per_outer(loops[0]),
-            set_up=function is not None and _set_up_name(function.name),
+            set_up=function is not None and is_set_up_name(function.name),
             literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops),
             after_model_loop=not loops and function is not None and self._after_model_loop(node, function),
             before_generation_loop=not loops and function is not None and self._before_generation_loop(node, function),

@@ -7,6 +7,7 @@ import ast
 from ptlint.engine.finding import UNSAFE, Fix
 from ptlint.engine.rule import CALLED, PER_STEP, FixExample, FixInput, Rule
 from ptlint.semantics.calls import CallSites
+from ptlint.semantics.where import is_set_up_name
 from ptlint.rules.optim._helpers import (
     MODEL_CODE,
     MODEL_STATES,
@@ -185,7 +186,10 @@ class PerParameterUpdate(Rule):
         """A custom optimizer's `step()` counts where a training loop of the project steps it
         (`optimizer = LARS(...)`, then `optimizer.step()` every step): a library's collection of
         optimizers, which nothing here steps, is a set of reference implementations whose
-        foreach form is a rewrite of each."""
+        foreach form is a rewrite of each. Never in set-up code: a loop that scales the parameters
+        in `__init__` runs once per model built, however often the code around it runs."""
+        if where.function is not None and is_set_up_name(where.function.name):
+            return False  # `__init__`, `reset_parameters`: a scaling at set-up, once, whoever builds it
         return id(node) not in self._optimizer_steps or self.ctx.model.in_training_step(node)
 
     def _update(self, node: ast.AST, names: set[str], keys: set[str]) -> str | None:
@@ -706,6 +710,22 @@ def soft_update(source_parameters, target_parameters, tau):
     ]
 
     good_examples = [
+        # parameters scaled once when the model is built, by a factory nothing here calls
+        """
+import torch
+import torch.nn as nn
+
+class Wrapper(nn.Module):
+    def __init__(self, net, scale):
+        super().__init__()
+        self.net = net
+        with torch.no_grad():
+            for p in self.net.parameters():
+                p.mul_(scale)
+
+def create_from_config(config):
+    return Wrapper(nn.Linear(4, 4), config["scale"])
+""",
         # host copies of the parameters (kept off the device), or a list the class also fills
         # with something else
         """
