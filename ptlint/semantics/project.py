@@ -26,6 +26,7 @@ import re
 from typing import TYPE_CHECKING, NamedTuple
 
 from ptlint.semantics.nodes import parse_python
+from ptlint.semantics.packing import unpacked
 
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
@@ -443,7 +444,7 @@ def _matched(positional: list, defaults: dict, arguments: list | int) -> dict | 
 def _handed_values(edge: "_Edge", fixed: dict) -> list | int | None:
     """The edge's arguments, each parameter its caller hands on (["p", name]) replaced by the values
     that parameter receives (["v", values]) where those are known."""
-    arguments = edge.arguments
+    arguments = unpacked(edge.arguments)
     if not isinstance(arguments, list) or not any(
             isinstance(a, list) and a[0] == "p" for a in (*arguments[0], *arguments[1].values())):
         return arguments
@@ -1149,10 +1150,6 @@ class ProjectModel:
             passed.update(summary.get("passed", ()))
         methods_known = not any(summary.get("attribute_lookup", True) is True for summary in self.summaries.values())
         looked_up = self._classes_looking_themselves_up() if methods_known else None
-        unresolved: dict[str, list] = {}  # method name -> argument lists of calls on unknown objects
-        for summary in self.summaries.values():
-            for name, entry in summary.get("method_calls", {}).items():
-                unresolved.setdefault(name, []).extend(entry)
         incoming: dict[tuple, list[_Edge]] = {}
         for edge in self.edges:
             incoming.setdefault(edge.callee, []).append(edge)
@@ -1165,7 +1162,15 @@ class ProjectModel:
             if entry is None or len(entry) < 8 or entry[7] is None or top is None or top[0] or key in passed \
                     or path in looked or owner and not self._method_callers_known(path, owner, method, looked_up):
                 continue
-            candidates.append((path, key, entry[7], edges, unresolved.get(method, []) if owner else []))
+            candidates.append((path, key, unpacked(entry[7]), edges, method if owner else None))
+        wanted = {method for *_, method in candidates if method is not None}
+        unresolved: dict[str, list] = {}  # method name -> argument lists of calls on unknown objects
+        for summary in self.summaries.values() if wanted else ():
+            for name, entry in unpacked(summary.get("method_calls") or "{}").items():
+                if name in wanted:
+                    unresolved.setdefault(name, []).extend(entry)
+        candidates = [(path, key, parameters, edges, unresolved.get(method, []) if method else [])
+                      for path, key, parameters, edges, method in candidates]
         fixed: dict[str, dict[str, dict[str, list]]] = {}
         for _ in range(4):  # values handed on from caller to callee (`sample` -> `get_time_steps`): a few hops
             found: dict[str, dict[str, dict[str, list]]] = {}

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 
 from ptlint.semantics.compiled import COMPILE, local_classes
 from ptlint.semantics.nodes import FUNCTION_DEFS, SELF_NAMES, class_family, def_key, is_main_test, is_placeholder, walk
+from ptlint.semantics.packing import packed
 from ptlint.semantics.where import (
     CALLED,
     LETTER,
@@ -74,7 +75,7 @@ from ptlint.semantics.where import (
 if TYPE_CHECKING:
     from ptlint.semantics.facts import FileFacts
 
-SUMMARY_VERSION = 49  # 49: methods' parameters, parameters handed on in calls, unresolved method calls (`method_calls`); 48: `taken`, the attributes of a module loaded by name, not called; 47: self-tests, `eval`'s reach, names imported (see git log); 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
+SUMMARY_VERSION = 50  # 50: parameters, arguments and method calls kept as JSON text; 49: methods' parameters, parameters handed on in calls, unresolved method calls (`method_calls`); 48: `taken`, the attributes of a module loaded by name, not called; 47: self-tests, `eval`'s reach, names imported (see git log); 46: an instance built as `Net(c).to(device)` is a Net; 45: a method called on a name bound to instances of several classes (one per branch) runs each class's; 44: only the root's folders are looked in for a module a script puts on sys.path; 43: a Python 2 `print x` statement parses; 42: an import alone uses no name; 41: `getattr(self, name)` keeps only its own class family's methods used; 40: a def whose only data loop walks one batch (`range(batch_size)`) holds no step loop; 39: an import of a module in a folder a script puts on sys.path is kept; 38: a file with the legacy `async=` keyword parses; 37: an edge says whether its innermost loop counts epochs; 36: a function stored on self (self.f = f) is called through it; 35: a training step only an epoch loop calls runs once per epoch; 34: a function that backpropagates, called only once by name, is no step; 33: a method of a global instance (`agent = Agent()` at module level) is resolved in functions; 32: a function that backpropagates only over micro-batches is a step
 
 # Text that says a file places tensors on an accelerator, or may (a device from elsewhere, a
 # launcher that picks one): the names of devices and of the libraries that place models.
@@ -123,8 +124,8 @@ def summarize(ctx: "FileFacts") -> dict:
                      model.intrinsic_why.get(id(function), ""), LETTER[ONCE if once else CALLED], hook,
                      is_placeholder(function),
                      2 if model.holds_rollout(function) else int(model.holds_step_loop(function)),
-                     _parameters(function) if parent(function) is ctx.tree else
-                     _parameters(function, method=True) if _top_method(function, parent, ctx) else None]
+                     packed(_parameters(function)) if parent(function) is ctx.tree else
+                     packed(_parameters(function, method=True)) if _top_method(function, parent, ctx) else None]
     classes: dict[str, list] = {}
     for node in scan.classes:
         key = def_key(node, parent)
@@ -175,7 +176,7 @@ def summarize(ctx: "FileFacts") -> dict:
         "attributes": " ".join(sorted(scan.attributes)),
         "attribute_lookup": _looks_up_attributes(ctx),
         "passed": _passed(ctx, scan),
-        "method_calls": _unresolved_method_calls(ctx, resolved),
+        "method_calls": packed(_unresolved_method_calls(ctx, resolved)),
         "taken": _taken_from_loaded_modules(ctx, scan) if by_name else [],
     }
 
@@ -497,7 +498,7 @@ def _edge(model, call: ast.Call, callee: list, name: str) -> list:
     return [model.key(function) if function is not None else "", callee, call.lineno, transfer(placement),
             placement.cold, trains, loop.lineno if loop is not None else 0,
             loop_why(loop) if loop is not None else "", name, data, host,
-            _arguments(call, _handed_on(function, model.ctx)),
+            packed(_arguments(call, _handed_on(function, model.ctx))),
             bool(placement.loops) and steps_environment_itself(placement.loops[0]),
             bool(placement.loops) and counts_epochs(placement.loops[0])]
 
