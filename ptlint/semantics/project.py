@@ -441,14 +441,14 @@ def _matched(positional: list, defaults: dict, arguments: list | int) -> dict | 
     return given
 
 
-def _handed_values(edge: "_Edge", fixed: dict) -> list | int | None:
-    """The edge's arguments, each parameter its caller hands on (["p", name]) replaced by the values
-    that parameter receives (["v", values]) where those are known."""
-    arguments = unpacked(edge.arguments)
+def _handed_values(caller: tuple, arguments, fixed: dict) -> list | int | None:
+    """A call's arguments (as `_Edge.arguments`, unpacked), each parameter its caller (path, key)
+    hands on (["p", name]) replaced by the values that parameter receives (["v", values]) where
+    those are known."""
     if not isinstance(arguments, list) or not any(
             isinstance(a, list) and a[0] == "p" for a in (*arguments[0], *arguments[1].values())):
         return arguments
-    received = fixed.get(edge.caller[0], {}).get(edge.caller[1], {})
+    received = fixed.get(caller[0], {}).get(caller[1], {})
 
     def resolve(argument):
         if isinstance(argument, list) and argument[0] == "p":
@@ -1169,13 +1169,14 @@ class ProjectModel:
             for name, entry in unpacked(summary.get("method_calls") or "{}").items():
                 if name in wanted:
                     unresolved.setdefault(name, []).extend(entry)
-        candidates = [(path, key, parameters, edges, unresolved.get(method, []) if method else [])
+        candidates = [(path, key, parameters, [(edge.caller, unpacked(edge.arguments)) for edge in edges],
+                       unresolved.get(method, []) if method else [], edges)
                       for path, key, parameters, edges, method in candidates]
         fixed: dict[str, dict[str, dict[str, list]]] = {}
         for _ in range(4):  # values handed on from caller to callee (`sample` -> `get_time_steps`): a few hops
             found: dict[str, dict[str, dict[str, list]]] = {}
-            for path, key, parameters, edges, optional in candidates:
-                calls = [_handed_values(edge, fixed) for edge in edges]
+            for path, key, parameters, calls_made, optional, _ in candidates:
+                calls = [_handed_values(caller, arguments, fixed) for caller, arguments in calls_made]
                 values = _received(parameters, calls, optional)
                 if values:
                     found.setdefault(path, {})[key] = values
@@ -1183,7 +1184,7 @@ class ProjectModel:
                 break
             fixed = found
         callers: dict[str, set[str]] = {}
-        for path, key, _, edges, _ in candidates:
+        for path, key, _, _, _, edges in candidates:
             if key in fixed.get(path, {}):
                 callers.setdefault(path, set()).update(edge.path for edge in edges)
         return fixed, callers
