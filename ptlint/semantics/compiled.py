@@ -208,8 +208,7 @@ def compile_targets(ctx: "FileFacts") -> tuple[set[str], set[str]]:
 
 def _bound_anywhere(name: str, ctx: "FileFacts") -> list[ast.AST]:
     """The values `name = ...` binds anywhere in the module (any function's local of that name)."""
-    return [node.value for node in walk(ctx.tree) if type(node) is ast.Assign
-            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+    return [node.value for node in ctx.assigns() if any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
 
 
 def is_module_class(cls: ast.ClassDef, ctx: "FileFacts", seen: frozenset = frozenset()) -> bool:

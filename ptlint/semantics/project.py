@@ -1132,14 +1132,15 @@ class ProjectModel:
 
     # -- arguments every call passes -----------------------------------------------------------------
     def fixed_arguments(self) -> tuple[dict[str, dict[str, dict[str, list]]], dict[str, set[str]]]:
-        """Per file, its top-level functions (and methods of its top-level classes) whose every call in the project passes a known constant
-        for some parameters (or leaves them at a constant default): def -> parameter -> the values
-        (`compute_top_k(logits, labels, k=5, reduction="none")` at both calls: a `reduction ==
-        "mean"` branch there never runs); and per file, the files of those calls. Asked only where
-        the project holds a program (a library's users call its functions with anything), of defs
-        that are not decorated, not used otherwise than called (handed on, stored: `_passed`), not
-        named in a config file, in no module looked into by computed names, called with no
-        spread arguments."""
+        """Per file, its top-level functions and the methods of its top-level classes whose every
+        call in the project passes a known constant for some parameters (or leaves them at a
+        constant default, or hands on a parameter of its own whose values are known): def ->
+        parameter -> the values (`compute_top_k(logits, labels, k=5, reduction="none")` at both
+        calls: a `reduction == "mean"` branch there never runs); and per file, the files of those
+        calls. Asked only where the project holds a program (a library's users call its functions
+        with anything), of defs that are not decorated, not used otherwise than called (handed on,
+        stored: `_passed`), not named in a config file, in no module looked into by computed
+        names, called with no spread arguments; of methods only where `_method_callers_known`."""
         if self.caller_names is None or not any(summary["names"]["entry"] for summary in self.summaries.values()):
             return {}, {}  # other files unread (or a file does not parse), or no program: callers unknown
         looked = self._looked_into()

@@ -238,12 +238,10 @@ def waits_anyway(node: ast.AST, ctx: "FileFacts") -> bool:
     # a barrier in the body of a loop around the read, up to the step loop (the step loop around
     # a loop over a dict of losses; not an epoch loop's barrier), drains the queue every step
     function = _scope(ctx)
-    inside = (function.lineno, function.end_lineno) if function is not ctx.tree else (0, float("inf"))
     for outer in reversed(ctx.loops):
-        if not isinstance(outer, STATEMENT_LOOPS) or not inside[0] <= outer.lineno <= inside[1]:
+        if not isinstance(outer, STATEMENT_LOOPS) or (ctx.enclosing_function(outer) or ctx.tree) is not function:
             continue
-        if any(_barrier(call) for statement in _every_iteration(outer.body) for call in calls_in(
-                [statement.test] if isinstance(statement, (ast.If, ast.While)) else [statement])):
+        if any(_barrier(call) for call in calls_every_iteration(outer)):
             return True
         if runs_training_step(outer) or iterable_is_data(outer):
             break  # the step loop: a barrier further out runs once per epoch
