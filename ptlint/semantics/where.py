@@ -406,20 +406,49 @@ def _range_walked(loop: ast.AST) -> ast.Call | None:
         and source.func.id == "range" else None
 
 
-def _few_iterations(loop: ast.AST) -> bool:
-    """`for i in range(10):`, `for j in range(1, 21):`: a loop over a constant range of a few
-    dozen iterations at most that runs no training step; what runs in it runs as often as the code
-    around it, a fixed handful of times more. Not a loop of epochs (`for epoch in range(10):`)."""
+def _few_iterations(loop: ast.AST, scope: ast.AST) -> bool:
+    """`for i in range(10):`, `for j in range(1, 21):`, `steps = 10` then `for step in
+    range(steps):`: a loop over a constant range of a few dozen iterations at most (its bounds
+    literals, or names `scope` binds once, to an integer) that runs no training step; what runs
+    in it runs as often as the code around it, a fixed handful of times more. Not a loop of epochs
+    (`for epoch in range(10):`)."""
+    known = getattr(loop, "_ptlint_few", None)  # asked for every node placed in the loop: once per loop
+    if known is None:
+        known = loop._ptlint_few = _constant_range_of_few(loop, scope)
+    return known
+
+
+def _constant_range_of_few(loop: ast.AST, scope: ast.AST) -> bool:
     source = _range_walked(loop)
-    if not (source is not None and 1 <= len(source.args) <= 3 and not source.keywords
-            and all(isinstance(a, ast.Constant) and type(a.value) is int for a in source.args)):
+    if source is None or not 1 <= len(source.args) <= 3 or source.keywords:
+        return False
+    bounds = [_constant_int(argument, scope) for argument in source.args]
+    if None in bounds:
         return False
     try:
-        count = len(range(*(a.value for a in source.args)))
+        count = len(range(*bounds))
     except ValueError:  # a zero step
         return False
-    return count <= FEW_CONSTANT_ITERATIONS and not counts_epochs(loop) and not iterable_is_data(loop) \
-        and not runs_training_step(loop)
+    # (`range(steps)` names no data where `steps` is 10); a loop that trains stays a loop of steps,
+    # however short: what a training loop does each step is what the run does
+    return count <= FEW_CONSTANT_ITERATIONS and not counts_epochs(loop) and not runs_training_step(loop)
+
+
+def _constant_int(node: ast.expr, scope: ast.AST) -> int | None:
+    """The integer `node` is: a literal, or a name `scope` binds once, to a literal (`steps = 10`)."""
+    if isinstance(node, ast.Name):
+        values = _assigned(scope, node.id)
+        if len(values) != 1 or _bindings(scope, node.id) != 1:
+            return None
+        node = values[0]
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+def _bindings(scope: ast.AST, name: str) -> int:
+    """How many times `scope`'s own code binds `name` (assignments, loop targets, `+=`)."""
+    body = scope.body if isinstance(scope, (*FUNCTION_DEFS, ast.Module)) else []
+    return sum(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+               for node in body_nodes(body))
 
 
 # The size of one batch: `range(batch_size)` walks the samples of one batch, not the data.
@@ -940,6 +969,11 @@ def execution_model(facts: "FileFacts") -> "ExecutionModel":
     return model
 
 
+# Decorators that run a function's body once per new argument (or once per instance): what it
+# builds is reused on later calls (a relative-position table keyed by sequence length)
+CACHED = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
+
+
 class ExecutionModel:
     """Where each node of one file runs (`where`), whether it is part of a training step
     (`in_training_step`), and each function's base context (`base`, from `caller_contexts`).
@@ -1000,6 +1034,8 @@ class ExecutionModel:
             context, why = PER_STEP, f"`{name}` is compiled with `@torch.compile`"
         elif name in (compile_targets(self.ctx)[1] if owner is not None else compile_targets(self.ctx)[0]):
             context, why = PER_STEP, f"`{name}` is passed to `torch.compile`"
+        elif any(decorator_in(d, self.ctx, CACHED) for d in function.decorator_list):
+            context, why = ONCE, f"`{name}` is cached: its body runs once for each new argument"
         elif name in STEP_HOOKS or name.endswith(STEP_HOOK_SUFFIXES):
             context, why = PER_STEP, f"`{name}` is a framework hook that runs every batch"
         elif "backward" in self.ctx.text and is_step_function(function) and not self._run_once_by_name(function):
@@ -1260,7 +1296,7 @@ class ExecutionModel:
             data_pass=bool(loops) and _walks_a_dataset(loops[-1])
             and not any(self.loop_trains(loop) for loop in loops if isinstance(loop, STATEMENT_LOOPS))
             and self._program_trains(),
-            few=all(_over_literal(loop) or _over_classes(loop) or _few_iterations(loop) for loop in loops))
+            few=all(_over_literal(loop) or _over_classes(loop) or _few_iterations(loop, scope) for loop in loops))
 
     def _program_trains(self) -> bool:
         """The program this file belongs to trains a model (the project says so, and not every

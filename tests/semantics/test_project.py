@@ -81,6 +81,41 @@ def test_a_helper_in_another_module_called_per_step_is_reported_with_its_chain(t
         {"path": "train.py", "line": 12, "why": "calls `log_metrics`"}]}
 
 
+@pytest.mark.parametrize("cached", ["@functools.lru_cache(maxsize=None)", "@cache", ""])
+def test_a_cached_helper_in_another_module_runs_once_per_new_argument(tmp_path, monkeypatch, capsys, cached):
+    """A per-step forward calls a helper of another file: with `@lru_cache` / `@cache` its body
+    builds the table once for each new length (silent); without, every step (reported)."""
+    write(tmp_path, {"tables.py": f"""
+        import functools
+        from functools import cache
+
+        import torch
+
+
+        {cached}
+        def positions(n, device):
+            return torch.arange(n).to(device){"" if cached else "  # expect: PTL201"}
+    """, "model.py": """
+        import torch
+        from tables import positions
+
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x + positions(x.shape[1], x.device)
+    """, "train.py": """
+        import torch
+        from model import Net
+
+        net = Net().cuda()
+        for x in loader:
+            net(x.cuda()).sum().backward()
+    """})
+    findings = check(tmp_path, monkeypatch, capsys, "PTL201")
+    assert found(findings) == markers(tmp_path, "PTL201")
+    assert len(findings) == (0 if cached else 1)
+
+
 @pytest.mark.parametrize("per_step", [True, False])
 def test_a_helper_class_built_per_step_in_another_module_runs_its_init_per_step(tmp_path, monkeypatch, capsys,
                                                                                 per_step):

@@ -161,6 +161,71 @@ def main():
 
 main()
 """,
+    "a range bound named once for a small constant is a few iterations; bound twice, unknown": """
+import torch
+
+total = 20
+for step in range(total):
+    print(model(x).item())  # ctx: per-step
+total = 1000
+
+for i in range(num_steps):
+    print(model(x).item())  # ctx: per-step
+
+def main(n):
+    few = 4
+    for i in range(few):
+        print(model(x).item())  # ctx: once
+    for i in range(n):
+        print(model(x).item())  # ctx: per-step
+    many = 500
+    for i in range(many):
+        print(model(x).item())  # ctx: per-step
+    grown = 4
+    grown += 500
+    for i in range(grown):
+        print(model(x).item())  # ctx: per-step
+    for last in range(3):
+        pass
+    last = 2
+    for i in range(last):
+        print(model(x).item())  # ctx: per-step
+
+main(5)
+
+steps = 10
+for step in range(steps):  # ten samples
+    x = torch.randn(2, 3).cuda()  # ctx: once
+    print(model(x).mean().item())
+for step in range(steps):  # ten training steps: a loop that trains stays a loop of steps
+    x = torch.randn(2, 3).cuda()  # ctx: per-step
+    model(x).sum().backward()
+""",
+    "a cached function's body runs once for each new argument, however often it is called": """
+import functools
+import torch
+from functools import lru_cache, cached_property
+
+@lru_cache(maxsize=128)
+def relative_positions(q, k, device):
+    return torch.arange(q).to(device)  # ctx: once
+
+@functools.cache
+def causal_mask(n):
+    return torch.ones(n, n).tril()  # ctx: once
+
+def table(n):
+    return torch.arange(n).cuda()  # ctx: per-step
+
+class Attention(torch.nn.Module):
+    @cached_property
+    def scale(self):
+        return torch.tensor(self.dim).cuda()  # ctx: once
+
+    def forward(self, x):
+        n = x.size(1)
+        return x + relative_positions(n, n, x.device) + causal_mask(n) + table(n) + self.scale  # ctx: per-step
+""",
     "a function whose callers the file does not show": """
 def gather(tensors):
     out = []

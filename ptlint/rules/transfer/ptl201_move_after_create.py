@@ -861,6 +861,29 @@ gives float32.
 """
 
     bad_examples = [
+        # the same helper without the cache: every forward builds and copies the table
+        """
+import torch
+
+def relative_positions(q, k, device):
+    return (torch.arange(q)[:, None] - torch.arange(k)[None, :]).to(device)  # expect: PTL201
+
+class Attention(torch.nn.Module):
+    def forward(self, x):
+        n = x.size(1)
+        return x + relative_positions(n, n, x.device)
+""",
+        # the same script sampling a thousand times
+        """
+import torch
+
+if __name__ == "__main__":
+    generator = torch.load("g.pt").cuda()
+    n_samples = 1000
+    for i in range(n_samples):
+        z = torch.randn(1, 512).cuda()  # expect: PTL201
+        torch.save(generator(z), f"sample{i}.pt")
+""",
         # built on the CPU, filled with a constant or a model's output, then copied, every forward
         """
 import torch
@@ -1177,6 +1200,31 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a sampling script: ten samples, a count it names once, in code that runs once
+        """
+import torch
+
+if __name__ == "__main__":
+    generator = torch.load("g.pt").cuda()
+    n_samples = 10
+    for i in range(n_samples):
+        z = torch.randn(1, 512).cuda()
+        torch.save(generator(z), f"sample{i}.pt")
+""",
+        # a cached helper: its body runs once for each new sequence length, not every forward
+        """
+import torch
+from functools import lru_cache
+
+@lru_cache(maxsize=128)
+def relative_positions(q, k, device):
+    return (torch.arange(q)[:, None] - torch.arange(k)[None, :]).to(device)
+
+class Attention(torch.nn.Module):
+    def forward(self, x):
+        n = x.size(1)
+        return x + relative_positions(n, n, x.device)
+""",
         # a mask built on the host from host data (lengths, NumPy, element by element), then copied
         # once: the device would do the same writes as many small kernels
         """
