@@ -4,6 +4,8 @@
 #
 #   bench/mutation.sh ptlint/run/cache.py ptlint/engine/suppress.py     # tests from the table below
 #   bench/mutation.sh ptlint/engine/traversal.py -- tests/rules/test_rule_examples.py tests/run/test_fix.py
+#   MUTANTS='*x__bindings__* *_compute_intrinsic__*' bench/mutation.sh ptlint/semantics/where.py -- tests/semantics/test_where.py
+#     (only the functions a change touched, in modules too large to mutate whole: mutmut's name patterns)
 #
 # Runs in a scratch copy (build/mutation/, wiped first) so that the work tree and its pyproject.toml
 # stay as they are; needs the test and mutation extras (`pip install -e ".[test,mutation]"`).
@@ -23,7 +25,7 @@ while (($#)); do
     modules+=("$1"); shift
 done
 if ((${#modules[@]} == 0)); then
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 
@@ -74,15 +76,20 @@ EOF
 cd "$work"
 echo "mutating: ${modules[*]}"
 echo "tests:    ${tests[*]}"
-if ! mutmut run >mutmut-run.log 2>&1; then
+read -r -a patterns <<<"${MUTANTS:-}"
+if ! mutmut run "${patterns[@]}" >mutmut-run.log 2>&1; then
     # mutmut stops with an error when no selected test reaches any mutant: that is a score of 0
     grep -q "could not find any test case for any mutant" mutmut-run.log || { tail -40 mutmut-run.log; exit 1; }
 fi
 
-python3 - "${modules[@]}" <<'EOF'
+MUTANTS="${MUTANTS:-}" python3 - "${modules[@]}" <<'EOF'
 import json
+import os
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
+
+patterns = os.environ["MUTANTS"].split()
 
 KILLED = {1, 3, 36, 24, -24, 152, 255}  # failed tests, pytest internal error, timeouts
 TIMEOUT = {36, 24, -24, 152, 255}
@@ -90,6 +97,8 @@ worst = 0.0
 for module in sys.argv[1:]:
     meta = json.loads(Path("mutants", module + ".meta").read_text())
     codes = meta["exit_code_by_key"]
+    if patterns:  # (the other functions' mutants were not run)
+        codes = {name: code for name, code in codes.items() if any(fnmatch(name, p) for p in patterns)}
     killed = [name for name, code in codes.items() if code in KILLED]
     survived = sorted(name for name, code in codes.items() if code == 0)
     untested = sorted(name for name, code in codes.items() if code in (5, 33, None))

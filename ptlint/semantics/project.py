@@ -554,9 +554,30 @@ class ProjectModel:
                 if found is not None:
                     break
             else:
-                found = self._only_module_ending(parts) or self._from_outer_folders(parts)
+                found = self._only_module_ending(parts) or self._nearest_module_ending(path, parts) \
+                    or self._from_outer_folders(parts)
         self._modules[key] = found
         return found
+
+    def _nearest_module_ending(self, path: str, parts: list[str]) -> str | None:
+        """Of several modules whose dotted path ends with `parts`, the one that starts in the
+        nearest folder above `path`: `models/Autoformer.py` importing `layers.AutoCorrelation` in a
+        tree run as `python run.py` from the folder holding `models/` and `layers/` (Python puts
+        the script's folder on `sys.path`), beside a copy under `Formers/FEDformer/layers/`. None
+        where no candidate starts above `path`, or two start in the same folder."""
+        above = os.path.dirname(path)
+        starts: dict[str, list[str]] = {}
+        for file in self._module_endings(parts):
+            start = file[:-3] if file.endswith(".py") else file
+            if start.endswith(os.sep + "__init__"):
+                start = start[:-len(os.sep + "__init__")]
+            for _ in parts:
+                start = os.path.dirname(start)
+            starts.setdefault(start, []).append(file)
+        while above.startswith(self.root) and above not in starts and os.path.dirname(above) != above:
+            above = os.path.dirname(above)
+        found = starts.get(above, [])
+        return found[0] if len(found) == 1 else None
 
     def _imports_an_unfound_project_module(self, path: str) -> bool:
         """`path` imports absolutely a module that no lookup finds, while the project has a folder
