@@ -283,7 +283,8 @@ def is_set_up_name(name: str) -> bool:
     return name in ONCE_NAMES and name != "main" or bool(ONCE_NAME.search(name))
 
 
-def _lazy_set_up(branch: ast.If, values: Callable[[str], list] | None = None) -> bool:
+def _lazy_set_up(branch: ast.If | ast.While, values: Callable[[str], list] | None = None,
+                 set_by: Callable[[str], set[str]] | None = None) -> bool:
     """`if self.z < 0: self.z = ...`, `if self.cache is None: self.cache = ...`, `if not self.ready:`,
     `if not len(self.queue): self.queue = ...`, `z = self.params[2].item(); if z < 0:
     self.params[2] = ...`, `if not isinstance(self.net, Wrapper): self.net = Wrapper(self.net)`:
@@ -291,7 +292,12 @@ def _lazy_set_up(branch: ast.If, values: Callable[[str], list] | None = None) ->
     with a sentinel constant or asks the type, length or presence of, so it runs until the first
     time it has (not a running best, `if loss < self.best:`); and `if key not in cache:
     cache[key] = ...`, once per key. `values(name)`: what a local name of the function was
-    assigned."""
+    assigned.
+    Also a branch (or a `while` loop) that hands the work to a method of its own class setting
+    what the test asks (`set_by(name)`: the attributes the method `name` sets): `if
+    self.l_kernel.item() == 0: self._setup_C(L)`, and a cache grown on demand, `if seq_len >
+    self.max_cached: self._build_cache(seq_len)`, `while L > self.l_kernel: self._setup_C(L)`:
+    it runs the first time, and again only when the need grows."""
     targets = [target for statement in branch.body for target in (
         statement.targets if isinstance(statement, ast.Assign) else
         [statement.target] if isinstance(statement, ast.AnnAssign) else [])]
@@ -299,10 +305,50 @@ def _lazy_set_up(branch: ast.If, values: Callable[[str], list] | None = None) ->
         return True
     assigned = {_held_attribute(target) for target in targets} - {None}
     names = {target.id for target in targets if isinstance(target, ast.Name)}
-    if not assigned and not names:  # the usual branch: the test's locals need not be looked up
+    delegated = _set_by_own_methods(branch.body, set_by) - assigned if set_by is not None else set()
+    if not assigned and not names and not delegated:  # the usual branch: the test's locals need not be looked up
         return False
-    return any(_tested_attribute(part, values) in assigned or isinstance(part, ast.Name) and part.id in names
-               and _first_value_only(part.id, branch, values) for part in _sentinel_tests(branch.test))
+    if delegated and any(_tested_attribute(part, values) in delegated
+                         for part in _sentinel_tests(branch.test) + _size_tests(branch.test)):
+        return True
+    return isinstance(branch, ast.If) and any(
+        _tested_attribute(part, values) in assigned or isinstance(part, ast.Name) and part.id in names
+        and _first_value_only(part.id, branch, values) for part in _sentinel_tests(branch.test))
+
+
+def _attributes_set(method: ast.AST) -> set[str]:
+    """The attributes of `self` a method's own code sets: `self.x = ...`, `self.x += ...`,
+    `self.register_buffer("x", ...)`."""
+    out = set()
+    for node in body_nodes(method.body):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name) and node.value.id in SELF_NAMES:
+            out.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "register_buffer" and node.args and isinstance(node.args[0], ast.Constant):
+            out.add(node.args[0].value)
+    return out
+
+
+def _set_by_own_methods(body: list[ast.stmt], set_by: Callable[[str], set[str]]) -> set[str]:
+    """The attributes the statements `self.method(...)` of `body` set through those methods."""
+    out: set[str] = set()
+    for statement in body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and isinstance(call.func.value, ast.Name) and call.func.value.id in SELF_NAMES:
+            out |= set_by(call.func.attr)
+    return out
+
+
+def _size_tests(test: ast.AST) -> list[ast.AST]:
+    """Both sides of the order comparisons in a test (`seq_len > self.max_cached`), through `and` /
+    `or`: a size the test holds against what is needed."""
+    if isinstance(test, ast.BoolOp):
+        return [part for value in test.values for part in _size_tests(value)]
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
+        return [test.left, test.comparators[0]]
+    return []
 
 
 def _fills_a_cache(test: ast.AST, targets: list[ast.AST]) -> bool:
@@ -1263,6 +1309,9 @@ class ExecutionModel:
                     periodic = True
             elif isinstance(parent, ast.Raise) or (isinstance(parent, ast.Assert) and child is parent.msg):
                 cold = True
+            elif isinstance(parent, ast.While) and _contains(parent.body, child) and leaves is None \
+                    and _lazy_set_up(parent, None, self._setters(parent)):
+                guards.append(parent)  # `while L > self.l_kernel: self._setup_C(L)`: grown on demand
             elif isinstance(parent, STATEMENT_LOOPS) and (_contains(parent.body, child)
                                                           or isinstance(parent, ast.While) and child is parent.test):
                 leaves = _leaving(parent.body, leaves) if child is not getattr(parent, "test", None) else leaves
@@ -1281,7 +1330,7 @@ class ExecutionModel:
             child, parent = parent, self.ctx.parent(parent)
         literal = all(_over_literal(loop) or _over_classes(loop) for loop in loops)
         scope = function or self.ctx.tree
-        first_only = any(_lazy_set_up(guard, lambda name: _assigned(scope, name)) for guard in guards)
+        first_only = any(_lazy_set_up(guard, lambda name: _assigned(scope, name), self._setters(guard)) for guard in guards)
         return Placement(
             cold=cold, loops=tuple(loops), gated=gated, periodic=periodic, function=function,
             per_outer=bool(loops) and self._per_outer(loops[0]),
@@ -1620,6 +1669,23 @@ class ExecutionModel:
         values = _assigned(self.ctx.tree, name)
         return len(values) == 1 and isinstance(values[0], ast.Attribute) \
             and self.ctx.names.qualname(values[0], at=values[0]) == "torch.__version__"
+
+    def _setters(self, node: ast.AST) -> Callable[[str], set[str]]:
+        """For the class whose method holds `node`: method name -> the attributes of `self` that
+        method's own code sets (`self.x = ...`, `self.register_buffer("x", ...)`); nothing for a
+        name it does not define."""
+        function = self.ctx.enclosing_function(node)
+        owner = self.ctx.owner_class(function) if function is not None else None
+        if owner is None:
+            return lambda name: set()
+        key = ("setters", id(owner))
+        table = self.ctx.memo.get(key)
+        if table is None:
+            table = self.ctx.memo[key] = {}
+            for method in owner.body:
+                if isinstance(method, FUNCTION_DEFS):
+                    table[method.name] = _attributes_set(method)
+        return lambda name: table.get(name, set())
 
     def _fixed_attributes(self) -> dict[str, object]:
         """Attribute name -> the constant an `__init__` of the file gives it, for the attributes

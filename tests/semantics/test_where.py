@@ -201,6 +201,52 @@ for step in range(steps):  # ten training steps: a loop that trains stays a loop
     x = torch.randn(2, 3).cuda()  # ctx: per-step
     model(x).sum().backward()
 """,
+    "set-up a branch hands to a method of its class that sets what the test asks runs when the need grows": """
+import torch
+
+
+class Kernel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("l_kernel", torch.tensor(0))
+        self.best = float("inf")
+
+    def _setup(self, L):
+        if self.l_kernel.item() == 0:
+            self.C = torch.zeros(L).cuda()  # ctx: once
+        self.l_kernel = self.l_kernel + L
+
+    def _build_cache(self, n, device):
+        self.cached = n
+        self.cos = torch.arange(n).float().to(device)  # ctx: once
+
+    def _report(self, n):
+        print(n)  # ctx: per-step
+
+    def _make_mask(self, n):
+        self.register_buffer("mask", torch.ones(n, n).tril().cuda(), persistent=False)  # ctx: once
+
+    def forward(self, x, L):
+        if self.l_kernel.item() == 0:
+            self._setup(L)  # ctx: once
+        while L > self.l_kernel.item():
+            self._setup(L)  # ctx: once
+        n = x.shape[1]
+        if n > self.cached:
+            self._build_cache(n, x.device)  # ctx: once
+        if n > self.longest:
+            self._report(n)  # ctx: per-step
+        if self.mask is None or n > self.mask.size(0):
+            self._make_mask(n)  # ctx: once
+        while n > self.longest:
+            n = self._report(n // 2)  # ctx: per-step
+        while not self.finished:
+            self.finished = self._report(n)  # ctx: per-step
+        loss = x.sum()
+        if loss < self.best:
+            self.best = loss  # ctx: per-step
+        return x
+""",
     "a cached function's body runs once for each new argument, however often it is called": """
 import functools
 import torch

@@ -861,6 +861,20 @@ gives float32.
 """
 
     bad_examples = [
+        # the same cache rebuilt on every forward
+        """
+import torch
+
+class Rotary(torch.nn.Module):
+    def _build_cache(self, n, device):
+        self.cached = n
+        self.cos = torch.arange(n).float().cos().to(device)  # expect: PTL201
+
+    def forward(self, x):
+        n = x.shape[1]
+        self._build_cache(n, x.device)
+        return x * self.cos[:n]
+""",
         # the same helper without the cache: every forward builds and copies the table
         """
 import torch
@@ -1200,6 +1214,26 @@ def grid(steps):
     ]
 
     good_examples = [
+        # a cache grown on demand by a method of the class: built the first time, and again only
+        # for a longer sequence
+        """
+import torch
+
+class Rotary(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cached = 0
+
+    def _build_cache(self, n, device):
+        self.cached = n
+        self.cos = torch.arange(n).float().cos().to(device)
+
+    def forward(self, x):
+        n = x.shape[1]
+        if n > self.cached:
+            self._build_cache(n, x.device)
+        return x * self.cos[:n]
+""",
         # a sampling script: ten samples, a count it names once, in code that runs once
         """
 import torch
