@@ -849,6 +849,7 @@ def _next_batch(call: ast.Call) -> bool:
 PERIODIC_WORDS = {"interval", "every", "freq", "frequency", "period", "periodic"}
 PERIODIC_FLAGS = {"should_log", "should_evaluate", "should_save", "do_log", "log_now", "is_log_step",
                   "should_print", "should_checkpoint"}
+PERIODIC_FLAG_PREFIXES = tuple(f"{flag}_" for flag in PERIODIC_FLAGS)
 
 
 def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
@@ -856,8 +857,9 @@ def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
     `if step % cfg.log_interval`, `if shown < 10:`: a test that holds on a few of the loop's
     iterations."""
     words = name_words(test)
-    if words & PERIODIC_FLAGS or any(part in PERIODIC_WORDS for word in words for part in word.split("_")):
-        return True
+    if any(word in PERIODIC_FLAGS or word.startswith(PERIODIC_FLAG_PREFIXES) for word in words) \
+            or any(part in PERIODIC_WORDS for word in words for part in word.split("_")):
+        return True  # (`should_log_optim_metrics_this_step`: a flag of the same kind, spelled out)
     names = set()
     target = getattr(loop, "target", None)
     if target is not None:

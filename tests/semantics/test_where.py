@@ -553,6 +553,15 @@ def train_step(self, batch, should_log):
     if total < self.best:
         self.best = total  # ctx: per-outer-iteration
 
+def train_batch(self, batch, should_log_optim_metrics_this_step, should_logits_be_kept):
+    loss = self.model(batch).sum()
+    loss.backward()  # ctx: per-step
+    if should_log_optim_metrics_this_step:
+        for key, value in self.optim.metrics().items():
+            self.metrics[key] = value.item()  # ctx: per-outer-iteration
+    if should_logits_be_kept:
+        self.kept = loss.item()  # ctx: per-step
+
 def fit(model, loader, opt, accum):
     for i, x in enumerate(loader):
         loss = model(x).sum()
