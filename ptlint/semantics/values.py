@@ -734,6 +734,9 @@ def _host_name(name: str) -> bool:
 
 def _mentions_cpu(expr: ast.AST, ctx: "FileFacts", depth: int) -> bool:
     """The expression visibly makes or moves a tensor to host memory and never to a device."""
+    if isinstance(expr, ast.Call) and (method_name(expr) == "cpu" and not expr.args
+                                       or method_name(expr) == "to" and expr.args and is_cpu_device(expr.args[0], ctx)):
+        return True  # `log_softmax(model(x.to(device))).cpu()`: the last move decides
     if isinstance(expr, ast.BinOp):  # arithmetic of host tensors stays on the host
         return _mentions_cpu(expr.left, ctx, depth) or _mentions_cpu(expr.right, ctx, depth)
     if isinstance(expr, ast.Call) and is_torch_op(ctx.qualname(expr.func)) and expr.args \
@@ -765,9 +768,19 @@ def _host_value(name: str, ctx: "FileFacts", depth: int) -> bool:
     # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives; nor
     # does `x += y`, which updates x in place, where it is
     # a branch that builds it from NumPy (`torch.from_numpy` of an earlier NumPy `x`) keeps it there
-    values = [v for v in ctx.assignments(name) if root_name(v) != name and not isinstance(v, ast.AugAssign)]
+    values = [v for v in ctx.assignments(name) if _derived_from(v, ctx) != name and not isinstance(v, ast.AugAssign)]
     numpy = [_numpy_expression(v, ctx) for v in values]
     return bool(values) and not all(numpy) and all(n or _mentions_cpu(v, ctx, depth) for n, v in zip(numpy, values))
+
+
+def _derived_from(expr: ast.AST, ctx: "FileFacts") -> str | None:
+    """The name a value derives from where it stays where that name's tensor is: `x[i]`,
+    `x.unsqueeze(0)`, and through torch ops on it (`torch.gather(x, 2, index)`), as
+    `_mentions_cpu` follows them."""
+    while isinstance(expr, ast.Call) and expr.args and is_torch_op(ctx.qualname(expr.func)) \
+            and ctx.qualname(expr.func) not in HOST_FACTORIES and not any(k.arg == "device" for k in expr.keywords):
+        expr = expr.args[0]
+    return root_name(expr)
 
 
 def _numpy_expression(expr: ast.AST, ctx: "FileFacts") -> bool:

@@ -137,6 +137,14 @@ def test_a_name_is_a_device_by_what_it_is_bound_to():
     ("a = f(x).astype('float32')\n", "a[0]", True),  # a NumPy array's method
     ("", "model(x)", False),
     ("out = model(x)\n", "out.sum()", False),
+    # the last move decides: the input's copy to the device does not put the result there
+    ("", "F.log_softmax(model(x.to(device)), -1).cpu()", True),
+    ("", "F.log_softmax(model(x.cpu()), -1).to(device)", False),
+    ("", "model(x.to(device)).to('cpu')", True),
+    # a name rebuilt from itself by torch ops stays where its other values put it
+    ("logits = model(x).cpu()\nlogits = torch.gather(logits, 1, index)\n", "logits.sum()", True),
+    ("logits = model(x)\nlogits = torch.gather(logits, 1, index)\n", "logits.sum()", False),
+    ("logits = model(x).cpu()\nlogits = torch.gather(model(x), 1, index)\n", "logits.sum()", False),
 ])
 def test_in_host_memory(setup, value, expected):
     node, ctx = expression(f"0\n{setup}value = {value}")

@@ -573,6 +573,22 @@ No automatic fix: where to accumulate depends on the code.
 """
 
     bad_examples = [
+        # the same scores left on the device: one wait per row
+        """
+import torch
+import torch.nn.functional as F
+
+def loglikelihoods(model, batches, device):
+    scores = []
+    for batch in batches:
+        multi_logits = F.log_softmax(model(batch.to(device)), dim=-1)
+        for logits, targets in zip(multi_logits, batch):
+            logits = torch.gather(logits, 1, targets.unsqueeze(-1))
+            scores.append(float(logits.sum()))  # expect: PTL101
+    return scores
+
+loglikelihoods(torch.nn.Linear(4, 4).cuda(), [], "cuda")
+""",
         # a barrier only on some steps (or only in a branch) drains nothing the other steps
         """
 import torch
@@ -1434,6 +1450,23 @@ def train(model, loader, opt):
     ]
 
     good_examples = [
+        # scores read from a batch moved back to the host after the model ran (a loop over the
+        # rows, each gathered and summed there)
+        """
+import torch
+import torch.nn.functional as F
+
+def loglikelihoods(model, batches, device):
+    scores = []
+    for batch in batches:
+        multi_logits = F.log_softmax(model(batch.to(device)), dim=-1).cpu()
+        for logits, targets in zip(multi_logits, batch):
+            logits = torch.gather(logits, 1, targets.unsqueeze(-1))
+            scores.append(float(logits.sum()))
+    return scores
+
+loglikelihoods(torch.nn.Linear(4, 4).cuda(), [], "cuda")
+""",
         # a barrier across processes every step drains the queue: the reads before it wait for
         # nothing the barrier would not
         """
