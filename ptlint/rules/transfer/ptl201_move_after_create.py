@@ -104,11 +104,14 @@ def _has_star(call: ast.Call) -> bool:
 
 
 def analyse_move(move: ast.Call, ctx) -> tuple[bool, bool, bool]:
-    """For `<factory>.cuda(...)` / `.to(...)`: (is a move to a visible device, can be rewritten,
-    carries a dtype)."""
+    """For `<factory>.cuda(...)` / `.to(...)` / `.type_as(other)`: (is a move to a visible device,
+    can be rewritten, carries a dtype). `.type_as(x)` takes `x`'s device and dtype: a copy to the
+    device unless `x` is visibly in host memory (reported without a rewrite)."""
     method = move.func.attr
     if _has_star(move):
         return False, False, False
+    if method == "type_as":
+        return len(move.args) == 1 and not in_host_memory(move.args[0], ctx), False, True
     kwargs = {k.arg: k.value for k in move.keywords}
     if method == "cuda":
         if len(move.args) > 1 or set(kwargs) - {"device", "non_blocking", "memory_format"}:
@@ -314,7 +317,7 @@ class MoveAfterCreate(Rule):
         if len(node.args) == 1 and not node.keywords and self._is_cuda_tensor_type(func):
             self._numpy_copied(node, node.args[0])
             return
-        if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to"):
+        if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to", "type_as"):
             return
         factory = factory_name(func.value, self.ctx)
         if factory is None:
@@ -861,6 +864,17 @@ gives float32.
 """
 
     bad_examples = [
+        # `.type_as(x)` takes x's device as well as its dtype: a random draw copied every step
+        """
+import torch
+
+def rand_segments(x, lengths, segment_size):
+    len_diff = lengths - segment_size
+    return (torch.rand([x.shape[0]]).type_as(x) * (len_diff + 1)).long()  # expect: PTL201
+
+for x, lengths in loader:
+    rand_segments(x.cuda(), lengths.cuda(), 32)
+""",
         # the same cache rebuilt on every forward
         """
 import torch
@@ -1214,6 +1228,20 @@ def grid(steps):
     ]
 
     good_examples = [
+        # `.type_as` only changing the dtype: the factory is on the device already, or the other
+        # tensor is in host memory
+        """
+import torch
+
+def positions(x, inv_freq):
+    t = torch.arange(x.shape[1], device=x.device).type_as(inv_freq)
+    counts = torch.zeros(3).type_as(torch.ones(3))
+    return t, counts
+
+inv_freq = torch.ones(4, device="cuda")
+for x in loader:
+    positions(x.cuda(), inv_freq)
+""",
         # a cache grown on demand by a method of the class: built the first time, and again only
         # for a longer sequence
         """
