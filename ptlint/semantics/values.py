@@ -720,9 +720,12 @@ def may_be_device(node: ast.AST, ctx: "FileFacts") -> bool:
 
 
 def is_cpu_device(node: ast.AST | None, ctx: "FileFacts") -> bool:
-    """`"cpu"`, `"cpu:0"`, `torch.device("cpu")`: host memory."""
+    """`"cpu"`, `"cpu:0"`, `torch.device("cpu")`: host memory; also `y.device` of a loader's batch
+    part the loop leaves on the host (`_batch_part_left_on_host`)."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str) and node.value.split(":")[0] == "cpu"
+    if isinstance(node, ast.Attribute) and node.attr == "device" and isinstance(node.value, ast.Name):
+        return _batch_part_left_on_host(node.value.id, ctx)
     return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and bool(node.args) \
         and is_cpu_device(node.args[0], ctx)
 
@@ -826,13 +829,26 @@ def _batch_part_left_on_host(name: str, ctx: "FileFacts") -> bool:
     """`for image, caption, image_id in loader:` whose body moves `image` to the device
     (`image = image.to(device)`) and never `image_id`: a loader yields host tensors, and the loop
     moves the parts it computes with, so the part it leaves (an id, an index) is in host memory."""
-    values = ctx.assignments(name)
-    if len(values) != 1:
-        return False
     loop = next((loop for loop in reversed(ctx.loops) if isinstance(loop, (ast.For, ast.AsyncFor))
                  and isinstance(loop.target, (ast.Tuple, ast.List))
                  and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(loop.target))), None)
-    if loop is None or not any(values[0] is n for n in ast.walk(loop.iter)):
+    if loop is None:
+        return False
+    # the loop rebinds the name: what other code binds it, before or after, is not what it reads
+    values = [value for value in ctx.assignments(name) if loop.lineno <= value.lineno <= loop.end_lineno]
+    if not values or not any(values[0] is n for n in ast.walk(loop.iter)):
+        return False
+    key = ("host-batch-part", name, id(loop), len(values))  # (what is bound so far, mid-traversal)
+    if key in ctx.memo:  # (asked again while deciding it: `a = a.to(b.device)`, `b = b.to(a.device)`)
+        return ctx.memo[key] or False
+    ctx.memo[key] = None
+    ctx.memo[key] = found = _left_on_host(name, values, loop, ctx)
+    return found
+
+
+def _left_on_host(name: str, values: list[ast.AST], loop: ast.AST, ctx: "FileFacts") -> bool:
+    # later values may only convert the part (`y = y.float()`); the scan below finds its moves
+    if any(_derived_from(value, ctx) != name for value in values[1:]):
         return False
     parts = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     moved = False

@@ -241,9 +241,40 @@ for x, ids in loader:
 for x, ids in loader:
     y = other.cuda()
     probe(ids)
+for x, y in loader:
+    x = x.float().to(device)
+    y = y.float()
+    probe(y)
+for x, y in loader:
+    x = x.float().to(device)
+    y = y.float().cuda()
+    probe(y)
+for x, y in loader:
+    x = x.float().to(device)
+    y = torch.cat([y, y]).to(device)
+    probe(y)
 """
     assert probe(source, lambda node, ctx: in_host_memory(node.args[0], ctx)) == \
-        [True, False, True, False, False, False, False, False]
+        [True, False, True, False, False, False, False, False, True, False, False]
+
+
+def test_the_device_of_a_batch_part_left_on_the_host_is_the_cpu():
+    """`.to(y.device)` of a part the loop leaves on the host copies nothing; of a part it moves,
+    or of any other tensor, it may."""
+    source = """
+import torch
+for x, y in loader:
+    x = x.float().to(device)
+    y = y.float()
+    probe(y.device)
+    probe(x.device)
+    probe(z.device)
+for x, y in loader:
+    x = x.to(y.device)
+    y = y.to(x.device)
+    probe(y.device)
+"""
+    assert probe(source, lambda node, ctx: is_cpu_device(node.args[0], ctx)) == [True, False, False, False]
 
 
 def test_needed_on_host_through_asserts_comprehensions_and_actions():
