@@ -875,6 +875,10 @@ def is_periodic_test(test: ast.AST, loop: ast.AST | None) -> bool:
                 or (any(isinstance(side, ast.Constant) and type(side.value) is int for side in sides)
                     and any(name_words(side) & STEP_COUNTER_WORDS for side in sides))):
             return True  # `i == 0`, `batch_idx == 0`, `self.global_step == 0`
+        if any(isinstance(op, ast.Eq) for op in node.ops) and len(sides) == 2 and any(
+                (isinstance(a, ast.Name) and a.id in names or name_words(a) & STEP_COUNTER_WORDS)
+                and name_words(b) & START_WORDS for a, b in (sides, sides[::-1])):
+            return True  # `self.iteration_step == self.initial_iter_step`: the first step of a run or a resume
         if isinstance(node.ops[0], ast.In) and isinstance(node.left, ast.Name) \
                 and (node.left.id in names or name_words(node.left) & STEP_COUNTER_WORDS):
             return True  # `it in log_iters`: the iterations a set names
@@ -908,6 +912,7 @@ def _first_few(compare: ast.Compare, names: set[str], loop: ast.AST | None) -> b
 # Names of a step counter: `batch_idx == 0` or `global_step == 0` holds on one step (not `epoch == 0`,
 # a whole epoch of steps).
 STEP_COUNTER_WORDS = {"step", "iter", "iteration", "it", "idx", "batch_idx", "global_step", "itr"}
+START_WORDS = {"start", "initial", "init", "first", "begin", "resume", "resumed", "starting"}  # `start_step`
 
 
 def _off_period(test: ast.AST, loop: ast.AST | None) -> bool:

@@ -60,6 +60,21 @@ def fit(model, loader, epochs):
         print(epoch)  # ctx: per-outer-iteration
 """,
     "periodic logging, and the optimizer step of gradient accumulation": """
+class Resumable:
+    def training_step(self, batch):
+        loss = self.model(batch).sum()
+        loss.backward()  # ctx: per-step
+        if self.resumed and self.iteration_step == self.initial_iter_step:
+            move_states(self.optimizer, "cuda")  # ctx: per-outer-iteration
+        if self.iteration_step == self.ema_step:
+            self.ema.update(self.model)  # ctx: per-step
+
+def epochs(model, loader, start_epoch, n):
+    for epoch in range(start_epoch, n):
+        if epoch == start_epoch:
+            model.warm_up()  # ctx: per-outer-iteration
+        fit(model, loader, None, 1)
+
 def fit(model, loader, opt, accum):
     for i, x in enumerate(loader):
         loss = model(x)
