@@ -571,6 +571,17 @@ def _over_structure(loop: ast.AST) -> bool:
     return all(isinstance(p, ast.Attribute) and isinstance(p.value, ast.Name) and p.value.id == "self" for p in parts)
 
 
+def _past_structure(loops: list[ast.AST]) -> ast.AST:
+    """The innermost of `loops` (innermost first) that is not over a mapping, a model's parts or a
+    literal: `[(v / n).item() for v in results.values()]` after an epoch's data loops runs once
+    per epoch for each of a few metrics, as the epoch loop's own code does."""
+    index = 0
+    while index < len(loops) - 1 and (_over_structure(loops[index]) and not iterable_is_data(loops[index])
+                                      or _over_literal(loops[index])):
+        index += 1
+    return loops[index]
+
+
 def is_sub_step_loop(loop: ast.AST) -> bool:
     """A loop over the parts of one step, by the words of its iterable (`range(accum_steps)`,
     `range(config["num_accumulations"])`) or of its target (`for micro_step in ...`)."""
@@ -1340,7 +1351,7 @@ class ExecutionModel:
         first_only = any(_lazy_set_up(guard, lambda name: _assigned(scope, name), self._setters(guard)) for guard in guards)
         return Placement(
             cold=cold, loops=tuple(loops), gated=gated, periodic=periodic, function=function,
-            per_outer=bool(loops) and self._per_outer(loops[0]),
+            per_outer=bool(loops) and self._per_outer(_past_structure(loops)),
             set_up=function is not None and is_set_up_name(function.name),
             literal=literal, structure=all(_over_literal(loop) or _over_structure(loop) for loop in loops),
             after_model_loop=not loops and function is not None and self._after_model_loop(node, function),

@@ -60,6 +60,34 @@ def fit(model, loader, epochs):
         print(epoch)  # ctx: per-outer-iteration
 """,
     "periodic logging, and the optimizer step of gradient accumulation": """
+def validate_each_epoch(model, train_loader, val_loader, opt, writer):
+    for epoch in range(100):
+        for x in train_loader:
+            model(x).sum().backward()
+            opt.step()
+        results = {"d1": torch.zeros(1).cuda(), "rmse": torch.zeros(1).cuda()}
+        for x in val_loader:
+            results["d1"] += model(x).mean()
+        print([(v / 2).item() for v in results.values()])  # ctx: per-outer-iteration
+        for name, metric in results.items():
+            writer.add_scalar(name, metric.item(), epoch)  # ctx: per-outer-iteration
+        for name in ("d1", "rmse"):
+            print(results[name].item())  # ctx: per-outer-iteration
+        for k in range(100):
+            print(results["d1"].item())  # ctx: per-step
+    for x in train_loader:
+        for name, value in model(x).items():
+            print(value.item())  # ctx: per-step
+
+
+class Epochs:
+    def train(self, epochs):
+        for epoch in range(epochs):
+            for i, data in enumerate(self._train_loader):
+                loss = self.model(data).sum()
+                loss.backward()
+                self.running += loss.item()  # ctx: per-step
+
 class Resumable:
     def training_step(self, batch):
         loss = self.model(batch).sum()
