@@ -521,22 +521,15 @@ def _stops_after_few(loop: ast.AST) -> bool:
         target = target.elts[0]
     if not isinstance(target, ast.Name):
         return False
-    pending = list(loop.body)
-    while pending:
-        statement = pending.pop()
-        if isinstance(statement, ast.If):
-            test = statement.test
-            if statement.body and isinstance(statement.body[-1], ast.Break) and isinstance(test, ast.Compare) \
-                    and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.Eq)) \
+    for statement in body_nodes(loop.body, stop_at=(*DEFINITIONS, *STATEMENT_LOOPS, *COMPREHENSIONS)):
+        if isinstance(statement, ast.If) and statement.body and isinstance(statement.body[-1], ast.Break):
+            test = statement.test  # (a `break` of this loop: no loop between them is entered)
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+                    and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.Eq)) \
                     and isinstance(test.left, ast.Name) and test.left.id == target.id \
                     and isinstance(test.comparators[0], ast.Constant) and type(test.comparators[0].value) is int \
                     and test.comparators[0].value <= FEW_ITERATIONS:
                 return True
-            pending.extend(statement.body + statement.orelse)
-        elif isinstance(statement, (ast.With, ast.AsyncWith)):
-            pending.extend(statement.body)
-        elif isinstance(statement, ast.Try):
-            pending.extend(statement.body + statement.orelse + statement.finalbody)
     return False
 
 

@@ -964,6 +964,16 @@ def fit(model, loader, writer, epochs):
             writer.add_audio(model(x))  # ctx: per-step
             if epoch >= 5:
                 break
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-step
+            for j in range(3):
+                if i >= 5:
+                    break  # (leaves the inner loop only)
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-outer-iteration
+            with torch.no_grad():
+                if i >= 5:
+                    break
 """,
     "a branch that logs the error, then raises or gives up the step, is cold": """
 import math

@@ -186,8 +186,8 @@ def _self_bindings(cls: ast.ClassDef, ctx) -> dict[str, list[ast.AST]]:
     key = ("self-bindings", id(cls))
     if key not in ctx.memo:
         found: dict[str, list[ast.AST]] = {}
-        for node in ast.walk(cls):
-            if isinstance(node, ast.Assign):
+        for node in ctx.assigns():  # (the file's assignments, indexed once: those inside the class)
+            if cls.lineno <= node.lineno <= cls.end_lineno:
                 for target in node.targets:
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                             and target.value.id == "self":
