@@ -836,7 +836,7 @@ def _batch_part_left_on_host(name: str, ctx: "FileFacts") -> bool:
         return False
     # the loop rebinds the name: what other code binds it, before or after, is not what it reads
     values = [value for value in ctx.assignments(name) if loop.lineno <= value.lineno <= loop.end_lineno]
-    if not values or not any(values[0] is n for n in ast.walk(loop.iter)):
+    if not values:  # (the first is the loop's own binding: its iterable)
         return False
     key = ("host-batch-part", name, id(loop), len(values))  # (what is bound so far, mid-traversal)
     if key in ctx.memo:  # (asked again while deciding it: `a = a.to(b.device)`, `b = b.to(a.device)`)

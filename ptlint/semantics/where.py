@@ -283,8 +283,8 @@ def is_set_up_name(name: str) -> bool:
     return name in ONCE_NAMES and name != "main" or bool(ONCE_NAME.search(name))
 
 
-def _lazy_set_up(branch: ast.If | ast.While, values: Callable[[str], list] | None = None,
-                 set_by: Callable[[str], set[str]] | None = None) -> bool:
+def _lazy_set_up(branch: ast.If | ast.While, values: Callable[[str], list] | None,
+                 set_by: Callable[[str], set[str]]) -> bool:
     """`if self.z < 0: self.z = ...`, `if self.cache is None: self.cache = ...`, `if not self.ready:`,
     `if not len(self.queue): self.queue = ...`, `z = self.params[2].item(); if z < 0:
     self.params[2] = ...`, `if not isinstance(self.net, Wrapper): self.net = Wrapper(self.net)`:
@@ -305,7 +305,7 @@ def _lazy_set_up(branch: ast.If | ast.While, values: Callable[[str], list] | Non
         return True
     assigned = {_held_attribute(target) for target in targets} - {None}
     names = {target.id for target in targets if isinstance(target, ast.Name)}
-    delegated = _set_by_own_methods(branch.body, set_by) - assigned if set_by is not None else set()
+    delegated = _set_by_own_methods(branch.body, set_by) - assigned - {None}
     if not assigned and not names and not delegated:  # the usual branch: the test's locals need not be looked up
         return False
     if delegated and any(_tested_attribute(part, values) in delegated

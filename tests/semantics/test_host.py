@@ -145,6 +145,7 @@ def test_a_name_is_a_device_by_what_it_is_bound_to():
     ("logits = model(x).cpu()\nlogits = torch.gather(logits, 1, index)\n", "logits.sum()", True),
     ("logits = model(x)\nlogits = torch.gather(logits, 1, index)\n", "logits.sum()", False),
     ("logits = model(x).cpu()\nlogits = torch.gather(model(x), 1, index)\n", "logits.sum()", False),
+    ("logits = model(x).cpu()\nlogits = torch.zeros_like(logits, device='cuda')\n", "logits.sum()", False),
 ])
 def test_in_host_memory(setup, value, expected):
     node, ctx = expression(f"0\n{setup}value = {value}")
@@ -245,6 +246,7 @@ for x, y in loader:
     x = x.float().to(device)
     y = y.float()
     probe(y)
+    probe(y)
 for x, y in loader:
     x = x.float().to(device)
     y = y.float().cuda()
@@ -255,7 +257,7 @@ for x, y in loader:
     probe(y)
 """
     assert probe(source, lambda node, ctx: in_host_memory(node.args[0], ctx)) == \
-        [True, False, True, False, False, False, False, False, True, False, False]
+        [True, False, True, False, False, False, False, False, True, True, False, False]
 
 
 def test_the_device_of_a_batch_part_left_on_the_host_is_the_cpu():

@@ -65,6 +65,8 @@ def validate_each_epoch(model, train_loader, val_loader, opt, writer):
         for x in train_loader:
             model(x).sum().backward()
             opt.step()
+            for name, value in model.losses.items():
+                print(value.item())  # ctx: per-step
         results = {"d1": torch.zeros(1).cuda(), "rmse": torch.zeros(1).cuda()}
         for x in val_loader:
             results["d1"] += model(x).mean()
@@ -73,6 +75,9 @@ def validate_each_epoch(model, train_loader, val_loader, opt, writer):
             writer.add_scalar(name, metric.item(), epoch)  # ctx: per-outer-iteration
         for name in ("d1", "rmse"):
             print(results[name].item())  # ctx: per-outer-iteration
+        for split, table in results.items():
+            for name, metric in table.items():
+                print(metric.item())  # ctx: per-outer-iteration
         for k in range(100):
             print(results["d1"].item())  # ctx: per-step
     for x in train_loader:
@@ -194,6 +199,10 @@ def main():
         print(model(j).item())  # ctx: once
     for j in range(40):
         print(model(j).item())  # ctx: per-step
+    for j in range(32):
+        print(model(j).item())  # ctx: once
+    for j in range(33):
+        print(model(j).item())  # ctx: per-step
     for step in range(10):
         loss = model(x)
         loss.backward()  # ctx: per-step
@@ -220,6 +229,9 @@ def main(n):
     for i in range(few):
         print(model(x).item())  # ctx: once
     for i in range(n):
+        print(model(x).item())  # ctx: per-step
+    counted = len(x)
+    for i in range(counted):
         print(model(x).item())  # ctx: per-step
     many = 500
     for i in range(many):
@@ -269,6 +281,15 @@ class Kernel(torch.nn.Module):
     def _make_mask(self, n):
         self.register_buffer("mask", torch.ones(n, n).tril().cuda(), persistent=False)  # ctx: once
 
+    def _build(self):
+        self.built = True
+
+    def _grow(self, n):
+        self.other = n
+
+    def _rebuild(self, n):
+        self.seen = n
+
     def forward(self, x, L):
         if self.l_kernel.item() == 0:
             self._setup(L)  # ctx: once
@@ -277,6 +298,7 @@ class Kernel(torch.nn.Module):
         n = x.shape[1]
         if n > self.cached:
             self._build_cache(n, x.device)  # ctx: once
+            self._report(n)
         if n > self.longest:
             self._report(n)  # ctx: per-step
         if self.mask is None or n > self.mask.size(0):
@@ -285,10 +307,31 @@ class Kernel(torch.nn.Module):
             n = self._report(n // 2)  # ctx: per-step
         while not self.finished:
             self.finished = self._report(n)  # ctx: per-step
+        if n > self.longest:
+            self._grow(n)  # ctx: per-step
+            self._report(n)
+        if self.ready and n > self.cached:
+            self._build_cache(n, x.device)  # ctx: once
+        if not self.built:
+            self._build()  # ctx: once
+        if n != self.seen:  # (rebuilt whenever the length changes: as often as lengths vary)
+            self._rebuild(n)  # ctx: per-step
+        z = self.l_kernel.item()
+        if z == 0:
+            self._setup(L)  # ctx: once
+        if self.table is None:
+            self.table: torch.Tensor = torch.ones(4).cuda()  # ctx: once
+        if self.cache is None:
+            self.reset_cache()  # ctx: per-step
         loss = x.sum()
         if loss < self.best:
             self.best = loss  # ctx: per-step
         return x
+
+
+def prepare(self, x):
+    if self.ready is None:
+        self._prepare(x)  # ctx: called
 """,
     "a cached function's body runs once for each new argument, however often it is called": """
 import functools
@@ -974,6 +1017,18 @@ def fit(model, loader, writer, epochs):
             with torch.no_grad():
                 if i >= 5:
                     break
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-outer-iteration
+            if i >= 100:
+                break
+        for i, x in enumerate(samples):
+            writer.add_audio(model(x))  # ctx: per-step
+            if i >= 101:
+                break
+        for score, x in pairs:
+            writer.add_audio(model(x))  # ctx: per-step
+            if score >= 5:  # (a value of the data, not a counter)
+                break
 """,
     "a branch that logs the error, then raises or gives up the step, is cold": """
 import math
