@@ -771,18 +771,32 @@ def _host_value(name: str, ctx: "FileFacts", depth: int) -> bool:
     # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives; nor
     # does `x += y`, which updates x in place, where it is
     # a branch that builds it from NumPy (`torch.from_numpy` of an earlier NumPy `x`) keeps it there
-    values = [v for v in ctx.assignments(name) if _derived_from(v, ctx) != name and not isinstance(v, ast.AugAssign)]
+    values = [v for v in ctx.assignments(name) if not isinstance(v, ast.AugAssign)]
+    own = [v for v in values if _derived_from(v, ctx) == name]
+    if any(isinstance(node, ast.Call) and moves_to_device(node, ctx) for v in own for node in ast.walk(v)):
+        return False  # `x = x.cuda()`: wherever it was built, it is on the device now
+    values = [v for v in values if not any(v is o for o in own)]
     numpy = [_numpy_expression(v, ctx) for v in values]
     return bool(values) and not all(numpy) and all(n or _mentions_cpu(v, ctx, depth) for n, v in zip(numpy, values))
 
 
 def _derived_from(expr: ast.AST, ctx: "FileFacts") -> str | None:
     """The name a value derives from where it stays where that name's tensor is: `x[i]`,
-    `x.unsqueeze(0)`, and through torch ops on it (`torch.gather(x, 2, index)`), as
-    `_mentions_cpu` follows them."""
-    while isinstance(expr, ast.Call) and expr.args and is_torch_op(ctx.qualname(expr.func)) \
-            and ctx.qualname(expr.func) not in HOST_FACTORIES and not any(k.arg == "device" for k in expr.keywords):
-        expr = expr.args[0]
+    `x.unsqueeze(0)`, and through torch ops on it and methods of their results
+    (`torch.gather(x, 2, index).squeeze(-1)`), as `_mentions_cpu` follows them."""
+    while True:
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif not isinstance(expr, ast.Call):
+            break
+        elif expr.args and is_torch_op(ctx.qualname(expr.func)):
+            if ctx.qualname(expr.func) in HOST_FACTORIES or any(k.arg == "device" for k in expr.keywords):
+                break
+            expr = expr.args[0]
+        elif isinstance(expr.func, ast.Attribute) and not is_torch_op(ctx.qualname(expr.func)):
+            expr = expr.func.value  # a method of the value (`.squeeze(-1)`, `.float()`)
+        else:
+            break
     return root_name(expr)
 
 

@@ -146,6 +146,11 @@ def test_a_name_is_a_device_by_what_it_is_bound_to():
     ("logits = model(x)\nlogits = torch.gather(logits, 1, index)\n", "logits.sum()", False),
     ("logits = model(x).cpu()\nlogits = torch.gather(model(x), 1, index)\n", "logits.sum()", False),
     ("logits = model(x).cpu()\nlogits = torch.zeros_like(logits, device='cuda')\n", "logits.sum()", False),
+    ("logits = model(x).cpu()\nlogits = torch.gather(logits, 1, index).squeeze(-1)\n", "logits.sum()", True),
+    # a tensor built on the host, then moved: on the device whatever it was
+    ("x = torch.zeros(3)\nx = x.cuda()\n", "x.sum()", False),
+    ("x = torch.zeros(3)\nx = torch.gather(x, 0, i).to(device)\n", "x.sum()", False),
+    ("x = torch.zeros(3)\nx = x.float()\n", "x.sum()", True),
 ])
 def test_in_host_memory(setup, value, expected):
     node, ctx = expression(f"0\n{setup}value = {value}")

@@ -1461,7 +1461,7 @@ def loglikelihoods(model, batches, device):
     for batch in batches:
         multi_logits = F.log_softmax(model(batch.to(device)), dim=-1).cpu()
         for logits, targets in zip(multi_logits, batch):
-            logits = torch.gather(logits, 1, targets.unsqueeze(-1))
+            logits = torch.gather(logits, 1, targets.unsqueeze(-1)).squeeze(-1)
             scores.append(float(logits.sum()))
     return scores
 
