@@ -2718,44 +2718,49 @@ def test_what_a_def_taken_by_name_calls_in_another_file_runs_as_often(tmp_path, 
     assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")
 
 
+# A script run from the folder above `layers/` (no `__init__.py`), training the model it imports,
+# and the module two copies of which the import could find.
+SCRIPT_IMPORTING = """
+    import torch
+    from {module} import {model}
+
+
+    def main():
+        model = {model}().cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in [torch.randn(8, 4) for _ in range(1000)]:
+            model(batch.cuda()).sum().backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+ATTENTION_COPY = """
+    import torch
+
+
+    class Attention(torch.nn.Module):
+        def forward(self, x):
+            return {used}
+
+        def fast(self, x):
+            return x * 2
+
+        def full(self, x):
+            index = torch.arange(x.shape[1]).cuda(){expect}
+            return x[:, index]
+"""
+
+
 @pytest.mark.parametrize("used, expect", [("self.full(x)", "  # expect: PTL201"), ("self.fast(x)", "")])
 def test_an_import_two_copies_could_answer_finds_the_one_above_the_importer(tmp_path, monkeypatch, capsys, used,
                                                                             expect):
     """`python run.py` from the folder holding `models/` and `layers/` (no `__init__.py`): Python
     finds `layers.attention` in the script's folder, not the copy under `Formers/Old/layers/`. So
     the model knows which methods of that module run: a method nothing calls never runs."""
-    attention = """
-        import torch
-
-
-        class Attention(torch.nn.Module):
-            def forward(self, x):
-                return {used}
-
-            def fast(self, x):
-                return x * 2
-
-            def full(self, x):
-                index = torch.arange(x.shape[1]).cuda(){expect}
-                return x[:, index]
-    """
     write(tmp_path, {
-        "exp/run.py": """
-            import torch
-            from models.net import Net
-
-
-            def main():
-                model = Net().cuda()
-                opt = torch.optim.SGD(model.parameters(), lr=0.1)
-                for batch in [torch.randn(8, 4) for _ in range(1000)]:
-                    model(batch.cuda()).sum().backward()
-                    opt.step()
-
-
-            if __name__ == "__main__":
-                main()
-        """,
+        "exp/run.py": SCRIPT_IMPORTING.format(module="models.net", model="Net"),
         "exp/models/net.py": """
             import torch
             from layers.attention import Attention
@@ -2769,8 +2774,8 @@ def test_an_import_two_copies_could_answer_finds_the_one_above_the_importer(tmp_
                 def forward(self, x):
                     return self.attention(x)
         """,
-        "exp/layers/attention.py": attention.format(used=used, expect=expect),
-        "exp/Formers/Old/layers/attention.py": attention.format(used="self.fast(x)", expect=""),
+        "exp/layers/attention.py": ATTENTION_COPY.format(used=used, expect=expect),
+        "exp/Formers/Old/layers/attention.py": ATTENTION_COPY.format(used="self.fast(x)", expect=""),
     })
     (tmp_path / "pyproject.toml").unlink()  # a tree of scripts, not a library others import
     assert found(check(tmp_path, monkeypatch, capsys, "PTL201")) == markers(tmp_path, "PTL201")
@@ -2779,35 +2784,9 @@ def test_an_import_two_copies_could_answer_finds_the_one_above_the_importer(tmp_
 def test_an_import_two_copies_answer_and_neither_above_the_importer_stays_unknown(tmp_path, monkeypatch, capsys):
     """The same import with the copies in two sibling folders, neither above the importer: which
     one runs is unknown, so no method of either is taken for dead."""
-    attention = """
-        import torch
-
-
-        class Attention(torch.nn.Module):
-            def forward(self, x):
-                return x * 2
-
-            def full(self, x):
-                index = torch.arange(x.shape[1]).cuda()  # expect: PTL201
-                return x[:, index]
-    """
+    attention = ATTENTION_COPY.format(used="x * 2", expect="  # expect: PTL201")
     write(tmp_path, {
-        "exp/run.py": """
-            import torch
-            from layers.attention import Attention
-
-
-            def main():
-                model = Attention().cuda()
-                opt = torch.optim.SGD(model.parameters(), lr=0.1)
-                for batch in [torch.randn(8, 4) for _ in range(1000)]:
-                    model(batch.cuda()).sum().backward()
-                    opt.step()
-
-
-            if __name__ == "__main__":
-                main()
-        """,
+        "exp/run.py": SCRIPT_IMPORTING.format(module="layers.attention", model="Attention"),
         "a/layers/attention.py": attention,
         "b/layers/attention.py": attention,
     })
