@@ -568,9 +568,7 @@ class ProjectModel:
         above = os.path.dirname(path)
         starts: dict[str, list[str]] = {}
         for file in self._module_endings(parts):
-            start = file[:-3] if file.endswith(".py") else file
-            if start.endswith(os.sep + "__init__"):
-                start = start[:-len(os.sep + "__init__")]
+            start = file.removesuffix(".py").removesuffix(os.sep + "__init__")
             for _ in parts:
                 start = os.path.dirname(start)
             starts.setdefault(start, []).append(file)
