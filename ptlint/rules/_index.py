@@ -4,7 +4,7 @@ code: (name, default, module, triggers, reads_imports); FINGERPRINT is the hash 
 it describes
 (registry.rules_fingerprint): when they change and this file does not, it is ignored."""
 
-FINGERPRINT = "c93b3efd-1021218"
+FINGERPRINT = "96b9979d-1021616"
 RULES = {
     'PTL101': ('sync-in-loop', True, 'sync.ptl101_sync_in_loop', ('.item(', '.cpu(', '.numpy(', '.tolist(', 'float(', 'int(', 'bool(', 'print(', 'if', 'not', 'and', 'or', '%', 'format(', '{', 'get_scale(', 'state_dict(', '.data[0]'), False),
     'PTL102': ('sync-call-in-loop', True, 'sync.ptl102_sync_call_in_loop', ('synchronize', 'empty_cache'), False),

@@ -1320,6 +1320,8 @@ class ExecutionModel:
                     periodic = True
             elif isinstance(parent, ast.Raise) or (isinstance(parent, ast.Assert) and child is parent.msg):
                 cold = True
+            elif isinstance(parent, (ast.Try, ast.With, ast.AsyncWith)) and _contains(parent.body, child):
+                leaves = _leaving(parent.body, leaves)  # `try: return validate(args)` in a retry loop
             elif isinstance(parent, ast.While) and _contains(parent.body, child) and leaves is None \
                     and _lazy_set_up(parent, None, self._setters(parent)):
                 guards.append(parent)  # `while L > self.l_kernel: self._setup_C(L)`: grown on demand

@@ -1030,6 +1030,30 @@ def fit(model, loader, writer, epochs):
             if score >= 5:  # (a value of the data, not a counter)
                 break
 """,
+    "a retry loop runs its body once unless the attempt fails": """
+import torch
+
+def run(args, batch_size):
+    while batch_size:
+        try:
+            torch.cuda.empty_cache()  # ctx: once
+            results = validate(args, batch_size)
+            return results
+        except RuntimeError:
+            batch_size //= 2
+    for attempt in range(100):
+        with lock:
+            torch.cuda.empty_cache()  # ctx: once
+            break
+    for x in loader:
+        try:
+            torch.cuda.empty_cache()  # ctx: per-step
+            step(x)
+        except RuntimeError:
+            continue
+
+run(args, 64)
+""",
     "a branch that logs the error, then raises or gives up the step, is cold": """
 import math
 

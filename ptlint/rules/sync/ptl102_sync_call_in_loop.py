@@ -619,6 +619,20 @@ def train(model, loader, opt, batch_time, print_freq):
     ]
 
     good_examples = [
+        # a retry loop: the attempt returns, and the loop runs again only after an out-of-memory error
+        """
+import torch
+
+def run(model, loader, batch_size):
+    while batch_size:
+        try:
+            torch.cuda.empty_cache()
+            return evaluate(model, loader, batch_size)
+        except RuntimeError:
+            batch_size //= 2
+
+run(torch.nn.Linear(2, 2).cuda(), [], 64)
+""",
         # a function that times another with CUDA events: the sync before `elapsed_time` is needed
         """
 import torch
