@@ -771,11 +771,12 @@ def _host_value(name: str, ctx: "FileFacts", depth: int) -> bool:
     # `x = x.numpy()` derives x from itself: it neither proves nor disproves where x lives; nor
     # does `x += y`, which updates x in place, where it is
     # a branch that builds it from NumPy (`torch.from_numpy` of an earlier NumPy `x`) keeps it there
-    values = [v for v in ctx.assignments(name) if not isinstance(v, ast.AugAssign)]
-    own = [v for v in values if _derived_from(v, ctx) == name]
+    own, values = [], []  # the bindings that derive the name from itself, and the others
+    for v in ctx.assignments(name):
+        if not isinstance(v, ast.AugAssign):
+            (own if _derived_from(v, ctx) == name else values).append(v)
     if any(isinstance(node, ast.Call) and moves_to_device(node, ctx) for v in own for node in ast.walk(v)):
         return False  # `x = x.cuda()`: wherever it was built, it is on the device now
-    values = [v for v in values if not any(v is o for o in own)]
     numpy = [_numpy_expression(v, ctx) for v in values]
     return bool(values) and not all(numpy) and all(n or _mentions_cpu(v, ctx, depth) for n, v in zip(numpy, values))
 

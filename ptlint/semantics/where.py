@@ -483,18 +483,21 @@ def _constant_range_of_few(loop: ast.AST, scope: ast.AST) -> bool:
 def _constant_int(node: ast.expr, scope: ast.AST) -> int | None:
     """The integer `node` is: a literal, or a name `scope` binds once, to a literal (`steps = 10`)."""
     if isinstance(node, ast.Name):
-        values = _assigned(scope, node.id)
-        if len(values) != 1 or _bindings(scope, node.id) != 1:
-            return None
-        node = values[0]
+        node = _only_value(scope, node.id)
     return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
-def _bindings(scope: ast.AST, name: str) -> int:
-    """How many times `scope`'s own code binds `name` (assignments, loop targets, `+=`)."""
+def _only_value(scope: ast.AST, name: str) -> ast.expr | None:
+    """The value `name = ...` gives `name` where that is the one binding of `name` in `scope`'s
+    own code (no other assignment, loop target or `+=`); None otherwise."""
     body = scope.body if isinstance(scope, (*FUNCTION_DEFS, ast.Module)) else []
-    return sum(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
-               for node in body_nodes(body))
+    stores, value = 0, None
+    for node in body_nodes(body):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            stores += 1
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = node.value
+    return value if stores == 1 else None
 
 
 # The size of one batch: `range(batch_size)` walks the samples of one batch, not the data.
